@@ -1,0 +1,51 @@
+# Tessera. `make demo` and `make test` work on a fresh machine with Go installed.
+GO            ?= go
+BIN           := bin/tessera
+VERSION       ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS       := -X github.com/tessera-gpu/tessera/internal/version.Version=$(VERSION)
+CONTROLLER_GEN := $(GO) run sigs.k8s.io/controller-tools/cmd/controller-gen@v0.23.0
+STATICCHECK   := $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
+GENERATED     := api deploy/crds
+
+.PHONY: all build test unit integration k8s-binaries lint generate verify demo clean
+
+all: build
+
+build:
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/tessera
+
+## k8s-binaries: build kube-apiserver and etcd from the module proxy (cached in ~/.cache/tessera)
+k8s-binaries:
+	@hack/k8s-binaries.sh >/dev/null
+
+## test: unit and integration tests; integration runs against a real kube-apiserver + etcd
+test: k8s-binaries
+	KUBEBUILDER_ASSETS="$$(hack/k8s-binaries.sh)" TESSERA_REQUIRE_K8S=1 $(GO) test -count=1 ./...
+
+unit:
+	$(GO) test -count=1 $$($(GO) list ./... | grep -v /test/)
+
+integration: k8s-binaries
+	KUBEBUILDER_ASSETS="$$(hack/k8s-binaries.sh)" TESSERA_REQUIRE_K8S=1 $(GO) test -count=1 ./test/...
+
+lint:
+	@out=$$(gofmt -l $$(git ls-files --cached --others --exclude-standard '*.go')); \
+	  if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+	$(STATICCHECK) ./...
+
+## generate: deepcopy and CRD manifests from the kubebuilder markers in api/
+generate:
+	$(CONTROLLER_GEN) object paths=./api/... crd:crdVersions=v1 output:crd:artifacts:config=deploy/crds
+
+## verify: fail when generated files are stale
+verify: generate
+	@if [ -n "$$(git status --porcelain -- $(GENERATED))" ]; then \
+	  echo "generated files are stale; run 'make generate' and commit:"; git status --porcelain -- $(GENERATED); exit 1; fi
+
+demo: build
+	./$(BIN) version
+	@echo "The trace simulator (tessera simulate) is coming; until it lands the demo prints the version."
+
+clean:
+	rm -rf bin

@@ -1,0 +1,71 @@
+package v1alpha1
+
+import (
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+func metav1AddToGroupVersion(s *runtime.Scheme) { metav1.AddToGroupVersion(s, GroupVersion) }
+
+// SchedulerName is the schedulerName that hands a pod to Tessera.
+const SchedulerName = "tessera"
+
+// Extended resources.
+const (
+	// ResourceGPU counts whole GPUs (or GPU shares, on nodes that advertise shares).
+	ResourceGPU corev1.ResourceName = "tessera.dev/gpu"
+	// ResourceGPUMemory is GPU memory in MiB; a request asks for a slice of one GPU.
+	ResourceGPUMemory corev1.ResourceName = "tessera.dev/gpu-memory"
+	// ResourceNvidiaGPU is the NVIDIA device plugin's resource, read for compatibility.
+	ResourceNvidiaGPU corev1.ResourceName = "nvidia.com/gpu"
+)
+
+// Labels and annotations.
+const (
+	LabelQueue             = "tessera.dev/queue"
+	LabelPodGroup          = "tessera.dev/pod-group"
+	LabelGPUModel          = "tessera.dev/gpu-model"
+	LabelGPUCount          = "tessera.dev/gpu-count"
+	LabelRack              = "tessera.dev/rack"
+	LabelZone              = "topology.kubernetes.io/zone"
+	AnnotationMinAvailable = "tessera.dev/min-available"
+	AnnotationGPUAssign    = "tessera.dev/gpu-assignment"
+	AnnotationQueue        = "tessera.dev/queue"
+)
+
+// Labels and annotations of other batch systems that Tessera reads (never requires).
+const (
+	VolcanoQueueName      = "scheduling.volcano.sh/queue-name"
+	VolcanoGroupName      = "scheduling.k8s.io/group-name"
+	VolcanoGroupMinMember = "scheduling.volcano.sh/group-min-member"
+	KueueQueueName        = "kueue.x-k8s.io/queue-name"
+)
+
+// DefaultQueue is the queue of a workload that names none.
+const DefaultQueue = "default"
+
+// Condition types and reasons shared by the kinds.
+const (
+	ConditionReady       = "Ready"
+	ConditionScheduled   = "Scheduled"
+	ConditionCompiled    = "Compiled"
+	ConditionHealthy     = "Healthy"
+	ReasonUnschedulable  = "Unschedulable"
+	ReasonQueueCapacity  = "QueueCapacityExceeded"
+	ReasonGangIncomplete = "GangIncomplete"
+)
+
+// DefaultTopologyLevels are the node labels, narrowest first, that group nodes into
+// topology domains for multi-node gangs.
+var DefaultTopologyLevels = []string{LabelRack, LabelZone}
+
+// DurationOrZero returns d's value, or zero for nil.
+func DurationOrZero(d *metav1.Duration) time.Duration {
+	if d == nil {
+		return 0
+	}
+	return d.Duration
+}

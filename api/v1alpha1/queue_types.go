@@ -1,0 +1,102 @@
+package v1alpha1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// QueueSpec describes a queue's share of the cluster.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.deserved) || !has(self.capability) || self.deserved.all(r, !(r in self.capability) || quantity(string(self.deserved[r])).compareTo(quantity(string(self.capability[r]))) <= 0)",message="spec.deserved must not exceed spec.capability for any resource; lower deserved or raise capability",fieldPath=".deserved"
+// +kubebuilder:validation:XValidation:rule="!has(self.guarantee) || !has(self.capability) || self.guarantee.all(r, !(r in self.capability) || quantity(string(self.guarantee[r])).compareTo(quantity(string(self.capability[r]))) <= 0)",message="spec.guarantee must not exceed spec.capability for any resource; lower guarantee or raise capability",fieldPath=".guarantee"
+type QueueSpec struct {
+	// Weight splits capacity that no queue deserves, in proportion to other queues' weights.
+	// +kubebuilder:default=1
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=1000
+	// +optional
+	Weight int32 `json:"weight,omitempty"`
+
+	// Deserved is what the queue gets under contention; idle deserved capacity is lent out
+	// and reclaimed when the queue has pending work.
+	// +kubebuilder:validation:MaxProperties=7
+	// +optional
+	Deserved corev1.ResourceList `json:"deserved,omitempty"`
+
+	// Capability is a hard cap on what the queue's running jobs may hold.
+	// +kubebuilder:validation:MaxProperties=7
+	// +optional
+	Capability corev1.ResourceList `json:"capability,omitempty"`
+
+	// Guarantee is reserved for the queue and never lent to other queues.
+	// +kubebuilder:validation:MaxProperties=7
+	// +optional
+	Guarantee corev1.ResourceList `json:"guarantee,omitempty"`
+
+	// Parent names the parent queue; children share the parent's deserved capacity.
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`
+	// +optional
+	Parent string `json:"parent,omitempty"`
+
+	// Reclaimable lets other queues take back what this queue borrowed beyond its deserved share.
+	// +kubebuilder:default=true
+	// +optional
+	Reclaimable *bool `json:"reclaimable,omitempty"`
+
+	// Priority orders queues when their shares tie; higher goes first.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=1000000
+	// +optional
+	Priority int32 `json:"priority,omitempty"`
+}
+
+// QueueStatus reports what the queue holds and how many jobs wait in it.
+type QueueStatus struct {
+	// Allocated is the sum of requests of the queue's running pods.
+	// +optional
+	Allocated corev1.ResourceList `json:"allocated,omitempty"`
+	// +optional
+	Pending int32 `json:"pending,omitempty"`
+	// +optional
+	Inqueue int32 `json:"inqueue,omitempty"`
+	// +optional
+	Running int32 `json:"running,omitempty"`
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// Queue is a share of the cluster that jobs are submitted to.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:scope=Cluster,shortName=tq
+// +kubebuilder:validation:XValidation:rule="!has(self.spec.parent) || self.spec.parent != self.metadata.name",message="spec.parent must name another queue, not the queue itself"
+// +kubebuilder:printcolumn:name="Weight",type=integer,JSONPath=`.spec.weight`
+// +kubebuilder:printcolumn:name="Deserved-GPU",type=string,JSONPath=`.spec.deserved.tessera\.dev/gpu`
+// +kubebuilder:printcolumn:name="Capability-GPU",type=string,JSONPath=`.spec.capability.tessera\.dev/gpu`
+// +kubebuilder:printcolumn:name="Allocated-GPU",type=string,JSONPath=`.status.allocated.tessera\.dev/gpu`
+// +kubebuilder:printcolumn:name="Pending",type=integer,JSONPath=`.status.pending`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type Queue struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// +optional
+	Spec QueueSpec `json:"spec,omitempty"`
+	// +optional
+	Status QueueStatus `json:"status,omitempty"`
+}
+
+// QueueList is a list of Queues.
+//
+// +kubebuilder:object:root=true
+type QueueList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []Queue `json:"items"`
+}

@@ -1,0 +1,122 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// ScaleDownPolicySpec says which GPU nodes may be removed once idle, and how carefully.
+type ScaleDownPolicySpec struct {
+	// NodeSelector picks the nodes this policy governs; empty selects every GPU node.
+	// +optional
+	NodeSelector *metav1.LabelSelector `json:"nodeSelector,omitempty"`
+
+	// IdleAfter is how long a node must stay idle before it becomes a candidate.
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
+	// +kubebuilder:default="30m"
+	// +optional
+	IdleAfter *metav1.Duration `json:"idleAfter,omitempty"`
+
+	// GPUUtilizationThreshold is the utilization percent at or below which a GPU counts as idle.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=100
+	// +kubebuilder:default=5
+	// +optional
+	GPUUtilizationThreshold int32 `json:"gpuUtilizationThreshold,omitempty"`
+
+	// MaxParallel is how many nodes may be draining at once.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=1000
+	// +kubebuilder:default=1
+	// +optional
+	MaxParallel int32 `json:"maxParallel,omitempty"`
+
+	// Cooldown is the pause after a scale-down (or a scale-up) before the next one.
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
+	// +kubebuilder:default="10m"
+	// +optional
+	Cooldown *metav1.Duration `json:"cooldown,omitempty"`
+
+	// MinNodes is the fewest selected nodes that must remain.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	MinNodes int32 `json:"minNodes,omitempty"`
+
+	// PricePerGPUHour is the cost of one GPU hour, as a decimal string, for savings reports.
+	// +kubebuilder:validation:Pattern=`^[0-9]+(\.[0-9]+)?$`
+	// +kubebuilder:validation:MaxLength=32
+	// +optional
+	PricePerGPUHour string `json:"pricePerGPUHour,omitempty"`
+
+	// DryRun reports candidates and decisions without cordoning or removing anything.
+	// +optional
+	DryRun bool `json:"dryRun,omitempty"`
+}
+
+// ScaleDownCandidate is a node the policy would remove.
+type ScaleDownCandidate struct {
+	// +kubebuilder:validation:MaxLength=253
+	Node      string      `json:"node"`
+	IdleSince metav1.Time `json:"idleSince"`
+	// +kubebuilder:validation:MaxLength=256
+	// +optional
+	Reason string `json:"reason,omitempty"`
+}
+
+// ScaleDownRecord is one node that was removed.
+type ScaleDownRecord struct {
+	// +kubebuilder:validation:MaxLength=253
+	Node string      `json:"node"`
+	Time metav1.Time `json:"time"`
+	// +kubebuilder:validation:Minimum=0
+	GPUs int32 `json:"gpus"`
+	// Machine is the Cluster API Machine that was deleted, if any.
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	Machine string `json:"machine,omitempty"`
+}
+
+// ScaleDownPolicyStatus lists current candidates and the recent scale-downs.
+type ScaleDownPolicyStatus struct {
+	// +kubebuilder:validation:MaxItems=1000
+	// +optional
+	Candidates []ScaleDownCandidate `json:"candidates,omitempty"`
+	// +kubebuilder:validation:MaxItems=100
+	// +optional
+	RecentScaleDowns []ScaleDownRecord `json:"recentScaleDowns,omitempty"`
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// ScaleDownPolicy governs the removal of long-idle GPU nodes.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:scope=Cluster,shortName=sdp
+// +kubebuilder:printcolumn:name="Idle-After",type=string,JSONPath=`.spec.idleAfter`
+// +kubebuilder:printcolumn:name="Min-Nodes",type=integer,JSONPath=`.spec.minNodes`
+// +kubebuilder:printcolumn:name="Dry-Run",type=boolean,JSONPath=`.spec.dryRun`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type ScaleDownPolicy struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// +optional
+	Spec ScaleDownPolicySpec `json:"spec,omitempty"`
+	// +optional
+	Status ScaleDownPolicyStatus `json:"status,omitempty"`
+}
+
+// ScaleDownPolicyList is a list of ScaleDownPolicies.
+//
+// +kubebuilder:object:root=true
+type ScaleDownPolicyList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []ScaleDownPolicy `json:"items"`
+}

@@ -1,0 +1,86 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tessera-gpu/tessera/internal/version"
+)
+
+// exitCodeError carries a process exit code through cobra.
+type exitCodeError struct {
+	code int
+	err  error
+}
+
+func (e *exitCodeError) Error() string { return e.err.Error() }
+
+func main() {
+	root := newRootCommand()
+	if err := root.Execute(); err != nil {
+		fmt.Fprintln(os.Stderr, "tessera:", err)
+		var ec *exitCodeError
+		if errors.As(err, &ec) {
+			os.Exit(ec.code)
+		}
+		os.Exit(1)
+	}
+}
+
+func newRootCommand() *cobra.Command {
+	root := &cobra.Command{
+		Use:           "tessera",
+		Short:         "GPU batch platform for Kubernetes: gang scheduling, GPU slices, queues, idle-node scale-down",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.AddCommand(
+		&cobra.Command{
+			Use:   "version",
+			Short: "Print the version",
+			Args:  cobra.NoArgs,
+			Run: func(cmd *cobra.Command, _ []string) {
+				fmt.Fprintln(cmd.OutOrStdout(), version.String())
+			},
+		},
+	)
+	for _, c := range []struct{ use, short string }{
+		{"scheduler", "Run the gang / binpack / GPU-slice scheduler (schedulerName: tessera)"},
+		{"webhook", "Serve the admission webhooks that evaluate Rego policies"},
+		{"autoscaler", "Cordon, drain and remove long-idle GPU nodes through Cluster API"},
+		{"node-agent", "Discover GPUs through NVML, publish GPUNode, serve the device plugin"},
+		{"simulate", "Replay a cluster trace through the scheduler and compare policies"},
+		{"explain", "Explain why a job is pending"},
+		{"gitops", "Lint and render the GitOps repository of queues and policies"},
+		{"convert", "Convert Volcano / Kueue objects into Tessera's"},
+	} {
+		if !registered(root, c.use) {
+			root.AddCommand(notImplemented(c.use, c.short))
+		}
+	}
+	return root
+}
+
+func registered(root *cobra.Command, name string) bool {
+	for _, c := range root.Commands() {
+		if c.Name() == name {
+			return true
+		}
+	}
+	return false
+}
+
+// notImplemented is a subcommand whose component has not landed: it says so and exits 2.
+func notImplemented(use, short string) *cobra.Command {
+	return &cobra.Command{
+		Use:                use,
+		Short:              short + " (not implemented yet)",
+		DisableFlagParsing: true,
+		RunE: func(*cobra.Command, []string) error {
+			return &exitCodeError{code: 2, err: fmt.Errorf("%s: not implemented yet", use)}
+		},
+	}
+}

@@ -1,0 +1,156 @@
+package testenv
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	tesserav1 "github.com/tessera-gpu/tessera/api/v1alpha1"
+)
+
+// Env is a running API server with Tessera's CRDs.
+type Env struct {
+	Config *rest.Config
+	Client client.Client
+	Scheme *runtime.Scheme
+	// Webhook holds the serving options when Options.Webhooks was set.
+	Webhook *envtest.WebhookInstallOptions
+	env     *envtest.Environment
+}
+
+// Options tunes the environment.
+type Options struct {
+	// ExtraCRDDirs are installed besides deploy/crds (for example Cluster API's CRDs).
+	ExtraCRDDirs []string
+	// Webhooks are installed and pointed at a local server the test starts.
+	Webhooks []*admissionregistrationv1.MutatingWebhookConfiguration
+	// ValidatingWebhooks are installed like Webhooks.
+	ValidatingWebhooks []*admissionregistrationv1.ValidatingWebhookConfiguration
+}
+
+// RepoRoot returns the repository root (the directory holding go.mod of the main module).
+func RepoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if b, err := os.ReadFile(filepath.Join(dir, "go.mod")); err == nil &&
+			strings.HasPrefix(string(b), "module github.com/tessera-gpu/tessera\n") {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", fmt.Errorf("no go.mod of github.com/tessera-gpu/tessera above the working directory")
+		}
+		dir = parent
+	}
+}
+
+// Assets returns the directory holding kube-apiserver and etcd, or an error that tells
+// how to build them.
+func Assets(root string) (string, error) {
+	if dir := os.Getenv("KUBEBUILDER_ASSETS"); dir != "" {
+		return dir, nil
+	}
+	out, err := exec.Command(filepath.Join(root, "hack", "k8s-binaries.sh"), "--cached-only").Output()
+	if err != nil {
+		return "", fmt.Errorf("kube-apiserver and etcd are not built yet: run `make k8s-binaries` (or `make test`, which builds them)")
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
+// New starts the API server and installs the CRDs.
+func New(opts Options) (*Env, error) {
+	root, err := RepoRoot()
+	if err != nil {
+		return nil, err
+	}
+	assets, err := Assets(root)
+	if err != nil {
+		return nil, err
+	}
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
+	if err := tesserav1.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
+	if err := apiextensionsv1.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
+	env := &envtest.Environment{
+		BinaryAssetsDirectory: assets,
+		CRDDirectoryPaths:     append([]string{filepath.Join(root, "deploy", "crds")}, opts.ExtraCRDDirs...),
+		ErrorIfCRDPathMissing: true,
+		Scheme:                scheme,
+		WebhookInstallOptions: envtest.WebhookInstallOptions{
+			MutatingWebhooks:   opts.Webhooks,
+			ValidatingWebhooks: opts.ValidatingWebhooks,
+		},
+	}
+	cfg, err := env.Start()
+	if err != nil {
+		return nil, fmt.Errorf("start kube-apiserver from %s: %w", assets, err)
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		_ = env.Stop()
+		return nil, err
+	}
+	e := &Env{Config: cfg, Client: c, Scheme: scheme, env: env}
+	if len(opts.Webhooks)+len(opts.ValidatingWebhooks) > 0 {
+		e.Webhook = &env.WebhookInstallOptions
+	}
+	return e, nil
+}
+
+// Stop shuts the API server and etcd down.
+func (e *Env) Stop() error { return e.env.Stop() }
+
+// Start starts an environment for one test and stops it when the test ends. Without
+// binaries it skips, unless TESSERA_REQUIRE_K8S=1 makes that a failure.
+func Start(t testing.TB, opts Options) *Env {
+	t.Helper()
+	e, err := New(opts)
+	if err != nil {
+		SkipOrFail(t, err)
+	}
+	t.Cleanup(func() {
+		if err := e.Stop(); err != nil {
+			t.Logf("stop API server: %v", err)
+		}
+	})
+	return e
+}
+
+// SkipOrFail skips the test when the API server cannot start, or fails it when
+// TESSERA_REQUIRE_K8S=1.
+func SkipOrFail(t testing.TB, err error) {
+	t.Helper()
+	if os.Getenv("TESSERA_REQUIRE_K8S") == "1" {
+		t.Fatalf("real API server required: %v", err)
+	}
+	t.Skipf("skipping: %v", err)
+}
+
+// Context returns a context that ends with the test or after d.
+func Context(t testing.TB, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
