@@ -30,6 +30,12 @@ func main() {
 	}
 }
 
+// subcommands holds the constructors of the implemented subcommands; each lives in its
+// own file and registers itself from init.
+var subcommands []func() *cobra.Command
+
+func register(newCommand func() *cobra.Command) { subcommands = append(subcommands, newCommand) }
+
 func newRootCommand() *cobra.Command {
 	root := &cobra.Command{
 		Use:           "tessera",
@@ -47,6 +53,9 @@ func newRootCommand() *cobra.Command {
 			},
 		},
 	)
+	for _, newCommand := range subcommands {
+		root.AddCommand(newCommand())
+	}
 	for _, c := range []struct{ use, short string }{
 		{"scheduler", "Run the gang / binpack / GPU-slice scheduler (schedulerName: tessera)"},
 		{"webhook", "Serve the admission webhooks that evaluate Rego policies"},
