@@ -1,0 +1,55 @@
+// Package trace reads and generates the simulator's inputs; it imports no scheduler
+// package.
+//
+// Three kinds of input:
+//
+//   - The Alibaba openb trace (cluster-trace-gpu-v2023, shipped in
+//     scheduler/sim/testdata/openb): ReadNodesCSV and ReadPodsCSV read its node and pod
+//     lists into NodeSpec and PodSpec. Reading is header-driven (column order is free;
+//     openb_pod_list_multigpu20.csv has only name, cpu_milli, memory_mib, num_gpu,
+//     gpu_milli) and strict: every malformed row fails with "file:line: column X:
+//     reason", never a silent skip.
+//   - YAML manifests of a user's own cluster: ReadManifests decodes Node and Pod (v1)
+//     and Queue and PodGroup (tessera.dev/v1alpha1) documents strictly.
+//   - Built-in scenarios: BuildScenario("operator", seed) generates a cluster, its queues
+//     and a seeded job mix (see Scenario).
+//
+// # GPU models and gpu_milli
+//
+// In the trace, gpu_milli is a share of one GPU in thousandths, not memory. The
+// simulator maps a share to GPU memory through the model's memory (MilliToMiB,
+// PodSpec.GPUMemoryMiBOn), rounding up. The model table (GPUModelMemoryMiB), in MiB
+// per GPU:
+//
+//	T4 15109, V100M16 16160, P100 16280, A10 22731, V100M32 32510, A100 81251,
+//	G1 10000, G2 20000, G3 30000            the FGD paper simulator's values for openb
+//	                                        (G1-G3 are undisclosed models, placeholders)
+//	A100-80GB 81920, A100-40GB 40960, H100-80GB 81559, H200 143771, L40S 46068
+//	                                        for user scenarios
+//
+// # Fill-up protocol
+//
+// FillUp resamples a pod list (seeded, with replacement) until its GPU request reaches
+// a multiple of the cluster's GPU capacity and shuffles it, as in the FGD paper's
+// evaluation; TypicalShapes gives the paper's "typical pods" (the shapes covering 95% of
+// the workload) that fragmentation is measured against. Randomness comes from
+// math/rand/v2's PCG (NewRand), so every result is a pure function of its seed.
+//
+// # The "operator" scenario
+//
+// Modelled on an operator's report: 10 nodes of 8 A100-80GB (racks r0 = a100-00..04 and
+// r1 = a100-05..09 in tessera.dev/rack, zone z0), queues train-prod (weight 2) and
+// train-dev (weight 1) with the report's deserved / capability figures (15/20 and
+// 5/10 GPUs of a 20-GPU cluster) scaled x4 to the 80 GPUs: 60/80 and 20/40. Over 24
+// virtual hours, with a backlog waiting at time 0:
+//
+//   - pretrain: 4 pods x 8 GPUs gangs, 2-6 h, train-prod, priority 1000; one per
+//     3-hour slot at a random time in it, plus one waiting at 0 (9 a day);
+//   - finetune: 1 or 2 pods x 8 GPUs (all-or-nothing), 1-3 h, 60% train-prod /
+//     40% train-dev, priority 500; Poisson, 1.2 an hour on average;
+//   - experiment: one pod with a 10-40 GiB slice of one GPU, 5-60 min, 80%
+//     train-dev / 20% train-prod, priority 100; Poisson, 12 an hour on average.
+//
+// Poisson rates follow a daily cycle (x0.6 at midnight, x1.4 at noon), so demand
+// exceeds the cluster at peaks and falls below it at night.
+package trace

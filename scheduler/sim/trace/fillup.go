@@ -1,0 +1,120 @@
+package trace
+
+import (
+	"cmp"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// pcgStream is the second word of the PCG state; the first is the seed.
+const pcgStream = 0x7e55e4a
+
+// NewRand returns the package's deterministic random source for a seed: a PCG
+// generator from math/rand/v2 seeded with (seed, a fixed stream constant).
+func NewRand(seed int64) *rand.Rand { return rand.New(rand.NewPCG(uint64(seed), pcgStream)) }
+
+// FillUp builds the FGD paper's fill-up workload: it draws pods from pods uniformly
+// with replacement until their cumulative GPU request (NumGPU x GPUMilli) reaches
+// arrive x clusterGPUMilli (the pod that crosses the mark is kept), then shuffles
+// the draw with the same source. CPU-only pods are drawn like any other and add
+// nothing to the sum. The result is deterministic per seed.
+//
+// Each drawn pod is a copy renamed "<name>-<k>", k being its draw index, so names
+// stay unique; Line still points at the source row; GPUModels is shared with the
+// source pod and must not be modified. FillUp returns nil when no pod asks for a
+// GPU or the target is not positive.
+func FillUp(pods []PodSpec, clusterGPUMilli int64, arrive float64, seed int64) []PodSpec {
+	target := int64(math.Ceil(arrive * float64(clusterGPUMilli)))
+	if target <= 0 || !slices.ContainsFunc(pods, func(p PodSpec) bool { return p.GPURequestMilli() > 0 }) {
+		return nil
+	}
+	rng := NewRand(seed)
+	var out []PodSpec
+	var total int64
+	for total < target {
+		p := pods[rng.IntN(len(pods))]
+		p.Name += "-" + strconv.Itoa(len(out))
+		total += p.GPURequestMilli()
+		out = append(out, p)
+	}
+	rng.Shuffle(len(out), func(i, j int) { out[i], out[j] = out[j], out[i] })
+	return out
+}
+
+// Shape is one distinct pod shape of a workload, as the FGD paper groups pods to
+// measure fragmentation.
+type Shape struct {
+	MilliCPU int64
+	NumGPU   int
+	// GPUMilli is the share of each GPU in thousandths (see PodSpec.GPUMilli).
+	GPUMilli int64
+	// GPUModels is the pod's GPU model constraint, models sorted and joined with "|";
+	// empty means any model.
+	GPUModels string
+	// Count is how many pods of the workload have this shape.
+	Count int
+	// P is the shape's probability among the kept shapes; they sum to 1.
+	P float64
+}
+
+// Models returns the shape's allowed GPU models, nil for any.
+func (s Shape) Models() []string {
+	if s.GPUModels == "" {
+		return nil
+	}
+	return strings.Split(s.GPUModels, "|")
+}
+
+// TypicalShapes returns the workload's typical pod shapes: the histogram of distinct
+// (CPU milli, GPU count, GPU milli, GPU model constraint) shapes, most frequent first
+// (ties in ascending order of CPU, GPU count, GPU milli, models), keeping shapes until
+// they cover coverage (the paper uses 0.95) of the pods, with their frequencies
+// renormalised to probabilities that sum to 1. A coverage of 1 or more keeps every
+// shape.
+func TypicalShapes(pods []PodSpec, coverage float64) []Shape {
+	type key struct {
+		cpu    int64
+		gpus   int
+		milli  int64
+		models string
+	}
+	counts := map[key]int{}
+	for _, p := range pods {
+		models := ""
+		if p.GPUModels != nil {
+			ms := slices.Clone(p.GPUModels)
+			slices.Sort(ms)
+			models = strings.Join(ms, "|")
+		}
+		counts[key{p.MilliCPU, p.NumGPU, p.GPUMilli, models}]++
+	}
+	shapes := make([]Shape, 0, len(counts))
+	for k, c := range counts {
+		shapes = append(shapes, Shape{MilliCPU: k.cpu, NumGPU: k.gpus, GPUMilli: k.milli, GPUModels: k.models, Count: c})
+	}
+	slices.SortFunc(shapes, func(a, b Shape) int {
+		return cmp.Or(
+			cmp.Compare(b.Count, a.Count),
+			cmp.Compare(a.MilliCPU, b.MilliCPU),
+			cmp.Compare(a.NumGPU, b.NumGPU),
+			cmp.Compare(a.GPUMilli, b.GPUMilli),
+			cmp.Compare(a.GPUModels, b.GPUModels),
+		)
+	})
+	need := coverage * float64(len(pods))
+	kept := 0
+	for i, s := range shapes {
+		kept += s.Count
+		if float64(kept) >= need {
+			shapes = shapes[:i+1]
+			break
+		}
+	}
+	for i := range shapes {
+		shapes[i].P = float64(shapes[i].Count) / float64(kept)
+	}
+	return shapes
+}

@@ -1,0 +1,227 @@
+package trace
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"strings"
+
+	tesserav1 "github.com/tessera-gpu/tessera/api/v1alpha1"
+)
+
+// Scenario is a built-in workload: a cluster, its queues and a job mix with arrival
+// times and run times on a virtual clock that starts at 0.
+type Scenario struct {
+	Name string
+	Seed int64
+	// Horizon is the length of the arrival window in seconds; jobs arrive in [0, Horizon).
+	Horizon int64
+	Nodes   []NodeSpec
+	Queues  []QueueSpec
+	// Jobs are sorted by arrival time, then name.
+	Jobs []JobSpec
+}
+
+// QueueSpec is a queue of a scenario, its GPU shares in whole GPUs.
+type QueueSpec struct {
+	Name           string
+	Weight         int32
+	DeservedGPUs   int64
+	CapabilityGPUs int64
+	Reclaimable    bool
+}
+
+// JobSpec is one job of a scenario: Tasks identical pods, of which MinMember must be
+// placed together (a gang when MinMember > 1).
+type JobSpec struct {
+	Name string
+	// Class says what kind of job this is, for reports: "pretrain", "finetune" or "experiment".
+	Class     string
+	Queue     string
+	Priority  int32
+	MinMember int
+	Tasks     int
+	// GPUsPerTask is the number of whole GPUs of each task; 0 for a slice of one GPU.
+	GPUsPerTask int
+	// GPUMemoryMiB is each task's slice of one GPU's memory when GPUsPerTask == 0.
+	GPUMemoryMiB int64
+	MilliCPU     int64
+	MemoryMiB    int64
+	// Arrival is when the job is submitted and Duration how long it runs once all of
+	// its tasks are placed, both in seconds.
+	Arrival, Duration int64
+}
+
+// GPUs is the job's whole-GPU demand (Tasks x GPUsPerTask); 0 for slice jobs.
+func (j JobSpec) GPUs() int64 { return int64(j.Tasks) * int64(j.GPUsPerTask) }
+
+var scenarios = map[string]func(seed int64) Scenario{
+	"operator": operatorScenario,
+}
+
+// ScenarioNames returns the names of the built-in scenarios, sorted.
+func ScenarioNames() []string {
+	names := make([]string, 0, len(scenarios))
+	for n := range scenarios {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// BuildScenario returns the named built-in scenario generated with the given seed;
+// the same name and seed always give the same scenario.
+func BuildScenario(name string, seed int64) (Scenario, error) {
+	gen, ok := scenarios[name]
+	if !ok {
+		return Scenario{}, fmt.Errorf("unknown scenario %q; built-in scenarios: %s", name, strings.Join(ScenarioNames(), ", "))
+	}
+	return gen(seed), nil
+}
+
+// The "operator" scenario. Its queue figures come from an operator's report about a
+// cluster where train-prod deserved 15 GPUs (capability 20) and train-dev 5 (capability
+// 10): the deserved shares add up to that cluster's 20 GPUs, so every figure is scaled
+// by clusterGPUs / operatorReportGPUs (x4 on the 80-GPU cluster: train-prod deserves 60,
+// capped at 80; train-dev deserves 20, capped at 40). Unscaled, train-prod's capability
+// of 20 GPUs could never admit a 32-GPU pretraining gang.
+const (
+	operatorNodes         = 10
+	operatorGPUsPerNode   = 8
+	operatorModel         = "A100-80GB"
+	operatorReportGPUs    = 20
+	operatorHorizon       = 24 * 3600
+	operatorNodeMilliCPU  = 128000
+	operatorNodeMemoryMiB = 1024 * 1024
+)
+
+// operatorJobClass describes one class of the operator scenario's job mix.
+type operatorJobClass struct {
+	class string
+	// ratePerHour is the mean Poisson arrival rate; arrivals follow a daily cycle
+	// between (1-swing) and (1+swing) times it, peaking at 12:00.
+	ratePerHour float64
+	// every, when set instead of ratePerHour, submits one job at a uniformly random
+	// time in each consecutive window of that many seconds.
+	every int64
+	// backlog is how many jobs of the class are already waiting at time 0 (the queue
+	// left from the night), so the day does not start on an empty cluster.
+	backlog int
+	gen     func(r *rand.Rand, j *JobSpec)
+}
+
+const diurnalSwing = 0.4
+
+func operatorClasses() []operatorJobClass {
+	return []operatorJobClass{{
+		// 32-GPU pretraining gangs: 4 pods x 8 GPUs, 2 to 6 hours, train-prod, high
+		// priority; one is waiting at 0 and one more is submitted at a random time in
+		// each 3-hour slot (they dominate the demand, so their count is not left to chance).
+		class: "pretrain", every: 3 * 3600, backlog: 1,
+		gen: func(r *rand.Rand, j *JobSpec) {
+			j.Queue, j.Priority = "train-prod", 1000
+			j.Tasks, j.MinMember, j.GPUsPerTask = 4, 4, 8
+			j.MilliCPU, j.MemoryMiB = 64000, 512*1024
+			j.Duration = uniform(r, 2*3600, 6*3600)
+		},
+	}, {
+		// 8-GPU fine-tunes: 1 or 2 pods of 8 GPUs, 1 to 3 hours, mostly train-prod.
+		class: "finetune", ratePerHour: 1.2, backlog: 2,
+		gen: func(r *rand.Rand, j *JobSpec) {
+			j.Queue, j.Priority = "train-prod", 500
+			if r.Float64() < 0.4 {
+				j.Queue = "train-dev"
+			}
+			j.Tasks = 1 + r.IntN(2)
+			j.MinMember, j.GPUsPerTask = j.Tasks, 8
+			j.MilliCPU, j.MemoryMiB = 48000, 384*1024
+			j.Duration = uniform(r, 1*3600, 3*3600)
+		},
+	}, {
+		// Single-GPU experiments needing 10-40 GiB of an 80 GiB card, 5 minutes to an
+		// hour, mostly train-dev, low priority.
+		class: "experiment", ratePerHour: 12, backlog: 10,
+		gen: func(r *rand.Rand, j *JobSpec) {
+			j.Queue, j.Priority = "train-dev", 100
+			if r.Float64() < 0.2 {
+				j.Queue = "train-prod"
+			}
+			j.Tasks, j.MinMember, j.GPUsPerTask = 1, 1, 0
+			j.GPUMemoryMiB = int64(10+r.IntN(31)) * 1024
+			j.MilliCPU, j.MemoryMiB = 4000, 32*1024
+			j.Duration = uniform(r, 5*60, 3600)
+		},
+	}}
+}
+
+func operatorScenario(seed int64) Scenario {
+	s := Scenario{Name: "operator", Seed: seed, Horizon: operatorHorizon}
+	for i := range operatorNodes {
+		s.Nodes = append(s.Nodes, NodeSpec{
+			Name:         fmt.Sprintf("a100-%02d", i),
+			MilliCPU:     operatorNodeMilliCPU,
+			MemoryMiB:    operatorNodeMemoryMiB,
+			GPUs:         operatorGPUsPerNode,
+			Model:        operatorModel,
+			GPUMemoryMiB: gpuModelMemoryMiB[operatorModel],
+			Labels: map[string]string{
+				tesserav1.LabelGPUModel: operatorModel,
+				tesserav1.LabelGPUCount: strconv.Itoa(operatorGPUsPerNode),
+				tesserav1.LabelRack:     fmt.Sprintf("r%d", i*2/operatorNodes),
+				tesserav1.LabelZone:     "z0",
+			},
+		})
+	}
+	scale := int64(operatorNodes * operatorGPUsPerNode / operatorReportGPUs)
+	s.Queues = []QueueSpec{
+		{Name: "train-prod", Weight: 2, DeservedGPUs: 15 * scale, CapabilityGPUs: 20 * scale, Reclaimable: true},
+		{Name: "train-dev", Weight: 1, DeservedGPUs: 5 * scale, CapabilityGPUs: 10 * scale, Reclaimable: true},
+	}
+	r := NewRand(seed)
+	for _, c := range operatorClasses() {
+		arrivals := make([]int64, c.backlog)
+		if c.every > 0 {
+			for start := int64(0); start+c.every <= operatorHorizon; start += c.every {
+				arrivals = append(arrivals, start+r.Int64N(c.every))
+			}
+		} else {
+			arrivals = append(arrivals, poissonArrivals(r, c.ratePerHour/3600, diurnalSwing, operatorHorizon)...)
+		}
+		for k, t := range arrivals {
+			j := JobSpec{Name: fmt.Sprintf("%s-%03d", c.class, k), Class: c.class, Arrival: t}
+			c.gen(r, &j)
+			s.Jobs = append(s.Jobs, j)
+		}
+	}
+	slices.SortStableFunc(s.Jobs, func(a, b JobSpec) int {
+		if a.Arrival != b.Arrival {
+			return int(a.Arrival - b.Arrival)
+		}
+		return strings.Compare(a.Name, b.Name)
+	})
+	return s
+}
+
+// poissonArrivals draws the arrival times (whole seconds, ascending) of a Poisson
+// process over [0, horizon) whose rate (per second) follows a daily cycle
+// rate x (1 - swing x cos(2 pi t / 1 day)), lowest at midnight and highest at noon,
+// by thinning a process of the peak rate.
+func poissonArrivals(r *rand.Rand, rate, swing float64, horizon int64) []int64 {
+	peak := rate * (1 + swing)
+	var out []int64
+	t := 0.0
+	for {
+		t += r.ExpFloat64() / peak
+		if t >= float64(horizon) {
+			return out
+		}
+		if r.Float64()*peak <= rate*(1-swing*math.Cos(2*math.Pi*t/86400)) {
+			out = append(out, int64(t))
+		}
+	}
+}
+
+// uniform draws a whole number of seconds uniformly from [lo, hi].
+func uniform(r *rand.Rand, lo, hi int64) int64 { return lo + r.Int64N(hi-lo+1) }
