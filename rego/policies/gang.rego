@@ -1,0 +1,58 @@
+# Gang size. minAvailable defaults to ceil(0.8 x replicas) for short jobs and to
+# replicas for long ones; the label tessera.dev/runtime (short | long) decides, else the
+# queue's default runtime, else long. A gang larger than its queue's capability, and a
+# minAvailable larger than replicas, are denied.
+package tessera.gang
+
+import data.tessera.lib
+
+runtime := r if {
+	r := lib.label_or_annotation("tessera.dev/runtime")
+} else := r if {
+	info := lib.queue_info(object.get(input.workload, "queue", ""))
+	r := object.get(info, "runtime", "")
+	r != ""
+} else := "long"
+
+default_min_available(replicas) := ceil((replicas * 8) / 10) if runtime == "short"
+
+default_min_available(replicas) := replicas if runtime != "short"
+
+mutate.minAvailable := m if {
+	lib.managed
+	input.kind in {"Job", "PodGroup"}
+	not input.workload.minAvailable
+	replicas := input.workload.replicas
+	replicas > 1
+	m := default_min_available(replicas)
+}
+
+deny contains msg if {
+	m := input.workload.minAvailable
+	r := input.workload.replicas
+	m > r
+	msg := sprintf("minAvailable %d is larger than the %d replicas; lower tessera.dev/min-available (or minMember) to at most %d", [m, r, r])
+}
+
+gang_size := m if {
+	m := input.workload.minAvailable
+} else := m if {
+	m := mutate.minAvailable
+} else := 1
+
+# The gang's total request per resource: the group's own total, else pods x per-pod.
+gang_total(r) := t if {
+	t := input.workload.gangRequests[r]
+} else := t if {
+	t := input.workload.podRequests[r] * gang_size
+}
+
+deny contains msg if {
+	lib.managed
+	q := object.get(input.workload, "queue", "")
+	capability := object.get(lib.queue_info(q), "capability", {})
+	some r, limit in capability
+	total := gang_total(r)
+	total > limit
+	msg := sprintf("gang of %d pod(s) needs %v %s but queue %q has a capability of %v; lower minAvailable or the request, or raise the queue's capability", [gang_size, total, r, q, limit])
+}

@@ -1,0 +1,58 @@
+# Helpers shared by Tessera's default admission policies.
+package tessera.lib
+
+# Resources that make a workload a GPU workload: every tessera.dev/* resource and
+# the NVIDIA device plugin's nvidia.com/gpu.
+gpu_resource(r) if startswith(r, "tessera.dev/")
+
+gpu_resource("nvidia.com/gpu")
+
+is_gpu_workload if {
+	some r, v in object.get(input.workload, "podRequests", {})
+	gpu_resource(r)
+	v > 0
+}
+
+is_gpu_workload if {
+	some r, v in object.get(input.workload, "gangRequests", {})
+	gpu_resource(r)
+	v > 0
+}
+
+# label_or_annotation(k) is the workload's label k, else its annotation k.
+label_or_annotation(k) := v if {
+	v := object.get(object.get(input.workload, "labels", {}), k, "")
+	v != ""
+} else := v if {
+	v := object.get(object.get(input.workload, "annotations", {}), k, "")
+	v != ""
+}
+
+namespace_annotation(k) := v if {
+	v := object.get(object.get(input.namespace, "annotations", {}), k, "")
+	v != ""
+}
+
+workload_field(k) := v if {
+	v := object.get(input.workload, k, "")
+	v != ""
+}
+
+# managed: Tessera decides for the workload. GPU workloads, workloads that name a
+# queue (Tessera's, Volcano's or Kueue's), namespaces with a default queue, and
+# workloads already handed to the tessera scheduler.
+managed if is_gpu_workload
+
+managed if workload_field("queue")
+
+managed if namespace_annotation("tessera.dev/queue")
+
+managed if label_or_annotation("scheduling.volcano.sh/queue-name")
+
+managed if label_or_annotation("kueue.x-k8s.io/queue-name")
+
+managed if input.workload.schedulerName == "tessera"
+
+workload_kinds := {"Pod", "Job", "PodGroup"}
+
+queue_info(q) := object.get(object.get(object.get(input, "cluster", {}), "queues", {}), q, null)

@@ -1,0 +1,29 @@
+package tessera.priority_test
+
+import data.tessera.priority
+
+base := {
+	"kind": "Pod",
+	"namespace": {"annotations": {}},
+	"workload": {"queue": "train", "podRequests": {"nvidia.com/gpu": 1}},
+	"cluster": {"queues": {"train": {}, "prod": {"priorityClassName": "production-high"}}},
+}
+
+test_default_batch_normal if {
+	priority.mutate.priorityClassName == "batch-normal" with input as base
+}
+
+test_queue_default_wins if {
+	inp := object.union(base, {"workload": {"queue": "prod", "podRequests": {"nvidia.com/gpu": 1}}, "namespace": {"annotations": {"tessera.dev/priority-class": "offline-low"}}})
+	priority.mutate.priorityClassName == "production-high" with input as inp
+}
+
+test_namespace_default if {
+	inp := object.union(base, {"namespace": {"annotations": {"tessera.dev/priority-class": "offline-low"}}})
+	priority.mutate.priorityClassName == "offline-low" with input as inp
+}
+
+test_existing_class_kept if {
+	inp := object.union(base, {"workload": {"queue": "train", "priorityClassName": "offline-low", "podRequests": {"nvidia.com/gpu": 1}}})
+	not priority.mutate.priorityClassName with input as inp
+}

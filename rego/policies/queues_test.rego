@@ -1,0 +1,28 @@
+package tessera.queues_test
+
+import data.tessera.queues
+
+cluster := {
+	"capacity": {"tessera.dev/gpu": 16},
+	"queues": {"a": {"deserved": {"tessera.dev/gpu": 8}}, "b": {"deserved": {"tessera.dev/gpu": 6}}},
+}
+
+test_deserved_over_capability_denied if {
+	inp := {"kind": "Queue", "workload": {"name": "c", "deserved": {"tessera.dev/gpu": 8}, "capability": {"tessera.dev/gpu": 4}}, "cluster": cluster}
+	msgs := queues.deny with input as inp
+	some msg in msgs
+	contains(msg, "spec.deserved[tessera.dev/gpu] = 8 exceeds spec.capability[tessera.dev/gpu] = 4")
+}
+
+test_sum_of_deserved_warns if {
+	inp := {"kind": "Queue", "workload": {"name": "c", "deserved": {"tessera.dev/gpu": 4}}, "cluster": cluster}
+	msgs := queues.warn with input as inp
+	some msg in msgs
+	contains(msg, "deserve 18 tessera.dev/gpu but the cluster has 16")
+}
+
+test_update_replaces_own_share if {
+	inp := {"kind": "Queue", "workload": {"name": "a", "deserved": {"tessera.dev/gpu": 10}}, "cluster": cluster}
+	count(queues.warn) == 0 with input as inp
+	count(queues.deny) == 0 with input as inp
+}
