@@ -1,0 +1,122 @@
+package trace
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+const validManifests = `# a small cluster
+---
+apiVersion: v1
+kind: Node
+metadata:
+  name: gpu-0
+  labels:
+    tessera.dev/gpu-model: A100-80GB
+status:
+  allocatable:
+    cpu: "64"
+    memory: 512Gi
+    tessera.dev/gpu: "8"
+---
+apiVersion: tessera.dev/v1alpha1
+kind: Queue
+metadata:
+  name: train
+spec:
+  weight: 2
+  deserved:
+    tessera.dev/gpu: "4"
+---
+apiVersion: tessera.dev/v1alpha1
+kind: PodGroup
+metadata:
+  name: job-a
+spec:
+  minMember: 2
+  queue: train
+---
+# only a comment
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: job-a-0
+  namespace: team
+  labels:
+    tessera.dev/pod-group: job-a
+spec:
+  schedulerName: tessera
+  containers:
+  - name: main
+    resources:
+      requests:
+        tessera.dev/gpu-memory: "20480"
+`
+
+func TestDecodeManifests(t *testing.T) {
+	m, err := DecodeManifests(strings.NewReader(validManifests), "c.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Nodes) != 1 || len(m.Queues) != 1 || len(m.PodGroups) != 1 || len(m.Pods) != 1 {
+		t.Fatalf("decoded %d nodes, %d queues, %d podgroups, %d pods", len(m.Nodes), len(m.Queues), len(m.PodGroups), len(m.Pods))
+	}
+	if got := m.Nodes[0].Status.Allocatable["tessera.dev/gpu"]; got.Cmp(resource.MustParse("8")) != 0 {
+		t.Errorf("node GPUs %v", got)
+	}
+	if q := m.Queues[0]; q.Name != "train" || q.Spec.Weight != 2 {
+		t.Errorf("queue %+v", q.Spec)
+	}
+	if pg := m.PodGroups[0]; pg.Namespace != "default" || pg.Spec.MinMember != 2 || pg.Spec.Queue != "train" {
+		t.Errorf("podgroup %s/%s %+v", pg.Namespace, pg.Name, pg.Spec)
+	}
+	p := m.Pods[0]
+	if p.Namespace != "team" || p.Spec.SchedulerName != "tessera" ||
+		p.Spec.Containers[0].Resources.Requests[corev1.ResourceName("tessera.dev/gpu-memory")] != resource.MustParse("20480") {
+		t.Errorf("pod %+v", p)
+	}
+
+	path := filepath.Join(t.TempDir(), "c.yaml")
+	if err := os.WriteFile(path, []byte(validManifests), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if m2, err := ReadManifests(path); err != nil || len(m2.Pods) != 1 {
+		t.Fatalf("ReadManifests: %v", err)
+	}
+}
+
+func TestDecodeManifestsErrors(t *testing.T) {
+	node := "apiVersion: v1\nkind: Node\nmetadata:\n  name: n0\n"
+	cases := []struct{ name, in, want string }{
+		{"unknown field", node + "---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: p\nspec:\n  containerz: []\n",
+			`c.yaml:doc 2 (Pod/p): error unmarshaling JSON: while decoding JSON: json: unknown field "containerz"`},
+		{"unknown kind", "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: d\n", `c.yaml:doc 1 (Deployment/d): unknown kind "Deployment"`},
+		{"missing kind", "apiVersion: v1\nmetadata:\n  name: x\n", "c.yaml:doc 1 (?/x): missing kind"},
+		{"wrong apiVersion", "apiVersion: tessera.dev/v1\nkind: Queue\nmetadata:\n  name: q\n", `c.yaml:doc 1 (Queue/q): apiVersion "tessera.dev/v1"; Queue needs apiVersion tessera.dev/v1alpha1`},
+		{"missing name", "apiVersion: v1\nkind: Node\nmetadata: {}\n", "c.yaml:doc 1 (Node/): missing metadata.name"},
+		{"duplicate", node + "---\n" + node, "c.yaml:doc 2 (Node/n0): duplicate Node/n0 (first in doc 1)"},
+		{"duplicate key", "apiVersion: v1\nkind: Node\nmetadata:\n  name: n0\n  name: n1\n", `c.yaml:doc 1`},
+		{"bad quantity", "apiVersion: tessera.dev/v1alpha1\nkind: Queue\nmetadata:\n  name: q\nspec:\n  deserved:\n    tessera.dev/gpu: lots\n",
+			"c.yaml:doc 1 (Queue/q): error unmarshaling JSON"},
+		{"unknown Queue field", "apiVersion: tessera.dev/v1alpha1\nkind: Queue\nmetadata:\n  name: q\nspec:\n  weigth: 2\n",
+			`c.yaml:doc 1 (Queue/q): error unmarshaling JSON: while decoding JSON: json: unknown field "weigth"`},
+		{"counts non-empty docs", "---\n# nothing\n---\n" + node + "---\nkind: Queue\napiVersion: v1\nmetadata:\n  name: q\n",
+			`c.yaml:doc 2 (Queue/q): apiVersion "v1"`},
+		{"not yaml", "a: [b\n", "c.yaml:doc 1"},
+		{"empty", "# nothing here\n", "c.yaml: no Node, Pod, Queue or PodGroup objects"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := DecodeManifests(strings.NewReader(c.in), "c.yaml")
+			if err == nil || !strings.HasPrefix(err.Error(), c.want) {
+				t.Fatalf("error %v, want prefix %q", err, c.want)
+			}
+		})
+	}
+}

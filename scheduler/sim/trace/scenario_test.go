@@ -1,0 +1,120 @@
+package trace
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func TestOperatorScenario(t *testing.T) {
+	s, err := BuildScenario("operator", 42)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Nodes) != 10 {
+		t.Fatalf("%d nodes", len(s.Nodes))
+	}
+	racks := map[string]int{}
+	gpus := 0
+	for _, n := range s.Nodes {
+		gpus += n.GPUs
+		racks[n.Labels["tessera.dev/rack"]]++
+		if n.Model != "A100-80GB" || n.GPUMemoryMiB != 81920 || n.Labels["topology.kubernetes.io/zone"] != "z0" ||
+			n.Labels["tessera.dev/gpu-model"] != "A100-80GB" {
+			t.Errorf("node %+v", n)
+		}
+	}
+	if gpus != 80 || racks["r0"] != 5 || racks["r1"] != 5 {
+		t.Errorf("%d GPUs, racks %v", gpus, racks)
+	}
+	wantQueues := []QueueSpec{
+		{Name: "train-prod", Weight: 2, DeservedGPUs: 60, CapabilityGPUs: 80, Reclaimable: true},
+		{Name: "train-dev", Weight: 1, DeservedGPUs: 20, CapabilityGPUs: 40, Reclaimable: true},
+	}
+	if !reflect.DeepEqual(s.Queues, wantQueues) {
+		t.Errorf("queues %+v", s.Queues)
+	}
+
+	classes := map[string]int{}
+	names := map[string]bool{}
+	for i, j := range s.Jobs {
+		classes[j.Class]++
+		if names[j.Name] {
+			t.Fatalf("duplicate job %s", j.Name)
+		}
+		names[j.Name] = true
+		if i > 0 && j.Arrival < s.Jobs[i-1].Arrival {
+			t.Fatal("jobs not sorted by arrival")
+		}
+		if j.Arrival < 0 || j.Arrival >= s.Horizon || j.Duration <= 0 || j.Tasks < 1 || j.MinMember != j.Tasks {
+			t.Fatalf("job %+v", j)
+		}
+		switch j.Class {
+		case "pretrain":
+			if j.Queue != "train-prod" || j.GPUs() != 32 || j.Tasks != 4 || j.Priority != 1000 || j.Duration < 2*3600 || j.Duration > 6*3600 {
+				t.Errorf("pretrain %+v", j)
+			}
+		case "finetune":
+			if j.GPUsPerTask != 8 || (j.Tasks != 1 && j.Tasks != 2) || j.Duration < 3600 || j.Duration > 3*3600 || j.Priority != 500 {
+				t.Errorf("finetune %+v", j)
+			}
+		case "experiment":
+			if j.GPUsPerTask != 0 || j.Tasks != 1 || j.GPUMemoryMiB < 10*1024 || j.GPUMemoryMiB > 40*1024 || j.Duration > 3600 || j.Priority != 100 {
+				t.Errorf("experiment %+v", j)
+			}
+		default:
+			t.Errorf("job class %q", j.Class)
+		}
+		if j.Queue != "train-prod" && j.Queue != "train-dev" {
+			t.Errorf("job %s in queue %q", j.Name, j.Queue)
+		}
+	}
+	if classes["pretrain"] != 9 || classes["finetune"] < 10 || classes["experiment"] < 150 {
+		t.Errorf("job mix %v", classes)
+	}
+
+	again, _ := BuildScenario("operator", 42)
+	if !reflect.DeepEqual(s, again) {
+		t.Error("same seed, different scenario")
+	}
+	other, _ := BuildScenario("operator", 43)
+	if reflect.DeepEqual(s.Jobs, other.Jobs) {
+		t.Error("seeds 42 and 43 gave the same jobs")
+	}
+}
+
+// Demand (GPUs that jobs would hold if each started on arrival; slices count as their
+// share of a card) must exceed the 80-GPU cluster at some hour on every seed, and stay
+// under it at others.
+func TestOperatorScenarioDemandPeaks(t *testing.T) {
+	for seed := int64(42); seed < 52; seed++ {
+		s, _ := BuildScenario("operator", seed)
+		maxD, minD := 0.0, 1e9
+		for t0 := int64(0); t0 < s.Horizon; t0 += 600 {
+			d := 0.0
+			for _, j := range s.Jobs {
+				if j.Arrival <= t0 && t0 < j.Arrival+j.Duration {
+					if j.GPUsPerTask > 0 {
+						d += float64(j.GPUs())
+					} else {
+						d += float64(j.GPUMemoryMiB) / 81920
+					}
+				}
+			}
+			maxD, minD = max(maxD, d), min(minD, d)
+		}
+		if maxD <= 80 || minD >= 80 {
+			t.Errorf("seed %d: demand between %.0f and %.0f GPUs; want peaks above 80 and troughs below", seed, minD, maxD)
+		}
+	}
+}
+
+func TestUnknownScenario(t *testing.T) {
+	_, err := BuildScenario("nope", 1)
+	if err == nil || !strings.Contains(err.Error(), `unknown scenario "nope"; built-in scenarios: operator`) {
+		t.Fatalf("error %v", err)
+	}
+	if got := ScenarioNames(); !reflect.DeepEqual(got, []string{"operator"}) {
+		t.Errorf("names %v", got)
+	}
+}
