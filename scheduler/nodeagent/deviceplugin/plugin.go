@@ -1,0 +1,425 @@
+package deviceplugin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	corev1 "k8s.io/api/core/v1"
+	pb "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
+
+	tesserav1 "github.com/tessera-gpu/tessera/api/v1alpha1"
+)
+
+// GPU is one GPU the plugin advertises.
+type GPU struct {
+	UUID      string
+	MemoryMiB int64
+	NUMANode  int // -1 when unknown
+	Healthy   bool
+}
+
+// Options configure a Plugin.
+type Options struct {
+	// NodeName is the node the plugin runs on; assignments for other nodes are refused.
+	NodeName string
+	// ResourceName defaults to tessera.dev/gpu.
+	ResourceName corev1.ResourceName
+	// SharesPerGPU is how many devices each GPU is advertised as (default 1).
+	SharesPerGPU int
+	// MPS adds CUDA_MPS_PINNED_DEVICE_MEM_LIMIT for memory slices.
+	MPS bool
+	// PluginDir holds kubelet.sock and the plugin's socket (default /var/lib/kubelet/device-plugins/).
+	PluginDir string
+	// SocketName is the plugin's socket file in PluginDir (default tessera-gpu.sock).
+	SocketName string
+	// Pods lists the node's pods.
+	Pods Pods
+	// RecheckInterval is how often the plugin checks that the kubelet still knows it (default 5s).
+	RecheckInterval time.Duration
+	Log             logr.Logger
+}
+
+// Env variables set on allocated containers.
+const (
+	EnvVisibleDevices = "NVIDIA_VISIBLE_DEVICES"
+	EnvMemoryLimitMiB = "TESSERA_GPU_MEMORY_LIMIT_MIB"
+	EnvMPSMemoryLimit = "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"
+)
+
+// Plugin is the device plugin server.
+type Plugin struct {
+	pb.UnimplementedDevicePluginServer
+	opts Options
+
+	mu        sync.Mutex
+	gpus      []GPU
+	watchers  map[chan struct{}]struct{}
+	allocated map[containerKey]bool
+
+	allocMu sync.Mutex // one Allocate / GetPreferredAllocation decision at a time
+}
+
+var _ pb.DevicePluginServer = (*Plugin)(nil)
+
+// New returns a plugin with no GPUs yet; call SetGPUs, then Run.
+func New(opts Options) *Plugin {
+	if opts.ResourceName == "" {
+		opts.ResourceName = tesserav1.ResourceGPU
+	}
+	if opts.SharesPerGPU <= 0 {
+		opts.SharesPerGPU = 1
+	}
+	if opts.PluginDir == "" {
+		opts.PluginDir = pb.DevicePluginPath
+	}
+	if opts.SocketName == "" {
+		opts.SocketName = "tessera-gpu.sock"
+	}
+	if opts.RecheckInterval <= 0 {
+		opts.RecheckInterval = 5 * time.Second
+	}
+	return &Plugin{opts: opts, watchers: map[chan struct{}]struct{}{}, allocated: map[containerKey]bool{}}
+}
+
+// SetGPUs replaces the advertised GPUs and their health and tells every ListAndWatch
+// stream.
+func (p *Plugin) SetGPUs(gpus []GPU) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.gpus = append([]GPU(nil), gpus...)
+	for ch := range p.watchers {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+	}
+}
+
+
+// deviceID names share k of a GPU.
+func (p *Plugin) deviceID(uuid string, k int) string {
+	if p.opts.SharesPerGPU == 1 {
+		return uuid
+	}
+	return uuid + "::" + strconv.Itoa(k)
+}
+
+// gpuOf returns the GPU UUID of a device ID.
+func gpuOf(id string) string {
+	uuid, _, _ := strings.Cut(id, "::")
+	return uuid
+}
+
+func (p *Plugin) devices() []*pb.Device {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []*pb.Device
+	for _, g := range p.gpus {
+		health := pb.Healthy
+		if !g.Healthy {
+			health = pb.Unhealthy
+		}
+		var topo *pb.TopologyInfo
+		if g.NUMANode >= 0 {
+			topo = &pb.TopologyInfo{Nodes: []*pb.NUMANode{{ID: int64(g.NUMANode)}}}
+		}
+		for k := range p.opts.SharesPerGPU {
+			out = append(out, &pb.Device{ID: p.deviceID(g.UUID, k), Health: health, Topology: topo})
+		}
+	}
+	return out
+}
+
+func (p *Plugin) gpu(uuid string) (GPU, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, g := range p.gpus {
+		if g.UUID == uuid {
+			return g, true
+		}
+	}
+	return GPU{}, false
+}
+
+// GetDevicePluginOptions tells the kubelet to ask for preferred allocations.
+func (p *Plugin) GetDevicePluginOptions(context.Context, *pb.Empty) (*pb.DevicePluginOptions, error) {
+	return &pb.DevicePluginOptions{GetPreferredAllocationAvailable: true}, nil
+}
+
+// ListAndWatch streams the devices and their health.
+func (p *Plugin) ListAndWatch(_ *pb.Empty, stream pb.DevicePlugin_ListAndWatchServer) error {
+	ch := make(chan struct{}, 1)
+	p.mu.Lock()
+	p.watchers[ch] = struct{}{}
+	p.mu.Unlock()
+	defer func() {
+		p.mu.Lock()
+		delete(p.watchers, ch)
+		p.mu.Unlock()
+	}()
+	for {
+		if err := stream.Send(&pb.ListAndWatchResponse{Devices: p.devices()}); err != nil {
+			return err
+		}
+		select {
+		case <-ch:
+		case <-stream.Context().Done():
+			return nil
+		}
+	}
+}
+
+// GetPreferredAllocation prefers the shares of the GPUs the scheduler assigned, so the
+// kubelet's accounting matches the GPUs Allocate hands out.
+func (p *Plugin) GetPreferredAllocation(ctx context.Context, req *pb.PreferredAllocationRequest) (*pb.PreferredAllocationResponse, error) {
+	p.allocMu.Lock()
+	defer p.allocMu.Unlock()
+	pods, err := p.opts.Pods.List(ctx)
+	if err != nil {
+		return nil, err
+	}
+	resp := &pb.PreferredAllocationResponse{}
+	allocated := p.allocatedSnapshot()
+	for _, cr := range req.ContainerRequests {
+		size := int(cr.AllocationSize)
+		var want []string
+		if c, err := findCandidate(pods, p.opts.NodeName, p.opts.ResourceName, int64(size), allocated); err == nil {
+			want = c.gpus.UUIDs
+			allocated[containerKey{c.pod.UID, c.container}] = true
+		}
+		resp.ContainerResponses = append(resp.ContainerResponses,
+			&pb.ContainerPreferredAllocationResponse{DeviceIDs: prefer(cr.AvailableDeviceIDs, cr.MustIncludeDeviceIDs, want, size)})
+	}
+	return resp, nil
+}
+
+// prefer picks size IDs: the must-includes, then shares of the wanted GPUs round-robin,
+// then any others.
+func prefer(available, must, want []string, size int) []string {
+	picked := map[string]bool{}
+	var out []string
+	add := func(id string) {
+		if len(out) < size && !picked[id] {
+			picked[id] = true
+			out = append(out, id)
+		}
+	}
+	for _, id := range must {
+		add(id)
+	}
+	byGPU := map[string][]string{}
+	for _, id := range available {
+		byGPU[gpuOf(id)] = append(byGPU[gpuOf(id)], id)
+	}
+	for progress := true; progress && len(out) < size; {
+		progress = false
+		for _, uuid := range want {
+			for len(byGPU[uuid]) > 0 {
+				id := byGPU[uuid][0]
+				byGPU[uuid] = byGPU[uuid][1:]
+				if !picked[id] {
+					add(id)
+					progress = true
+					break
+				}
+			}
+		}
+	}
+	for _, id := range available {
+		add(id)
+	}
+	return out
+}
+
+func (p *Plugin) allocatedSnapshot() map[containerKey]bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	m := make(map[containerKey]bool, len(p.allocated))
+	for k, v := range p.allocated {
+		m[k] = v
+	}
+	return m
+}
+
+// Allocate hands each container the GPUs of its pod's assignment.
+func (p *Plugin) Allocate(ctx context.Context, req *pb.AllocateRequest) (*pb.AllocateResponse, error) {
+	p.allocMu.Lock()
+	defer p.allocMu.Unlock()
+	pods, err := p.opts.Pods.List(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("allocate %s: %w", p.opts.ResourceName, err)
+	}
+	p.forgetGone(pods)
+	allocated := p.allocatedSnapshot()
+	resp := &pb.AllocateResponse{}
+	var keys []containerKey
+	for _, cr := range req.ContainerRequests {
+		count := int64(len(cr.DevicesIds))
+		c, err := findCandidate(pods, p.opts.NodeName, p.opts.ResourceName, count, allocated)
+		if err != nil {
+			p.opts.Log.Info("Refusing allocation", "resource", p.opts.ResourceName, "devices", cr.DevicesIds, "reason", err.Error())
+			return nil, fmt.Errorf("allocate %d %s: %w", count, p.opts.ResourceName, err)
+		}
+		envs, err := p.envs(c)
+		if err != nil {
+			return nil, fmt.Errorf("allocate %d %s for pod %s/%s container %s: %w", count, p.opts.ResourceName, c.pod.Namespace, c.pod.Name, c.container, err)
+		}
+		key := containerKey{c.pod.UID, c.container}
+		allocated[key] = true
+		keys = append(keys, key)
+		resp.ContainerResponses = append(resp.ContainerResponses, &pb.ContainerAllocateResponse{Envs: envs})
+		p.opts.Log.Info("Allocated GPUs", "pod", c.pod.Namespace+"/"+c.pod.Name, "container", c.container, "uuids", c.gpus.UUIDs, "memoryMiB", c.gpus.MemoryMiB)
+	}
+	p.mu.Lock()
+	for _, k := range keys {
+		p.allocated[k] = true
+	}
+	p.mu.Unlock()
+	return resp, nil
+}
+
+// forgetGone drops allocation records of pods that are no longer pending.
+func (p *Plugin) forgetGone(pods []corev1.Pod) {
+	pending := map[containerKey]bool{}
+	for i := range pods {
+		if pods[i].Status.Phase != corev1.PodPending {
+			continue
+		}
+		for _, list := range [][]corev1.Container{pods[i].Spec.InitContainers, pods[i].Spec.Containers} {
+			for _, c := range list {
+				pending[containerKey{pods[i].UID, c.Name}] = true
+			}
+		}
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for k := range p.allocated {
+		if !pending[k] {
+			delete(p.allocated, k)
+		}
+	}
+}
+
+func (p *Plugin) envs(c candidate) (map[string]string, error) {
+	limit := c.gpus.MemoryMiB
+	for _, uuid := range c.gpus.UUIDs {
+		g, ok := p.gpu(uuid)
+		switch {
+		case !ok:
+			return nil, fmt.Errorf("assigned GPU %s is not on node %s; the scheduler must reassign the pod", uuid, p.opts.NodeName)
+		case !g.Healthy:
+			return nil, fmt.Errorf("assigned GPU %s is unhealthy; the scheduler must reassign the pod", uuid)
+		case c.gpus.MemoryMiB > g.MemoryMiB:
+			return nil, fmt.Errorf("slice of %d MiB is larger than GPU %s (%d MiB)", c.gpus.MemoryMiB, uuid, g.MemoryMiB)
+		}
+		if c.gpus.MemoryMiB == 0 && (limit == 0 || g.MemoryMiB < limit) {
+			limit = g.MemoryMiB // whole GPUs: the smallest one's memory
+		}
+	}
+	envs := map[string]string{
+		EnvVisibleDevices: strings.Join(c.gpus.UUIDs, ","),
+		EnvMemoryLimitMiB: strconv.FormatInt(limit, 10),
+	}
+	if p.opts.MPS && c.gpus.MemoryMiB > 0 {
+		// The container sees its one GPU as device 0.
+		envs[EnvMPSMemoryLimit] = fmt.Sprintf("0=%dM", c.gpus.MemoryMiB)
+	}
+	return envs, nil
+}
+
+// PreStartContainer is not used (the options do not ask for it).
+func (p *Plugin) PreStartContainer(context.Context, *pb.PreStartContainerRequest) (*pb.PreStartContainerResponse, error) {
+	return &pb.PreStartContainerResponse{}, nil
+}
+
+// SocketPath is the plugin's socket.
+func (p *Plugin) SocketPath() string { return filepath.Join(p.opts.PluginDir, p.opts.SocketName) }
+
+// Run serves the plugin and registers it with the kubelet until ctx ends. When the
+// kubelet restarts (it deletes the plugins' sockets) the plugin serves again and
+// re-registers.
+func (p *Plugin) Run(ctx context.Context) error {
+	for ctx.Err() == nil {
+		srv, err := p.serve()
+		if err != nil {
+			return err
+		}
+		if err := p.register(ctx); err != nil {
+			p.opts.Log.Error(err, "Device plugin registration failed; retrying", "kubeletSocket", p.kubeletSocket())
+			srv.Stop()
+			if !sleep(ctx, p.opts.RecheckInterval) {
+				return nil
+			}
+			continue
+		}
+		p.opts.Log.Info("Registered device plugin with the kubelet", "resource", p.opts.ResourceName, "sharesPerGPU", p.opts.SharesPerGPU)
+		for sleep(ctx, p.opts.RecheckInterval) {
+			if _, err := os.Lstat(p.SocketPath()); err != nil {
+				p.opts.Log.Info("Device plugin socket removed (kubelet restarted?); serving and registering again")
+				break
+			}
+		}
+		srv.Stop()
+	}
+	_ = os.Remove(p.SocketPath())
+	return nil
+}
+
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+func (p *Plugin) serve() (*grpc.Server, error) {
+	path := p.SocketPath()
+	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("remove stale device plugin socket %s: %w", path, err)
+	}
+	lis, err := net.Listen("unix", path)
+	if err != nil {
+		return nil, fmt.Errorf("listen on device plugin socket %s (is %s mounted from the host?): %w", path, p.opts.PluginDir, err)
+	}
+	srv := grpc.NewServer()
+	pb.RegisterDevicePluginServer(srv, p)
+	go func() { _ = srv.Serve(lis) }()
+	return srv, nil
+}
+
+func (p *Plugin) kubeletSocket() string { return filepath.Join(p.opts.PluginDir, "kubelet.sock") }
+
+func (p *Plugin) register(ctx context.Context) error {
+	conn, err := grpc.NewClient("unix://"+p.kubeletSocket(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return fmt.Errorf("connect to kubelet at %s: %w", p.kubeletSocket(), err)
+	}
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	_, err = pb.NewRegistrationClient(conn).Register(ctx, &pb.RegisterRequest{
+		Version:      pb.Version,
+		Endpoint:     p.opts.SocketName,
+		ResourceName: string(p.opts.ResourceName),
+		Options:      &pb.DevicePluginOptions{GetPreferredAllocationAvailable: true},
+	})
+	if err != nil {
+		return fmt.Errorf("register %s with kubelet at %s: %w", p.opts.ResourceName, p.kubeletSocket(), err)
+	}
+	return nil
+}

@@ -1,0 +1,308 @@
+package deviceplugin
+
+import (
+	"context"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr/testr"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes/fake"
+	pb "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
+
+	tesserav1 "github.com/tessera-gpu/tessera/api/v1alpha1"
+)
+
+const node = "gpu-node-1"
+
+// fakeKubelet is the kubelet's side of the device plugin protocol: a Registration
+// server on kubelet.sock that, like the kubelet, dials every plugin that registers.
+type fakeKubelet struct {
+	pb.UnimplementedRegistrationServer
+	dir        string
+	registered chan *pb.RegisterRequest
+}
+
+func startKubelet(t *testing.T) *fakeKubelet {
+	t.Helper()
+	// Unix socket paths are limited to ~108 bytes; t.TempDir() can be long.
+	dir, err := os.MkdirTemp("", "dp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	k := &fakeKubelet{dir: dir, registered: make(chan *pb.RegisterRequest, 4)}
+	lis, err := net.Listen("unix", filepath.Join(dir, "kubelet.sock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := grpc.NewServer()
+	pb.RegisterRegistrationServer(srv, k)
+	go func() { _ = srv.Serve(lis) }()
+	t.Cleanup(srv.Stop)
+	return k
+}
+
+func (k *fakeKubelet) Register(_ context.Context, r *pb.RegisterRequest) (*pb.Empty, error) {
+	k.registered <- r
+	return &pb.Empty{}, nil
+}
+
+// waitRegistration waits for the plugin to register and dials it back.
+func (k *fakeKubelet) waitRegistration(t *testing.T) (*pb.RegisterRequest, pb.DevicePluginClient) {
+	t.Helper()
+	select {
+	case r := <-k.registered:
+		conn, err := grpc.NewClient("unix://"+filepath.Join(k.dir, r.Endpoint), grpc.WithTransportCredentials(insecure.NewCredentials()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { conn.Close() })
+		return r, pb.NewDevicePluginClient(conn)
+	case <-time.After(10 * time.Second):
+		t.Fatal("plugin did not register with the kubelet")
+	}
+	return nil, nil
+}
+
+var gpus = []GPU{
+	{UUID: "GPU-0000aaaa-0000-0000-0000-000000000000", MemoryMiB: 81920, NUMANode: 0, Healthy: true},
+	{UUID: "GPU-0000bbbb-0000-0000-0000-000000000000", MemoryMiB: 81920, NUMANode: 1, Healthy: true},
+}
+
+type podOpt func(*corev1.Pod)
+
+func makePod(name string, created int, shares int64, assign *tesserav1.GPUAssignment, opts ...podOpt) *corev1.Pod {
+	p := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "team-a", UID: types.UID("uid-" + name),
+			CreationTimestamp: metav1.NewTime(time.Unix(1_700_000_000+int64(created), 0))},
+		Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "main", Resources: corev1.ResourceRequirements{
+			Limits: corev1.ResourceList{tesserav1.ResourceGPU: *resource.NewQuantity(shares, resource.DecimalSI)}}}}},
+		Status: corev1.PodStatus{Phase: corev1.PodPending},
+	}
+	if assign != nil {
+		p.Annotations = map[string]string{tesserav1.AnnotationGPUAssign: assign.Encode()}
+	}
+	for _, o := range opts {
+		o(p)
+	}
+	return p
+}
+
+func slice(uuid string, mib int64) *tesserav1.GPUAssignment {
+	return &tesserav1.GPUAssignment{Node: node, Containers: []tesserav1.ContainerGPUs{{Container: "main", UUIDs: []string{uuid}, MemoryMiB: mib}}}
+}
+
+type setup struct {
+	plugin  *Plugin
+	client  pb.DevicePluginClient
+	kubelet *fakeKubelet
+	reg     *pb.RegisterRequest
+}
+
+func start(t *testing.T, shares int, mps bool, pods ...*corev1.Pod) setup {
+	t.Helper()
+	k := startKubelet(t)
+	var objs []corev1.Pod
+	for _, p := range pods {
+		objs = append(objs, *p)
+	}
+	cs := fake.NewClientset(&corev1.PodList{Items: objs})
+	p := New(Options{NodeName: node, SharesPerGPU: shares, MPS: mps, PluginDir: k.dir,
+		Pods: KubePods{Client: cs, Node: node}, RecheckInterval: 20 * time.Millisecond, Log: testr.New(t)})
+	p.SetGPUs(gpus)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { _ = p.Run(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	reg, client := k.waitRegistration(t)
+	return setup{p, client, k, reg}
+}
+
+func allocate(t *testing.T, s setup, ids ...string) (*pb.AllocateResponse, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return s.client.Allocate(ctx, &pb.AllocateRequest{ContainerRequests: []*pb.ContainerAllocateRequest{{DevicesIds: ids}}})
+}
+
+func TestRegistrationAndListAndWatch(t *testing.T) {
+	s := start(t, 4, false)
+	if s.reg.ResourceName != "tessera.dev/gpu" || s.reg.Version != pb.Version || !s.reg.Options.GetPreferredAllocationAvailable {
+		t.Fatalf("registration = %+v", s.reg)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	stream, err := s.client.ListAndWatch(ctx, &pb.Empty{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, err := stream.Recv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(first.Devices) != 8 {
+		t.Fatalf("%d devices, want 2 GPUs x 4 shares", len(first.Devices))
+	}
+	for _, d := range first.Devices {
+		if d.Health != pb.Healthy || !strings.HasPrefix(d.ID, "GPU-0000") || !strings.Contains(d.ID, "::") {
+			t.Fatalf("device %+v", d)
+		}
+	}
+	if first.Devices[4].Topology.Nodes[0].ID != 1 {
+		t.Fatalf("second GPU's NUMA node = %v, want 1", first.Devices[4].Topology)
+	}
+	// The second GPU turns unhealthy: the kubelet hears about all its shares.
+	bad := append([]GPU(nil), gpus...)
+	bad[1].Healthy = false
+	s.plugin.SetGPUs(bad)
+	next, err := stream.Recv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, d := range next.Devices {
+		want := pb.Healthy
+		if i >= 4 {
+			want = pb.Unhealthy
+		}
+		if d.Health != want {
+			t.Fatalf("device %s health %s, want %s", d.ID, d.Health, want)
+		}
+	}
+}
+
+func TestAllocateSlice(t *testing.T) {
+	pod := makePod("slice", 0, 1, slice(gpus[1].UUID, 20480))
+	s := start(t, 4, true, pod)
+	// The kubelet picked a share of GPU 0; the plugin hands out the assigned GPU 1.
+	resp, err := allocate(t, s, gpus[0].UUID+"::2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	envs := resp.ContainerResponses[0].Envs
+	if envs[EnvVisibleDevices] != gpus[1].UUID || envs[EnvMemoryLimitMiB] != "20480" || envs[EnvMPSMemoryLimit] != "0=20480M" {
+		t.Fatalf("envs = %v", envs)
+	}
+	// The container is allocated now; another Allocate finds no pod.
+	if _, err := allocate(t, s, gpus[0].UUID+"::3"); err == nil || !strings.Contains(err.Error(), "no pending pod") {
+		t.Fatalf("second Allocate error = %v, want 'no pending pod'", err)
+	}
+}
+
+func TestAllocateWholeGPUsWithoutMPS(t *testing.T) {
+	a := &tesserav1.GPUAssignment{Node: node, Containers: []tesserav1.ContainerGPUs{{Container: "main", UUIDs: []string{gpus[0].UUID, gpus[1].UUID}}}}
+	s := start(t, 1, false, makePod("whole", 0, 2, a))
+	resp, err := allocate(t, s, gpus[0].UUID, gpus[1].UUID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	envs := resp.ContainerResponses[0].Envs
+	if envs[EnvVisibleDevices] != gpus[0].UUID+","+gpus[1].UUID || envs[EnvMemoryLimitMiB] != "81920" {
+		t.Fatalf("envs = %v", envs)
+	}
+	if _, ok := envs[EnvMPSMemoryLimit]; ok {
+		t.Fatalf("MPS limit set without MPS: %v", envs)
+	}
+}
+
+func TestAllocateOldestPodFirstAndMatchesCount(t *testing.T) {
+	older := makePod("older", 0, 1, slice(gpus[0].UUID, 1000))
+	newer := makePod("newer", 10, 1, slice(gpus[1].UUID, 2000))
+	twoShares := makePod("two-shares", -10, 2, slice(gpus[1].UUID, 3000))
+	running := makePod("running", -20, 1, slice(gpus[1].UUID, 4000), func(p *corev1.Pod) { p.Status.Phase = corev1.PodRunning })
+	other := makePod("elsewhere", -30, 1, slice(gpus[1].UUID, 5000), func(p *corev1.Pod) { p.Spec.NodeName = "other" })
+	s := start(t, 4, false, newer, older, twoShares, running, other)
+	for _, want := range []string{"1000", "2000"} {
+		resp, err := allocate(t, s, gpus[0].UUID+"::0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := resp.ContainerResponses[0].Envs[EnvMemoryLimitMiB]; got != want {
+			t.Fatalf("allocated slice %s MiB, want %s (oldest pending pod asking for 1 share first)", got, want)
+		}
+	}
+	resp, err := allocate(t, s, gpus[0].UUID+"::0", gpus[0].UUID+"::1")
+	if err != nil || resp.ContainerResponses[0].Envs[EnvMemoryLimitMiB] != "3000" {
+		t.Fatalf("2-share Allocate = %v, %v; want the two-shares pod", resp, err)
+	}
+}
+
+func TestAllocateRefusesWithoutValidAssignment(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		pod  *corev1.Pod
+		want string
+	}{
+		{"no annotation", makePod("plain", 0, 1, nil), "has no tessera.dev/gpu-assignment annotation"},
+		{"malformed", makePod("bad", 0, 1, nil, func(p *corev1.Pod) {
+			p.Annotations = map[string]string{tesserav1.AnnotationGPUAssign: `{"node":`}
+		}), "annotation tessera.dev/gpu-assignment"},
+		{"other node", makePod("moved", 0, 1, &tesserav1.GPUAssignment{Node: "gpu-node-9",
+			Containers: []tesserav1.ContainerGPUs{{Container: "main", UUIDs: []string{gpus[0].UUID}}}}), `is for node "gpu-node-9"`},
+		{"unknown GPU", makePod("ghost", 0, 1, slice("GPU-ffff0000-0000-0000-0000-000000000000", 100)), "is not on node gpu-node-1"},
+		{"no entry for container", makePod("sidecar", 0, 1, &tesserav1.GPUAssignment{Node: node,
+			Containers: []tesserav1.ContainerGPUs{{Container: "other", UUIDs: []string{gpus[0].UUID}}}}), `no entry for container "main"`},
+		{"no pod at all", makePod("cpu-only", 0, 0, nil), "no pending pod on node gpu-node-1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := start(t, 1, false, tc.pod)
+			_, err := allocate(t, s, gpus[0].UUID)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Allocate error = %v, want one containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestAllocateRefusesUnhealthyGPU(t *testing.T) {
+	s := start(t, 1, false, makePod("p", 0, 1, slice(gpus[1].UUID, 100)))
+	bad := append([]GPU(nil), gpus...)
+	bad[1].Healthy = false
+	s.plugin.SetGPUs(bad)
+	if _, err := allocate(t, s, gpus[0].UUID); err == nil || !strings.Contains(err.Error(), "is unhealthy") {
+		t.Fatalf("Allocate error = %v, want 'is unhealthy'", err)
+	}
+}
+
+func TestPreferredAllocationFollowsAssignment(t *testing.T) {
+	a := &tesserav1.GPUAssignment{Node: node, Containers: []tesserav1.ContainerGPUs{{Container: "main", UUIDs: []string{gpus[1].UUID}}}}
+	s := start(t, 2, false, makePod("p", 0, 2, a))
+	var avail []string
+	for _, g := range gpus {
+		avail = append(avail, g.UUID+"::0", g.UUID+"::1")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	resp, err := s.client.GetPreferredAllocation(ctx, &pb.PreferredAllocationRequest{ContainerRequests: []*pb.ContainerPreferredAllocationRequest{
+		{AvailableDeviceIDs: avail, AllocationSize: 2}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := resp.ContainerResponses[0].DeviceIDs
+	if len(got) != 2 || gpuOf(got[0]) != gpus[1].UUID || gpuOf(got[1]) != gpus[1].UUID {
+		t.Fatalf("preferred = %v, want both shares of %s", got, gpus[1].UUID)
+	}
+}
+
+func TestReRegistersAfterKubeletRestart(t *testing.T) {
+	s := start(t, 1, false)
+	// The kubelet deletes plugin sockets when it restarts.
+	if err := os.Remove(s.plugin.SocketPath()); err != nil {
+		t.Fatal(err)
+	}
+	_, client := s.kubelet.waitRegistration(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := client.GetDevicePluginOptions(ctx, &pb.Empty{}); err != nil {
+		t.Fatalf("plugin not serving after re-registration: %v", err)
+	}
+}
