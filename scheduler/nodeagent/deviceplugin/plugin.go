@@ -106,7 +106,6 @@ func (p *Plugin) SetGPUs(gpus []GPU) {
 	}
 }
 
-
 // deviceID names share k of a GPU.
 func (p *Plugin) deviceID(uuid string, k int) string {
 	if p.opts.SharesPerGPU == 1 {
