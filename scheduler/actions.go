@@ -1,0 +1,214 @@
+package scheduler
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/tessera-gpu/tessera/scheduler/framework"
+)
+
+var actionRegistry = map[string]Action{
+	"enqueue":  enqueue{},
+	"allocate": allocate{},
+	"preempt":  preempt{},
+	"reclaim":  reclaim{},
+	"backfill": backfill{},
+}
+
+// enqueue admits pending jobs whose queue can ever hold their gang, so allocate never
+// works on gangs that cannot fit.
+type enqueue struct{}
+
+func (enqueue) Name() string { return "enqueue" }
+
+func (enqueue) Execute(s *Session) {
+	for _, j := range s.Snap.Jobs {
+		if j.Inqueue || j.Count(framework.TaskPending) == 0 {
+			continue
+		}
+		min := s.minRequest(j)
+		if j.Queue != nil {
+			if msg := neverFits(j.Queue, &min); msg != "" {
+				j.Pending = &framework.Reason{Code: framework.ReasonNotEnqueued, Message: msg}
+				continue
+			}
+		}
+		if min.GPU > s.Snap.Total.GPU {
+			j.Pending = &framework.Reason{Code: framework.ReasonNotEnqueued,
+				Message: fmt.Sprintf("gang needs %s GPU, the cluster has %s", framework.FormatGPU(min.GPU), framework.FormatGPU(s.Snap.Total.GPU))}
+			continue
+		}
+		j.Inqueue = true
+	}
+}
+
+// minRequest is what the job's first minAvailable tasks (or its minResources) need.
+func (s *Session) minRequest(j *framework.Job) framework.Resources {
+	if !j.MinResources.IsZero() {
+		return j.MinResources
+	}
+	var r framework.Resources
+	for i, t := range j.Tasks {
+		if i >= s.minAvailable(j) {
+			break
+		}
+		r.Add(&t.Request)
+		r.GPU += t.GPU.NominalMilli(s.Snap.MaxGPUMemoryMiB)
+	}
+	return r
+}
+
+// neverFits says why a queue (or a parent) can never hold req, or "".
+func neverFits(q *framework.Queue, req *framework.Resources) string {
+	for _, a := range q.Ancestors() {
+		if ok, res := req.FitsIn(&framework.Resources{}, &a.Capability); !ok {
+			return fmt.Sprintf("gang needs %s but queue %s has capability %s", req.String(), a.Name, a.Capability.String()) +
+				fmt.Sprintf(" (%s); raise the capability or shrink the gang", res)
+		}
+	}
+	return ""
+}
+
+// allocate serves queues lowest share first and each queue's jobs in order, placing
+// whole gangs. A queue whose head job does not fit stops here; backfill goes on.
+type allocate struct{}
+
+func (allocate) Name() string { return "allocate" }
+
+func (allocate) Execute(s *Session) {
+	perQueue := map[*framework.Queue][]*framework.Job{}
+	var queues []*framework.Queue
+	for _, j := range s.Snap.Jobs {
+		if !j.Inqueue || j.Count(framework.TaskPending) == 0 {
+			continue
+		}
+		if _, ok := perQueue[j.Queue]; !ok {
+			queues = append(queues, j.Queue)
+		}
+		perQueue[j.Queue] = append(perQueue[j.Queue], j)
+	}
+	for _, q := range queues {
+		s.sortJobs(perQueue[q])
+	}
+	for len(queues) > 0 {
+		qi := 0
+		if s.queueOrder != nil {
+			for i := 1; i < len(queues); i++ {
+				if queues[i] != nil && queues[qi] != nil && s.queueOrder.CompareQueues(queues[i], queues[qi]) < 0 {
+					qi = i
+				}
+			}
+		}
+		q := queues[qi]
+		jobs := perQueue[q]
+		j := jobs[0]
+		perQueue[q] = jobs[1:]
+		if len(perQueue[q]) == 0 {
+			queues = slices.Delete(queues, qi, qi+1)
+		}
+		if s.blocked[q] {
+			s.failed = append(s.failed, j)
+			if j.Pending == nil {
+				j.Pending = &framework.Reason{Code: framework.ReasonWaitingInLine, Message: "waiting behind a larger job of the same queue"}
+			}
+			continue
+		}
+		if s.tryJob(j, false) {
+			continue
+		}
+		s.failed = append(s.failed, j)
+		if q != nil && j.Pending != nil && j.Pending.Code != framework.ReasonQueueCapability {
+			s.blocked[q] = true
+		}
+	}
+}
+
+// backfill places jobs that allocate left behind into capacity the blocked jobs cannot
+// use yet; a gang that has waited longer than reservationAfter first gets nodes reserved.
+type backfill struct{}
+
+func (backfill) Name() string { return "backfill" }
+
+func (backfill) Execute(s *Session) {
+	if len(s.failed) == 0 {
+		return
+	}
+	s.sortJobs(s.failed)
+	if after := s.cfg.ReservationAfter.Duration; after > 0 {
+		for _, j := range s.failed {
+			if !j.WaitingSince.IsZero() && s.Snap.Now.Sub(j.WaitingSince) >= after && j.Count(framework.TaskPending) > 0 {
+				s.reserve(j)
+				break // one reservation at a time, the most important starving job
+			}
+		}
+	}
+	// Jobs that were tried already do not fit: within a session capacity only shrinks.
+	for _, j := range s.failed {
+		if j.Count(framework.TaskPending) > 0 && j.Pending != nil && j.Pending.Code == framework.ReasonWaitingInLine {
+			s.tryJob(j, false)
+		}
+	}
+}
+
+// reserve holds nodes for a starving job: the nodes that are closest to free and whose
+// capacity, once their current tasks end, holds the job's pending tasks.
+func (s *Session) reserve(j *framework.Job) {
+	t := firstPending(j)
+	need := j.Count(framework.TaskPending)
+	type cand struct {
+		n    *framework.Node
+		busy int64
+	}
+	var cands []cand
+	for _, n := range s.Snap.Nodes {
+		if n.Reserved != nil && n.Reserved != j {
+			continue
+		}
+		if capacityFor(t, n) == 0 {
+			continue
+		}
+		cands = append(cands, cand{n, n.Used.GPU*4 + n.Used.MilliCPU/1000})
+	}
+	slices.SortStableFunc(cands, func(a, b cand) int {
+		switch {
+		case a.busy < b.busy:
+			return -1
+		case a.busy > b.busy:
+			return 1
+		}
+		return 0
+	})
+	for _, c := range cands {
+		if need <= 0 {
+			break
+		}
+		c.n.Reserved = j
+		s.reservations[c.n.Name] = j.Key()
+		need -= capacityFor(t, c.n)
+	}
+	if j.Pending != nil {
+		j.Pending.Message += "; nodes reserved until it fits"
+	}
+}
+
+// capacityFor is how many tasks like t an empty node could hold.
+func capacityFor(t *framework.Task, n *framework.Node) int {
+	if n.Unschedulable || (t.GPU.Any() && !t.GPU.AllowsModel(n.GPUModel)) {
+		return 0
+	}
+	c := 1 << 30
+	if t.Request.MilliCPU > 0 {
+		c = min(c, int(n.Allocatable.MilliCPU/t.Request.MilliCPU))
+	}
+	if t.Request.Memory > 0 {
+		c = min(c, int(n.Allocatable.Memory/t.Request.Memory))
+	}
+	if g := t.GPU.GPUs(); g > 0 {
+		per := len(n.GPUs) / g
+		if t.GPU.Shared() && len(n.GPUs) > 0 {
+			per = len(n.GPUs) * int(framework.MilliPerGPU/max(1, t.GPU.MilliOn(&n.GPUs[0])))
+		}
+		c = min(c, per)
+	}
+	return c
+}

@@ -1,0 +1,152 @@
+package scheduler
+
+import (
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+	"time"
+
+	"sigs.k8s.io/yaml"
+)
+
+// Config is the scheduler configuration, shaped like Volcano's so its users recognise it:
+//
+//	actions: "enqueue, allocate, preempt, reclaim, backfill"
+//	tiers:
+//	- plugins: [{name: priority}, {name: gang}]
+//	- plugins:
+//	  - name: binpack
+//	    arguments: {binpack.weight: 10, binpack.resources: tessera.dev/gpu, binpack.resources.tessera.dev/gpu: 5}
+type Config struct {
+	Actions string `json:"actions"`
+	Tiers   []Tier `json:"tiers"`
+	// PercentageOfNodesToScore bounds the feasible nodes scored per task; 0 is adaptive
+	// (as kube-scheduler), 100 scores every node.
+	PercentageOfNodesToScore int `json:"percentageOfNodesToScore,omitempty"`
+	// ReservationAfter is how long a gang waits before backfill reserves nodes for it.
+	ReservationAfter Duration `json:"reservationAfter,omitempty"`
+	// Seed makes tie-breaking reproducible.
+	Seed int64 `json:"seed,omitempty"`
+	// WholeGPUs treats every GPU share as a whole GPU, as schedulers without GPU sharing
+	// do; the snapshot builder applies it to the tasks it creates.
+	WholeGPUs bool `json:"wholeGPUs,omitempty"`
+}
+
+// Tier is a group of plugins; tiers are kept for Volcano compatibility and read in order.
+type Tier struct {
+	Plugins []PluginOption `json:"plugins"`
+}
+
+// PluginOption enables one plugin.
+type PluginOption struct {
+	Name string `json:"name"`
+	// Weight multiplies the plugin's score (scorers and GPU placers); default 1.
+	Weight    float64        `json:"weight,omitempty"`
+	Arguments map[string]any `json:"arguments,omitempty"`
+}
+
+func (p PluginOption) weight() float64 {
+	if p.Weight == 0 {
+		return 1
+	}
+	return p.Weight
+}
+
+// args renders argument values as strings (YAML gives numbers and strings).
+func (p PluginOption) args() map[string]string {
+	out := make(map[string]string, len(p.Arguments))
+	for k, v := range p.Arguments {
+		out[k] = fmt.Sprint(v)
+	}
+	return out
+}
+
+// Duration is a time.Duration written as "10m" in YAML.
+type Duration struct{ time.Duration }
+
+// UnmarshalJSON reads "90s" or "10m".
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	s := strings.Trim(string(b), `"`)
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("%q is not a duration such as 30m or 1h", s)
+	}
+	d.Duration = v
+	return nil
+}
+
+// MarshalJSON writes the duration as a string.
+func (d Duration) MarshalJSON() ([]byte, error) { return []byte(`"` + d.String() + `"`), nil }
+
+// DefaultActions is the action order when the configuration names none.
+const DefaultActions = "enqueue, allocate, preempt, reclaim, backfill"
+
+func (c *Config) actionNames() []string {
+	a := c.Actions
+	if strings.TrimSpace(a) == "" {
+		a = DefaultActions
+	}
+	var out []string
+	for _, n := range strings.Split(a, ",") {
+		if n = strings.TrimSpace(n); n != "" {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// Validate checks names and ranges, naming the field and the fix.
+func (c *Config) Validate() error {
+	if c.PercentageOfNodesToScore < 0 || c.PercentageOfNodesToScore > 100 {
+		return fmt.Errorf("percentageOfNodesToScore: %d is outside 0..100 (0 means adaptive)", c.PercentageOfNodesToScore)
+	}
+	if c.ReservationAfter.Duration < 0 {
+		return fmt.Errorf("reservationAfter: %s is negative", c.ReservationAfter)
+	}
+	for ti, t := range c.Tiers {
+		for pi, p := range t.Plugins {
+			if _, ok := pluginRegistry[p.Name]; !ok {
+				return fmt.Errorf("tiers[%d].plugins[%d].name: unknown plugin %q; known: %s", ti, pi, p.Name, knownPlugins())
+			}
+			if p.Weight < 0 {
+				return fmt.Errorf("tiers[%d].plugins[%d].weight: %g is negative", ti, pi, p.Weight)
+			}
+		}
+	}
+	return nil
+}
+
+// LoadConfig reads a YAML configuration file strictly (unknown fields are errors).
+func LoadConfig(path string) (Config, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return Config{}, err
+	}
+	var c Config
+	if err := yaml.UnmarshalStrict(b, &c); err != nil {
+		return Config{}, fmt.Errorf("%s: %w", path, err)
+	}
+	if err := c.Validate(); err != nil {
+		return Config{}, fmt.Errorf("%s: %w", path, err)
+	}
+	return c, nil
+}
+
+func knownPlugins() string {
+	names := make([]string, 0, len(pluginRegistry))
+	for n := range pluginRegistry {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return strings.Join(names, ", ")
+}
+
+func knownActions() string {
+	names := make([]string, 0, len(actionRegistry))
+	for n := range actionRegistry {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return strings.Join(names, ", ")
+}

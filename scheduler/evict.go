@@ -1,0 +1,175 @@
+package scheduler
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/tessera-gpu/tessera/scheduler/framework"
+)
+
+// maxVictimJobs bounds how many jobs one preemptor may consider evicting.
+const maxVictimJobs = 64
+
+// preempt lets a pending job evict lower-priority jobs of its own queue.
+type preempt struct{}
+
+func (preempt) Name() string { return "preempt" }
+
+func (preempt) Execute(s *Session) {
+	s.evictForFailed(func(j, v *framework.Job) bool {
+		return v.Queue == j.Queue && v.Priority < j.Priority
+	}, nil, "preempted by higher-priority job %s")
+}
+
+// reclaim lets a job of a queue below its entitlement take back resources from
+// reclaimable queues above theirs, whatever the priorities.
+type reclaim struct{}
+
+func (reclaim) Name() string { return "reclaim" }
+
+func (reclaim) Execute(s *Session) {
+	if s.reclaim == nil {
+		return
+	}
+	s.evictForFailed(func(j, v *framework.Job) bool {
+		return v.Queue != nil && j.Queue != nil && v.Queue != j.Queue
+	}, func(j, v *framework.Job) bool {
+		req := s.minRequest(j)
+		freed := holdingResources(v)
+		return s.reclaim.CanReclaim(j.Queue, &req, v.Queue, &freed)
+	}, "reclaimed by queue of job %s")
+}
+
+// evictForFailed tries, for each job allocate could not place, to make room by evicting
+// candidate victims. eligible is static; check is re-evaluated as victims are evicted.
+func (s *Session) evictForFailed(eligible, check func(j, v *framework.Job) bool, reason string) {
+	s.sortJobs(s.failed)
+	for _, j := range s.failed {
+		if j.Count(framework.TaskPending) == 0 || j.Pending == nil || j.Pending.Code == framework.ReasonQueueCapability || j.Pending.Code == framework.ReasonNotEnqueued {
+			continue
+		}
+		var victims []*framework.Job
+		for _, v := range s.Snap.Jobs {
+			if v != j && eligible(j, v) && s.evictable(v) {
+				victims = append(victims, v)
+			}
+		}
+		if len(victims) == 0 {
+			continue
+		}
+		slices.SortStableFunc(victims, func(a, b *framework.Job) int {
+			for _, o := range s.victimOrder {
+				if c := o.CompareVictims(a, b); c != 0 {
+					return c
+				}
+			}
+			return 0
+		})
+		if len(victims) > maxVictimJobs {
+			victims = victims[:maxVictimJobs]
+		}
+		s.evictFor(j, victims, check, fmt.Sprintf(reason, j.Key()))
+	}
+}
+
+// evictable reports whether v runs now and every filter lets it be evicted.
+func (s *Session) evictable(v *framework.Job) bool {
+	running := false
+	for _, t := range v.Tasks {
+		if t.Status == framework.TaskRunning {
+			running = true
+			if !t.Preemptible {
+				return false
+			}
+		}
+	}
+	if !running {
+		return false
+	}
+	for _, f := range s.victimFilter {
+		if !f.Evictable(v, s.Snap.Now) {
+			return false
+		}
+	}
+	return true
+}
+
+func holdingResources(j *framework.Job) framework.Resources {
+	var r framework.Resources
+	for _, t := range j.Tasks {
+		if t.Status == framework.TaskRunning {
+			r.Add(&t.Placed)
+		}
+	}
+	return r
+}
+
+// evictFor evicts whole victim jobs, in order, until j fits; a gang is never left
+// below its minMember because it is evicted whole. Victims whose GPUs the preemptor
+// did not need are then restored, so only the necessary ones are evicted.
+func (s *Session) evictFor(j *framework.Job, victims []*framework.Job, check func(j, v *framework.Job) bool, reason string) bool {
+	st := s.NewStatement()
+	var evicted []*framework.Job
+	for _, v := range victims {
+		if check != nil && !check(j, v) {
+			continue
+		}
+		for _, t := range v.Tasks {
+			if t.Status == framework.TaskRunning {
+				st.Evict(t, j, reason)
+			}
+		}
+		evicted = append(evicted, v)
+		clear(s.unfit)
+		if s.placeJob(j, st, true) {
+			s.restoreUnneeded(st, evicted)
+			st.Commit()
+			return true
+		}
+	}
+	st.Discard()
+	return false
+}
+
+// restoreUnneeded puts back victims whose tasks still fit where they were.
+func (s *Session) restoreUnneeded(st *Statement, evicted []*framework.Job) {
+	for i := len(evicted) - 1; i >= 0; i-- {
+		v := evicted[i]
+		var ops []int
+		fits := true
+		for k, o := range st.ops {
+			if o.evict && o.task.Job == v {
+				ops = append(ops, k)
+				if !stillFits(o) {
+					fits = false
+					break
+				}
+			}
+		}
+		if !fits || len(ops) == 0 {
+			continue
+		}
+		for _, k := range ops {
+			o := st.ops[k]
+			o.node.Place(o.task, o.gpus, o.milli)
+			o.task.Status = o.status
+			s.charge(o.task, &o.task.Placed, +1)
+		}
+		st.ops = slices.DeleteFunc(st.ops, func(o op) bool { return o.evict && o.task.Job == v })
+	}
+}
+
+func stillFits(o op) bool {
+	n := o.node
+	req := o.task.Request
+	req.GPU = int64(o.gpus.Len()) * o.milli
+	if ok, _ := req.FitsIn(&n.Used, &n.Allocatable); !ok {
+		return false
+	}
+	for _, i := range o.gpus.Indices() {
+		if n.GPUs[i].FreeMilli() < o.milli {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,123 @@
+package framework
+
+import "math/bits"
+
+// GPU is one physical GPU of a node and what is allocated on it.
+type GPU struct {
+	Index     int
+	UUID      string
+	Model     string
+	MemoryMiB int64
+	// Island groups GPUs joined by NVLink; NUMA is the CPU socket the GPU hangs off.
+	Island  int
+	NUMA    int
+	Healthy bool
+	// UsedMilli is the allocated share, 0..1000; a whole-GPU task sets it to 1000.
+	UsedMilli int64
+	// Tasks counts the tasks using the GPU.
+	Tasks int
+}
+
+// FreeMilli is the unallocated share of the GPU, 0 when unhealthy.
+func (g *GPU) FreeMilli() int64 {
+	if !g.Healthy {
+		return 0
+	}
+	return MilliPerGPU - g.UsedMilli
+}
+
+// FreeMemoryMiB is the unallocated GPU memory.
+func (g *GPU) FreeMemoryMiB() int64 { return g.FreeMilli() * g.MemoryMiB / MilliPerGPU }
+
+// GPUSet is a set of GPU indices on one node (a node has at most 64 GPUs).
+type GPUSet uint64
+
+// Add returns s with GPU i.
+func (s GPUSet) Add(i int) GPUSet { return s | 1<<uint(i) }
+
+// Has reports whether GPU i is in s.
+func (s GPUSet) Has(i int) bool { return s&(1<<uint(i)) != 0 }
+
+// Len is the number of GPUs in s.
+func (s GPUSet) Len() int { return bits.OnesCount64(uint64(s)) }
+
+// Indices lists the GPUs in s, lowest first.
+func (s GPUSet) Indices() []int {
+	out := make([]int, 0, s.Len())
+	for v := uint64(s); v != 0; v &= v - 1 {
+		out = append(out, bits.TrailingZeros64(v))
+	}
+	return out
+}
+
+// GPURequest is what one task asks of GPUs: Count whole GPUs, or a share of one GPU
+// given as Milli (a fraction, as in traces) or MemoryMiB (tessera.dev/gpu-memory).
+type GPURequest struct {
+	Count     int
+	Milli     int64
+	MemoryMiB int64
+	// Models restricts the GPU model; empty allows any.
+	Models []string
+}
+
+// Any reports whether the task needs a GPU at all.
+func (r *GPURequest) Any() bool { return r.Count > 0 || r.Milli > 0 || r.MemoryMiB > 0 }
+
+// Shared reports whether the task asks for part of one GPU.
+func (r *GPURequest) Shared() bool { return r.Count == 0 && (r.Milli > 0 || r.MemoryMiB > 0) }
+
+// MilliOn is the share of gpu one of the task's GPUs takes: 1000 for whole GPUs, the
+// share for fractional requests, and the memory slice rounded up to whole milli so that
+// slices never add up to more than the GPU's memory.
+func (r *GPURequest) MilliOn(gpu *GPU) int64 {
+	switch {
+	case r.Count > 0:
+		return MilliPerGPU
+	case r.Milli > 0:
+		return r.Milli
+	case r.MemoryMiB > 0:
+		if gpu.MemoryMiB <= 0 {
+			return MilliPerGPU + 1 // never fits
+		}
+		return (r.MemoryMiB*MilliPerGPU + gpu.MemoryMiB - 1) / gpu.MemoryMiB
+	}
+	return 0
+}
+
+// GPUs is the number of GPUs the task occupies.
+func (r *GPURequest) GPUs() int {
+	if r.Count > 0 {
+		return r.Count
+	}
+	if r.Shared() {
+		return 1
+	}
+	return 0
+}
+
+// AllowsModel reports whether a GPU model satisfies the request.
+func (r *GPURequest) AllowsModel(model string) bool {
+	if len(r.Models) == 0 {
+		return true
+	}
+	for _, m := range r.Models {
+		if m == model {
+			return true
+		}
+	}
+	return false
+}
+
+// NominalMilli estimates the milli-GPUs the task takes before it is placed, counting a
+// memory slice against refMemoryMiB (the cluster's largest GPU, an optimistic estimate).
+func (r *GPURequest) NominalMilli(refMemoryMiB int64) int64 {
+	switch {
+	case r.Count > 0:
+		return int64(r.Count) * MilliPerGPU
+	case r.Milli > 0:
+		return r.Milli
+	case r.MemoryMiB > 0 && refMemoryMiB > 0:
+		return min(MilliPerGPU, (r.MemoryMiB*MilliPerGPU+refMemoryMiB-1)/refMemoryMiB)
+	}
+	return 0
+}

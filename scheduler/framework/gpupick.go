@@ -1,0 +1,99 @@
+package framework
+
+// FitsGPU reports whether GPU g can take one of t's GPUs.
+func FitsGPU(r *GPURequest, g *GPU) bool {
+	return g.Healthy && r.AllowsModel(g.Model) && r.MilliOn(g) <= g.FreeMilli()
+}
+
+// PickWholeGPUs chooses r.Count completely free GPUs, preferring GPUs of one NVLink
+// island, then of one NUMA node, then the lowest indices. It returns 0 when the node
+// has too few free GPUs.
+func PickWholeGPUs(r *GPURequest, n *Node) GPUSet {
+	if n.freeWhole < r.Count {
+		return 0
+	}
+	var free GPUSet
+	for i := range n.GPUs {
+		g := &n.GPUs[i]
+		if g.Healthy && g.UsedMilli == 0 && r.AllowsModel(g.Model) {
+			free = free.Add(i)
+		}
+	}
+	if free.Len() < r.Count {
+		return 0
+	}
+	if free.Len() == r.Count || r.Count == 1 {
+		return firstN(free, r.Count)
+	}
+	// Smallest island (then NUMA node) that holds the whole request keeps larger groups
+	// free for larger requests.
+	if s := pickGroup(n, free, r.Count, func(g *GPU) int { return g.Island }); s != 0 {
+		return s
+	}
+	if s := pickGroup(n, free, r.Count, func(g *GPU) int { return g.NUMA }); s != 0 {
+		return s
+	}
+	return firstN(free, r.Count)
+}
+
+func pickGroup(n *Node, free GPUSet, count int, key func(*GPU) int) GPUSet {
+	var best GPUSet
+	bestLen := 1 << 30
+	seen := map[int]bool{}
+	for _, i := range free.Indices() {
+		k := key(&n.GPUs[i])
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
+		var s GPUSet
+		for _, j := range free.Indices() {
+			if key(&n.GPUs[j]) == k {
+				s = s.Add(j)
+			}
+		}
+		if l := s.Len(); l >= count && l < bestLen {
+			best, bestLen = firstN(s, count), l
+		}
+	}
+	return best
+}
+
+func firstN(s GPUSet, n int) GPUSet {
+	var out GPUSet
+	for v := uint64(s); v != 0 && n > 0; v &= v - 1 {
+		out = out.Add(trailingZeros(v))
+		n--
+	}
+	return out
+}
+
+// PickShareBestFit puts a share on the GPU with the least free share that still fits
+// (lowest index on ties), keeping free GPUs whole for whole-GPU tasks.
+func PickShareBestFit(r *GPURequest, n *Node) GPUSet {
+	best, bestFree := -1, int64(1<<62)
+	for i := range n.GPUs {
+		g := &n.GPUs[i]
+		if !FitsGPU(r, g) {
+			continue
+		}
+		if f := g.FreeMilli(); f < bestFree {
+			best, bestFree = i, f
+		}
+	}
+	if best < 0 {
+		return 0
+	}
+	return GPUSet(0).Add(best)
+}
+
+// PickGPUs is the default GPU choice: whole GPUs by island, shares by best fit.
+func PickGPUs(r *GPURequest, n *Node) GPUSet {
+	if r.Count > 0 {
+		return PickWholeGPUs(r, n)
+	}
+	if r.Shared() {
+		return PickShareBestFit(r, n)
+	}
+	return 0
+}

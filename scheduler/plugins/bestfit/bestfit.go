@@ -1,0 +1,38 @@
+// Package bestfit is the best-fit baseline of the FGD paper's simulator:
+// 100 x (1 - sum_i w_i (free_i - req_i) / maxSpec_i) over CPU and GPU, w = 0.5 each,
+// maxSpec 128 CPUs and 8 GPUs, truncated to an integer; shares go to the best-fitting GPU.
+package bestfit
+
+import "github.com/tessera-gpu/tessera/scheduler/framework"
+
+// Name is the plugin's name in configuration.
+const Name = "bestfit"
+
+// Max specs that normalise the score, as in the paper's simulator.
+const (
+	MaxSpecMilliCPU = 128000
+	MaxSpecGPUMilli = 8000
+)
+
+// BestFit is the placer.
+type BestFit struct{}
+
+var _ framework.GPUPlacer = BestFit{}
+
+// Name implements framework.Plugin.
+func (BestFit) Name() string { return Name }
+
+// PlaceGPUs implements framework.GPUPlacer.
+func (BestFit) PlaceGPUs(t *framework.Task, n *framework.Node) (framework.GPUSet, float64, bool) {
+	var gpus framework.GPUSet
+	var gpuReq int64
+	if t.GPU.Any() {
+		if gpus = framework.PickGPUs(&t.GPU, n); gpus == 0 {
+			return 0, 0, false
+		}
+		gpuReq = int64(gpus.Len()) * t.GPU.MilliOn(&n.GPUs[gpus.Indices()[0]])
+	}
+	freeCPU := n.Allocatable.MilliCPU - n.Used.MilliCPU
+	left := 0.5*float64(freeCPU-t.Request.MilliCPU)/MaxSpecMilliCPU + 0.5*float64(n.FreeGPUMilli()-gpuReq)/MaxSpecGPUMilli
+	return gpus, float64(int64((1 - left) * 100)), true
+}

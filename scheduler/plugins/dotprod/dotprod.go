@@ -1,0 +1,38 @@
+// Package dotprod is the dot-product (Tetris) baseline of the FGD paper: a node scores
+// 100 x (1 - the dot product of its free (CPU, GPU) vector and the task's request, both
+// normalised by the largest node spec and averaged over the two dimensions), so the node
+// whose free resources align least with the request is preferred; shares go to the
+// best-fitting GPU.
+package dotprod
+
+import (
+	"github.com/tessera-gpu/tessera/scheduler/framework"
+	"github.com/tessera-gpu/tessera/scheduler/plugins/bestfit"
+)
+
+// Name is the plugin's name in configuration.
+const Name = "dotprod"
+
+// DotProduct is the placer.
+type DotProduct struct{}
+
+var _ framework.GPUPlacer = DotProduct{}
+
+// Name implements framework.Plugin.
+func (DotProduct) Name() string { return Name }
+
+// PlaceGPUs implements framework.GPUPlacer.
+func (DotProduct) PlaceGPUs(t *framework.Task, n *framework.Node) (framework.GPUSet, float64, bool) {
+	var gpus framework.GPUSet
+	var gpuReq int64
+	if t.GPU.Any() {
+		if gpus = framework.PickGPUs(&t.GPU, n); gpus == 0 {
+			return 0, 0, false
+		}
+		gpuReq = int64(gpus.Len()) * t.GPU.MilliOn(&n.GPUs[gpus.Indices()[0]])
+	}
+	const c, g = bestfit.MaxSpecMilliCPU, bestfit.MaxSpecGPUMilli
+	freeCPU := float64(n.Allocatable.MilliCPU - n.Used.MilliCPU)
+	dot := (freeCPU/c*float64(t.Request.MilliCPU)/c + float64(n.FreeGPUMilli())/g*float64(gpuReq)/g) / 2
+	return gpus, float64(int64(100 * (1 - dot))), true
+}

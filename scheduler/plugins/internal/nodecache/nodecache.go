@@ -1,0 +1,79 @@
+// Package nodecache memoises a placer's verdict per (node, task shape) until the node's
+// allocation changes, so that scoring every node for every task stays cheap when most
+// nodes did not change since the last task of the same shape.
+package nodecache
+
+import (
+	"fmt"
+
+	"github.com/tessera-gpu/tessera/scheduler/framework"
+)
+
+// Verdict is what a placer computed for a task shape on a node.
+type Verdict struct {
+	GPUs  framework.GPUSet
+	Score float64
+	OK    bool
+}
+
+type entry struct {
+	node    *framework.Node
+	version uint64
+	valid   bool
+	Verdict
+}
+
+type shape struct {
+	cpu, milli, mem int64
+	count           int
+	models          string
+}
+
+// Cache holds verdicts per node index and shape.
+type Cache struct {
+	shapes  map[shape]int
+	entries [][]entry // [node index][shape id]
+}
+
+// Reset drops every verdict (call when the scoring inputs, such as the workload, change).
+func (c *Cache) Reset() {
+	c.shapes = nil
+	c.entries = nil
+}
+
+func shapeOf(t *framework.Task) shape {
+	s := shape{cpu: t.Request.MilliCPU, milli: t.GPU.Milli, mem: t.GPU.MemoryMiB, count: t.GPU.Count}
+	if len(t.GPU.Models) > 0 {
+		s.models = fmt.Sprint(t.GPU.Models)
+	}
+	return s
+}
+
+// Get returns the cached verdict for t on n, computing it when n changed since.
+// compute must depend only on the node's allocation and the task's CPU and GPU request.
+func (c *Cache) Get(t *framework.Task, n *framework.Node, compute func() Verdict) Verdict {
+	if c.shapes == nil {
+		c.shapes = map[shape]int{}
+	}
+	key := shapeOf(t)
+	id, ok := c.shapes[key]
+	if !ok {
+		id = len(c.shapes)
+		c.shapes[key] = id
+	}
+	for len(c.entries) <= n.Index {
+		c.entries = append(c.entries, nil)
+	}
+	row := c.entries[n.Index]
+	for len(row) <= id {
+		row = append(row, entry{})
+	}
+	c.entries[n.Index] = row
+	e := &row[id]
+	if e.valid && e.node == n && e.version == n.Version {
+		return e.Verdict
+	}
+	v := compute()
+	*e = entry{node: n, version: n.Version, valid: true, Verdict: v}
+	return v
+}

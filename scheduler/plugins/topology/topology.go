@@ -1,0 +1,54 @@
+// Package topology keeps a multi-node gang close: a node scores higher when it shares
+// the narrowest topology domain (rack, then zone, as configured) with the tasks of the
+// same job already placed.
+package topology
+
+import "github.com/tessera-gpu/tessera/scheduler/framework"
+
+// Name is the plugin's name in configuration.
+const Name = "topology"
+
+// Topology is the scorer.
+type Topology struct {
+	levels []string
+}
+
+var (
+	_ framework.NodeScorer       = (*Topology)(nil)
+	_ framework.SnapshotObserver = (*Topology)(nil)
+)
+
+// New returns the plugin.
+func New() *Topology { return &Topology{} }
+
+// Name implements framework.Plugin.
+func (*Topology) Name() string { return Name }
+
+// OnSessionOpen implements framework.SnapshotObserver.
+func (t *Topology) OnSessionOpen(s *framework.Snapshot) { t.levels = s.TopologyLevels }
+
+// ScoreNode implements framework.NodeScorer: 100 when the node is in the same narrowest
+// domain as the job's first placed task, less for broader levels, 0 otherwise or when
+// the job has nothing placed.
+func (t *Topology) ScoreNode(task *framework.Task, n *framework.Node) float64 {
+	if task.Job == nil || len(task.Job.Tasks) < 2 || len(t.levels) == 0 {
+		return 0
+	}
+	var anchor *framework.Node
+	for _, o := range task.Job.Tasks {
+		if o.Node != nil {
+			anchor = o.Node
+			break
+		}
+	}
+	if anchor == nil {
+		return 0
+	}
+	for i, level := range t.levels {
+		v, ok := n.Labels[level]
+		if ok && v == anchor.Labels[level] {
+			return 100 * float64(len(t.levels)-i) / float64(len(t.levels))
+		}
+	}
+	return 0
+}

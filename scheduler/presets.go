@@ -1,0 +1,61 @@
+package scheduler
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Policies are the named scoring strategies: Tessera's own and the baselines the
+// simulator compares against.
+var presets = map[string]Config{
+	"tessera": {
+		Actions: DefaultActions,
+		Tiers: []Tier{
+			{Plugins: []PluginOption{{Name: "priority"}, {Name: "gang"}, {Name: "minruntime"}}},
+			{Plugins: []PluginOption{
+				{Name: "proportion"}, {Name: "predicates"},
+				{Name: "gpufit", Weight: 10},
+				{Name: "binpack", Weight: 1},
+				{Name: "topology", Weight: 2},
+			}},
+		},
+		ReservationAfter: Duration{30 * time.Minute},
+	},
+	"kube-default": {
+		Actions:   "allocate",
+		Tiers:     []Tier{{Plugins: []PluginOption{{Name: "priority"}, {Name: "predicates"}, {Name: "leastallocated"}}}},
+		WholeGPUs: true,
+	},
+}
+
+// baselines are FGD-paper placers run one pod at a time, every node scored.
+var baselines = []string{"random", "dotprod", "gpuclustering", "gpupacking", "bestfit", "fgd"}
+
+func init() {
+	for _, b := range baselines {
+		presets[b] = Config{
+			Actions:                  "allocate",
+			Tiers:                    []Tier{{Plugins: []PluginOption{{Name: "priority"}, {Name: "predicates"}, {Name: b}}}},
+			PercentageOfNodesToScore: 100,
+		}
+	}
+}
+
+// Policy returns the named policy's configuration.
+func Policy(name string) (Config, error) {
+	c, ok := presets[name]
+	if !ok {
+		return Config{}, fmt.Errorf("unknown policy %q; known: %s", name, strings.Join(PolicyNames(), ", "))
+	}
+	return c, nil
+}
+
+// PolicyNames lists the policies, Tessera's first.
+func PolicyNames() []string {
+	names := []string{"tessera", "kube-default"}
+	rest := append([]string(nil), baselines...)
+	sort.Strings(rest)
+	return append(names, rest...)
+}

@@ -1,0 +1,102 @@
+package scheduler_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tessera-gpu/tessera/scheduler"
+	"github.com/tessera-gpu/tessera/scheduler/framework"
+	. "github.com/tessera-gpu/tessera/scheduler/testutil"
+)
+
+func newTessera(t testing.TB) *scheduler.Scheduler {
+	t.Helper()
+	cfg, err := scheduler.Policy("tessera")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := scheduler.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func nodes(n int, gpus int) []*framework.Node {
+	out := make([]*framework.Node, n)
+	for i := range out {
+		out[i] = MakeNode("n" + string(rune('a'+i))).GPUs(gpus, "A100-80GB").Obj()
+	}
+	return out
+}
+
+func boundTasks(r *scheduler.Result, j *framework.Job) int {
+	c := 0
+	for _, b := range r.Bindings {
+		if b.Task.Job == j {
+			c++
+		}
+	}
+	return c
+}
+
+func TestGangAllOrNothing(t *testing.T) {
+	ns := nodes(4, 8)
+	small := MakeJob("small").GPU(2).Obj()
+	Run(small, Epoch, ns[3])
+	big := MakeJob("big").Tasks(4).GPU(8).Obj()
+	r := newTessera(t).RunSession(Snapshot(0, ns, []*framework.Job{small, big}))
+	if len(r.Bindings) != 0 {
+		t.Fatalf("partial gang bound: %d bindings", len(r.Bindings))
+	}
+	if big.Pending == nil || big.Pending.Code != framework.ReasonGangIncomplete || !strings.Contains(big.Pending.Message, "gang needs 4 x 8 GPUs, only 3 fit") {
+		t.Fatalf("reason: %+v", big.Pending)
+	}
+	for _, n := range ns[:3] {
+		if n.FreeWholeGPUs() != 8 {
+			t.Fatalf("node %s left with %d free GPUs after a discarded gang", n.Name, n.FreeWholeGPUs())
+		}
+	}
+}
+
+func TestTwoGangsNeverDeadlock(t *testing.T) {
+	ns := nodes(4, 8)
+	a := MakeJob("a").Tasks(3).GPU(8).Created(0).Obj()
+	b := MakeJob("b").Tasks(3).GPU(8).Created(time.Second).Obj()
+	r := newTessera(t).RunSession(Snapshot(0, ns, []*framework.Job{a, b}))
+	if got := boundTasks(r, a); got != 3 {
+		t.Fatalf("older gang a: %d of 3 bound", got)
+	}
+	if got := boundTasks(r, b); got != 0 {
+		t.Fatalf("gang b partially bound: %d", got)
+	}
+}
+
+func TestQueueCapability(t *testing.T) {
+	q := MakeQueue("train-dev").CapabilityGPUs(10).Obj()
+	a := MakeJob("a").GPU(8).Queue(q).Obj()
+	b := MakeJob("b").GPU(8).Queue(q).Created(time.Second).Obj()
+	r := newTessera(t).RunSession(Snapshot(0, nodes(4, 8), []*framework.Job{a, b}, q))
+	if boundTasks(r, a) != 1 || boundTasks(r, b) != 0 {
+		t.Fatalf("bindings a=%d b=%d", boundTasks(r, a), boundTasks(r, b))
+	}
+	if b.Pending == nil || b.Pending.Code != framework.ReasonQueueCapability || !strings.Contains(b.Pending.Message, "queue train-dev at capability 8/10 GPU") {
+		t.Fatalf("reason: %+v", b.Pending)
+	}
+}
+
+func TestPreemptLowerPriority(t *testing.T) {
+	ns := nodes(1, 8)
+	q := MakeQueue("q").Obj()
+	low := MakeJob("low").Tasks(2).GPU(4).Queue(q).Priority(0).Obj()
+	Run(low, Epoch, ns[0], ns[0])
+	high := MakeJob("high").GPU(4).Queue(q).Priority(100).Obj()
+	r := newTessera(t).RunSession(Snapshot(time.Hour, ns, []*framework.Job{low, high}, q))
+	if len(r.Evictions) != 2 {
+		t.Fatalf("want the whole low gang (2 tasks) evicted, got %d evictions", len(r.Evictions))
+	}
+	if boundTasks(r, high) != 1 || !r.Bindings[0].Pipelined {
+		t.Fatalf("high not pipelined onto the freed GPUs: %+v", r.Bindings)
+	}
+}
