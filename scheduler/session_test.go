@@ -26,7 +26,7 @@ func newTessera(t testing.TB) *scheduler.Scheduler {
 func nodes(n int, gpus int) []*framework.Node {
 	out := make([]*framework.Node, n)
 	for i := range out {
-		out[i] = MakeNode("n" + string(rune('a'+i))).GPUs(gpus, "A100-80GB").Obj()
+		out[i] = MakeNode("n"+string(rune('a'+i))).GPUs(gpus, "A100-80GB").Obj()
 	}
 	return out
 }

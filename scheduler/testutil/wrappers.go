@@ -186,7 +186,10 @@ func (w *JobWrapper) Created(d time.Duration) *JobWrapper { w.j.Created = Epoch.
 func (w *JobWrapper) MinRuntime(d time.Duration) *JobWrapper { w.j.MinRuntime = d; return w }
 
 // RequiredTopology keeps the gang within one domain of the label level.
-func (w *JobWrapper) RequiredTopology(level string) *JobWrapper { w.j.Topology.Required = level; return w }
+func (w *JobWrapper) RequiredTopology(level string) *JobWrapper {
+	w.j.Topology.Required = level
+	return w
+}
 
 // PreferredTopology prefers one domain of the label level.
 func (w *JobWrapper) PreferredTopology(level string) *JobWrapper {
