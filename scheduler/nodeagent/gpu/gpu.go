@@ -62,6 +62,9 @@ type HealthEvent struct {
 	Reason string
 }
 
+// LostReason is the UnhealthyReason of a GPU that fell off the bus.
+const LostReason = "GPU has fallen off the bus (NVML ERROR_GPU_IS_LOST); drain the node and reset or replace the GPU"
+
 // Source reads GPUs. The NVML adapter implements it; every method but WatchHealth is
 // called from one goroutine at a time.
 type Source interface {

@@ -100,3 +100,17 @@ func b2f(b bool) float64 {
 	}
 	return 0
 }
+
+// NVMLUpGauge, SliceLimit and SliceUsed expose single series for tests and callers
+// that read values back (prometheus/testutil.ToFloat64).
+func (m *Metrics) NVMLUpGauge() prometheus.Gauge { return m.nvmlUp }
+
+// SliceLimit returns the slice-limit series of a pod.
+func (m *Metrics) SliceLimit(namespace, pod string) prometheus.Gauge {
+	return m.sliceLimit.WithLabelValues(namespace, pod)
+}
+
+// SliceUsed returns the slice-used series of a pod.
+func (m *Metrics) SliceUsed(namespace, pod string) prometheus.Gauge {
+	return m.sliceUsed.WithLabelValues(namespace, pod)
+}

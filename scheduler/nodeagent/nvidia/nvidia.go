@@ -67,7 +67,7 @@ func retErr(what string, ret nvml.Return) error {
 func isLost(err error) bool { return errors.Is(err, nvml.ERROR_GPU_IS_LOST) }
 
 // LostReason is the UnhealthyReason of a GPU that fell off the bus.
-const LostReason = "GPU has fallen off the bus (NVML ERROR_GPU_IS_LOST); drain the node and reset or replace the GPU"
+const LostReason = gpu.LostReason
 
 // Inventory discovers devices, links and driver versions.
 func (s *Source) Inventory() (gpu.Inventory, error) {
