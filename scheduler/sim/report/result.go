@@ -1,0 +1,218 @@
+package report
+
+import (
+	"math"
+	"slices"
+)
+
+// Arrived percentages at which fill-up results report allocation (the keys of
+// Result.AllocPctAt).
+var AllocKeys = []string{"50", "90", "100", "130"}
+
+// Result is one simulation run: one policy, one seed, one trace.
+type Result struct {
+	Policy string `json:"policy"`
+	Seed   int64  `json:"seed"`
+	// Trace names the input: a pod list file's base name or a scenario name.
+	Trace string `json:"trace"`
+	// AllocPctAt is the allocation % of cluster GPUs when the arrived GPU request
+	// reached 50, 90, 100 and 130 % of cluster capacity (fill-up mode).
+	AllocPctAt map[string]float64 `json:"alloc_pct_at"`
+	// UnallocatedPctAt100 is 100 - AllocPctAt["100"].
+	UnallocatedPctAt100 float64 `json:"unallocated_pct_at_100"`
+	// FragPctAt90 is the fragmented GPU milli (FGD definition) as % of cluster GPUs at 90% arrived.
+	FragPctAt90 float64 `json:"frag_pct_at_90"`
+	WallSeconds float64 `json:"wall_seconds"`
+	// Curve is the run's allocation and fragmentation against arrived request (fill-up
+	// mode), in order of ArrivedPct; it feeds the HTML charts and is not in the JSON.
+	Curve []Point `json:"-"`
+	// Replay holds the replay-mode measurements; nil for fill-up runs.
+	Replay *Replay `json:"replay,omitempty"`
+}
+
+// Point is one sample of a fill-up run: arrived GPU request, allocated GPUs and
+// fragmented GPUs, each in % of cluster GPU capacity.
+type Point struct {
+	ArrivedPct float64
+	AllocPct   float64
+	FragPct    float64
+}
+
+// Replay is what a replay-mode run measures over time. Times, AllocPct, Nodes (and
+// UtilPct, IdleNodes when set) are parallel series, one entry per sample.
+type Replay struct {
+	// Times are the sample times in hours since the start of the trace.
+	Times []float64 `json:"times_hours"`
+	// AllocPct is the allocated % of the GPUs of the nodes present at each time.
+	AllocPct []float64 `json:"alloc_pct"`
+	// UtilPct is the GPU utilisation % where the trace knows it; empty otherwise.
+	UtilPct []float64 `json:"util_pct,omitempty"`
+	// Nodes is the number of GPU nodes present at each time.
+	Nodes []int `json:"nodes"`
+	// IdleNodes is the number of nodes running no pod at each time; empty if not recorded.
+	IdleNodes []int `json:"idle_nodes,omitempty"`
+	// WaitSeconds has one entry per job that started: its queue wait, arrival to start.
+	WaitSeconds []float64 `json:"wait_seconds"`
+	Preemptions int       `json:"preemptions"`
+	// JobsStarved counts jobs that never started, or waited beyond the driver's starvation limit.
+	JobsStarved int `json:"jobs_starved"`
+	// MeanAllocPct is the time-weighted mean of AllocPct over the run.
+	MeanAllocPct float64 `json:"mean_alloc_pct"`
+	// NodesRemoved and GPUNodeHoursSaved are set when autoscaling is on.
+	NodesRemoved      int     `json:"nodes_removed,omitempty"`
+	GPUNodeHoursSaved float64 `json:"gpu_node_hours_saved,omitempty"`
+}
+
+// Summary aggregates the runs of one policy on one trace across seeds: means and
+// sample standard deviations (0 for a single run).
+type Summary struct {
+	Policy                    string  `json:"policy"`
+	Trace                     string  `json:"trace"`
+	Runs                      int     `json:"runs"`
+	MeanUnallocatedPctAt100   float64 `json:"mean_unallocated_pct_at_100"`
+	StddevUnallocatedPctAt100 float64 `json:"stddev_unallocated_pct_at_100"`
+	// MeanAllocPctAt averages Result.AllocPctAt key by key.
+	MeanAllocPctAt    map[string]float64 `json:"mean_alloc_pct_at"`
+	MeanFragPctAt90   float64            `json:"mean_frag_pct_at_90"`
+	StddevFragPctAt90 float64            `json:"stddev_frag_pct_at_90"`
+	MeanWallSeconds   float64            `json:"mean_wall_seconds"`
+	// Curve is the mean of the runs' curves at each whole arrived percent (not in the JSON).
+	Curve []Point `json:"-"`
+	// Replay aggregates the replay measurements; nil unless every run has them.
+	Replay *ReplaySummary `json:"replay,omitempty"`
+}
+
+// ReplaySummary aggregates replay runs.
+type ReplaySummary struct {
+	MeanAllocPct   float64 `json:"mean_alloc_pct"`
+	StddevAllocPct float64 `json:"stddev_alloc_pct"`
+	// Wait statistics pool the waits of all runs.
+	MeanWaitSeconds float64 `json:"mean_wait_seconds"`
+	P95WaitSeconds  float64 `json:"p95_wait_seconds"`
+	// MeanPreemptions is per run; MaxJobsStarved is the worst run's count.
+	MeanPreemptions       float64 `json:"mean_preemptions"`
+	MaxJobsStarved        int     `json:"max_jobs_starved"`
+	MeanNodesRemoved      float64 `json:"mean_nodes_removed,omitempty"`
+	MeanGPUNodeHoursSaved float64 `json:"mean_gpu_node_hours_saved,omitempty"`
+}
+
+// Summarize groups results by (policy, trace), in the order each pair first appears,
+// and computes means and sample standard deviations across the group's runs.
+func Summarize(results []Result) []Summary {
+	type key struct{ policy, trace string }
+	var order []key
+	groups := map[key][]Result{}
+	for _, r := range results {
+		k := key{r.Policy, r.Trace}
+		if _, ok := groups[k]; !ok {
+			order = append(order, k)
+		}
+		groups[k] = append(groups[k], r)
+	}
+	out := make([]Summary, 0, len(order))
+	for _, k := range order {
+		out = append(out, summarizeGroup(k.policy, k.trace, groups[k]))
+	}
+	return out
+}
+
+func summarizeGroup(policy, trace string, rs []Result) Summary {
+	s := Summary{Policy: policy, Trace: trace, Runs: len(rs)}
+	pick := func(f func(Result) float64) []float64 {
+		v := make([]float64, len(rs))
+		for i, r := range rs {
+			v[i] = f(r)
+		}
+		return v
+	}
+	s.MeanUnallocatedPctAt100, s.StddevUnallocatedPctAt100 = MeanStddev(pick(func(r Result) float64 { return r.UnallocatedPctAt100 }))
+	s.MeanFragPctAt90, s.StddevFragPctAt90 = MeanStddev(pick(func(r Result) float64 { return r.FragPctAt90 }))
+	s.MeanWallSeconds, _ = MeanStddev(pick(func(r Result) float64 { return r.WallSeconds }))
+	s.MeanAllocPctAt = map[string]float64{}
+	for _, r := range rs {
+		for k, v := range r.AllocPctAt {
+			s.MeanAllocPctAt[k] += v / float64(len(rs))
+		}
+	}
+	s.Curve = meanCurve(rs)
+	if !slices.ContainsFunc(rs, func(r Result) bool { return r.Replay == nil }) {
+		rep := &ReplaySummary{}
+		var waits []float64
+		for _, r := range rs {
+			waits = append(waits, r.Replay.WaitSeconds...)
+			rep.MeanPreemptions += float64(r.Replay.Preemptions) / float64(len(rs))
+			rep.MaxJobsStarved = max(rep.MaxJobsStarved, r.Replay.JobsStarved)
+			rep.MeanNodesRemoved += float64(r.Replay.NodesRemoved) / float64(len(rs))
+			rep.MeanGPUNodeHoursSaved += r.Replay.GPUNodeHoursSaved / float64(len(rs))
+		}
+		rep.MeanAllocPct, rep.StddevAllocPct = MeanStddev(pick(func(r Result) float64 { return r.Replay.MeanAllocPct }))
+		rep.MeanWaitSeconds, _ = MeanStddev(waits)
+		rep.P95WaitSeconds = Percentile(waits, 95)
+		s.Replay = rep
+	}
+	return s
+}
+
+// MeanStddev returns the mean and the sample standard deviation (n-1 in the
+// denominator) of v; the deviation is 0 for fewer than two values, both are 0 for none.
+func MeanStddev(v []float64) (mean, stddev float64) {
+	if len(v) == 0 {
+		return 0, 0
+	}
+	for _, x := range v {
+		mean += x
+	}
+	mean /= float64(len(v))
+	if len(v) < 2 {
+		return mean, 0
+	}
+	var ss float64
+	for _, x := range v {
+		ss += (x - mean) * (x - mean)
+	}
+	return mean, math.Sqrt(ss / float64(len(v)-1))
+}
+
+// Percentile returns the p-th percentile (0..100) of v by linear interpolation
+// between closest ranks; 0 for an empty slice. v is not modified.
+func Percentile(v []float64, p float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	s := slices.Clone(v)
+	slices.Sort(s)
+	pos := p / 100 * float64(len(s)-1)
+	lo := int(math.Floor(pos))
+	hi := min(lo+1, len(s)-1)
+	return s[lo] + (s[hi]-s[lo])*(pos-float64(lo))
+}
+
+// meanCurve averages the runs' curves at each whole arrived percent from 0 to the
+// highest that every run reached, taking in each run the last sample at or below it.
+func meanCurve(rs []Result) []Point {
+	maxPct := math.Inf(1)
+	for _, r := range rs {
+		if len(r.Curve) == 0 {
+			return nil
+		}
+		maxPct = min(maxPct, r.Curve[len(r.Curve)-1].ArrivedPct)
+	}
+	n := int(math.Floor(maxPct + 1e-9))
+	out := make([]Point, n+1)
+	for i := range out {
+		out[i].ArrivedPct = float64(i)
+	}
+	for _, r := range rs {
+		j := 0
+		var last Point
+		for i := range out {
+			for j < len(r.Curve) && r.Curve[j].ArrivedPct <= float64(i)+1e-9 {
+				last = r.Curve[j]
+				j++
+			}
+			out[i].AllocPct += last.AllocPct / float64(len(rs))
+			out[i].FragPct += last.FragPct / float64(len(rs))
+		}
+	}
+	return out
+}

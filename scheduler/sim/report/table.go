@@ -1,0 +1,169 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// WriteTable writes an aligned terminal table per trace, one row per policy: for
+// fill-up runs the unallocated % at 100% arrived, allocation % at 50/90/100/130%
+// arrived, fragmentation % at 90% arrived (mean ± sample stddev across seeds) and the
+// mean wall time; for replay runs the mean GPU allocation, mean and p95 queue wait,
+// preemptions per run, the worst run's starved jobs and the wall time. summaries
+// may be nil, then they are computed from results.
+func WriteTable(w io.Writer, results []Result, summaries []Summary) error {
+	if summaries == nil {
+		summaries = Summarize(results)
+	}
+	ew := &errWriter{w: w}
+	for i, tr := range traces(summaries) {
+		if i > 0 {
+			ew.printf("\n")
+		}
+		var fill, replay []Summary
+		for _, s := range summaries {
+			switch {
+			case s.Trace != tr:
+			case s.Replay != nil:
+				replay = append(replay, s)
+			default:
+				fill = append(fill, s)
+			}
+		}
+		if len(fill) > 0 {
+			ew.printf("%s — fill-up, %s\n", tr, runsNote(fill))
+			rows := [][]string{{"policy", "runs", "unalloc% @100", "alloc% @50", "@90", "@100", "@130", "frag% @90", "wall s"}}
+			for _, s := range fill {
+				rows = append(rows, []string{s.Policy, fmt.Sprint(s.Runs),
+					pm(s.MeanUnallocatedPctAt100, s.StddevUnallocatedPctAt100, s.Runs),
+					pct(s.MeanAllocPctAt, "50"), pct(s.MeanAllocPctAt, "90"), pct(s.MeanAllocPctAt, "100"), pct(s.MeanAllocPctAt, "130"),
+					pm(s.MeanFragPctAt90, s.StddevFragPctAt90, s.Runs), fmt.Sprintf("%.2f", s.MeanWallSeconds)})
+			}
+			writeAligned(ew, rows)
+		}
+		if len(replay) > 0 {
+			ew.printf("%s — replay, %s\n", tr, runsNote(replay))
+			rows := [][]string{{"policy", "runs", "mean alloc%", "wait mean", "wait p95", "preemptions", "starved", "wall s"}}
+			for _, s := range replay {
+				r := s.Replay
+				rows = append(rows, []string{s.Policy, fmt.Sprint(s.Runs),
+					pm(r.MeanAllocPct, r.StddevAllocPct, s.Runs), FormatSeconds(r.MeanWaitSeconds), FormatSeconds(r.P95WaitSeconds),
+					fmt.Sprintf("%.1f", r.MeanPreemptions), fmt.Sprint(r.MaxJobsStarved), fmt.Sprintf("%.2f", s.MeanWallSeconds)})
+			}
+			writeAligned(ew, rows)
+		}
+	}
+	return ew.err
+}
+
+// writeAligned writes rows as columns two spaces apart, the first column
+// left-aligned and the others right-aligned (widths in runes).
+func writeAligned(w io.Writer, rows [][]string) {
+	var widths []int
+	for _, r := range rows {
+		for i, c := range r {
+			if i == len(widths) {
+				widths = append(widths, 0)
+			}
+			widths[i] = max(widths[i], utf8.RuneCountInString(c))
+		}
+	}
+	var b strings.Builder
+	for _, r := range rows {
+		b.Reset()
+		for i, c := range r {
+			pad := strings.Repeat(" ", widths[i]-utf8.RuneCountInString(c))
+			switch {
+			case i == 0:
+				b.WriteString(c + pad)
+			default:
+				b.WriteString("  " + pad + c)
+			}
+		}
+		b.WriteString("\n")
+		io.WriteString(w, b.String())
+	}
+}
+
+// traces returns the distinct traces of the summaries in first-seen order.
+func traces(summaries []Summary) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, s := range summaries {
+		if !seen[s.Trace] {
+			seen[s.Trace] = true
+			out = append(out, s.Trace)
+		}
+	}
+	return out
+}
+
+func runsNote(ss []Summary) string {
+	lo, hi := ss[0].Runs, ss[0].Runs
+	for _, s := range ss {
+		lo, hi = min(lo, s.Runs), max(hi, s.Runs)
+	}
+	unit := func(n int) string {
+		if n == 1 {
+			return "1 seed"
+		}
+		return fmt.Sprintf("%d seeds", n)
+	}
+	if lo == hi {
+		return unit(lo)
+	}
+	return fmt.Sprintf("%d-%s", lo, unit(hi))
+}
+
+// pm formats mean ± stddev, or just the mean for a single run.
+func pm(mean, sd float64, runs int) string {
+	if runs < 2 {
+		return fmt.Sprintf("%.2f", mean)
+	}
+	return fmt.Sprintf("%.2f ± %.2f", mean, sd)
+}
+
+func pct(m map[string]float64, k string) string {
+	v, ok := m[k]
+	if !ok {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f", v)
+}
+
+// FormatSeconds renders a duration in seconds compactly: "42s", "12m05s", "3h07m".
+func FormatSeconds(s float64) string {
+	if math.IsNaN(s) || s < 0 {
+		return "-"
+	}
+	d := time.Duration(math.Round(s)) * time.Second
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", int(d/time.Second))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm%02ds", int(d/time.Minute), int(d%time.Minute/time.Second))
+	default:
+		return fmt.Sprintf("%dh%02dm", int(d/time.Hour), int(d%time.Hour/time.Minute))
+	}
+}
+
+// errWriter remembers the first write error so callers can check once.
+type errWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (e *errWriter) Write(p []byte) (int, error) {
+	if e.err != nil {
+		return 0, e.err
+	}
+	n, err := e.w.Write(p)
+	e.err = err
+	return n, err
+}
+
+func (e *errWriter) printf(format string, args ...any) { fmt.Fprintf(e, format, args...) }
