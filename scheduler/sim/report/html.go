@@ -128,7 +128,7 @@ func fillSection(b *strings.Builder, trace string, ss []Summary, colors map[stri
 		lineChart{
 			title: "GPU allocation vs arrived GPU request", xLabel: "arrived GPU request, % of cluster GPUs", yLabel: "allocated GPUs, %",
 			xMax: xMax, yMax: 100, series: alloc,
-			guides: []guide{{0, 0, 100, 100, "all placed"}, {100, 0, 100, 100, ""}},
+			guides: []guide{{0, 0, 100, 100, "allocated = arrived", 55, 55}, {x1: 100, x2: 100, y2: 100}},
 		}.render(b)
 		fragMax := 1.0
 		for _, s := range frag {
@@ -138,7 +138,7 @@ func fillSection(b *strings.Builder, trace string, ss []Summary, colors map[stri
 		}
 		lineChart{
 			title: "GPU fragmentation vs arrived GPU request", xLabel: "arrived GPU request, % of cluster GPUs", yLabel: "fragmented GPUs, %",
-			xMax: xMax, yMax: fragMax, series: frag, guides: []guide{{100, 0, 100, fragMax, ""}},
+			xMax: xMax, yMax: fragMax, series: frag, guides: []guide{{x1: 100, x2: 100, y2: fragMax}},
 		}.render(b)
 		b.WriteString("</div>\n")
 	}

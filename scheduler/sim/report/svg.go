@@ -23,10 +23,12 @@ type series struct {
 	xs, ys      []float64
 }
 
-// guide is a dashed reference line from (x1,y1) to (x2,y2) in data units.
+// guide is a dashed reference line from (x1,y1) to (x2,y2) in data units, with an
+// optional label ending just above and left of (lx,ly).
 type guide struct {
 	x1, y1, x2, y2 float64
 	label          string
+	lx, ly         float64
 }
 
 // lineChart is a chart of lines against numeric axes.
@@ -53,16 +55,21 @@ func (f frame) y(v float64) float64 {
 
 // render writes the chart as an inline <svg> element.
 func (c lineChart) render(b *strings.Builder) {
+	// The x axis spans the data exactly (ticks past it are dropped); the y axis is
+	// rounded up to the next tick.
 	xt := niceTicks(c.xMin, c.xMax, 7)
+	for len(xt) > 2 && xt[len(xt)-1] > c.xMax+1e-9 {
+		xt = xt[:len(xt)-1]
+	}
 	yt := niceTicks(c.yMin, c.yMax, 6)
-	f := frame{xt[0], xt[len(xt)-1], yt[0], yt[len(yt)-1]}
+	f := frame{c.xMin, math.Max(c.xMax, xt[len(xt)-1]), yt[0], yt[len(yt)-1]}
 	openSVG(b, c.title)
 	axes(b, f, xt, yt, c.xLabel, c.yLabel)
 	b.WriteString(`<g>`)
 	for _, g := range c.guides {
 		fmt.Fprintf(b, `<line class="guide" x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f"/>`, f.x(g.x1), f.y(g.y1), f.x(g.x2), f.y(g.y2))
 		if g.label != "" {
-			fmt.Fprintf(b, `<text class="guide-label" x="%.1f" y="%.1f">%s</text>`, f.x(g.x2)-4, f.y(g.y2)+12, esc(g.label))
+			fmt.Fprintf(b, `<text class="guide-label" x="%.1f" y="%.1f">%s</text>`, f.x(g.lx)-6, f.y(g.ly)-6, esc(g.label))
 		}
 	}
 	for _, s := range c.series {
