@@ -43,13 +43,22 @@ func (reclaim) Execute(s *Session) {
 // evictForFailed tries, for each job allocate could not place, to make room by evicting
 // candidate victims. eligible is static; check is re-evaluated as victims are evicted.
 func (s *Session) evictForFailed(eligible, check func(j, v *framework.Job) bool, reason string) {
+	var running []*framework.Job
+	for _, v := range s.Snap.Jobs {
+		if s.evictable(v) {
+			running = append(running, v)
+		}
+	}
+	if len(running) == 0 {
+		return
+	}
 	s.sortJobs(s.failed)
 	for _, j := range s.failed {
 		if j.Count(framework.TaskPending) == 0 || j.Pending == nil || j.Pending.Code == framework.ReasonQueueCapability || j.Pending.Code == framework.ReasonNotEnqueued {
 			continue
 		}
 		var victims []*framework.Job
-		for _, v := range s.Snap.Jobs {
+		for _, v := range running {
 			if v != j && eligible(j, v) && s.evictable(v) {
 				victims = append(victims, v)
 			}

@@ -25,6 +25,15 @@ type Binpack struct {
 	CPU       float64
 	Memory    float64
 	Resources map[corev1.ResourceName]float64
+
+	// weights is Resources as a slice, built on first use (maps are slow to range over).
+	weights []resourceWeight
+}
+
+type resourceWeight struct {
+	name corev1.ResourceName
+	gpu  bool
+	w    float64
 }
 
 var _ framework.NodeScorer = (*Binpack)(nil)
@@ -39,6 +48,7 @@ func (*Binpack) Name() string { return Name }
 
 // Configure reads Volcano-style arguments.
 func (b *Binpack) Configure(args map[string]string) error {
+	b.weights = nil
 	for k, v := range args {
 		if k == "binpack.resources" {
 			b.Resources = map[corev1.ResourceName]float64{}
@@ -93,14 +103,20 @@ func (b *Binpack) ScoreNode(t *framework.Task, n *framework.Node) float64 {
 	}
 	add(t.Request.MilliCPU, n.Used.MilliCPU, n.Allocatable.MilliCPU, b.CPU)
 	add(t.Request.Memory, n.Used.Memory, n.Allocatable.Memory, b.Memory)
-	for name, w := range b.Resources {
-		switch name {
-		case tesserav1.ResourceGPU, tesserav1.ResourceNvidiaGPU:
+	if b.weights == nil {
+		b.weights = make([]resourceWeight, 0, len(b.Resources))
+		for name, w := range b.Resources {
+			b.weights = append(b.weights, resourceWeight{name, name == tesserav1.ResourceGPU || name == tesserav1.ResourceNvidiaGPU, w})
+		}
+	}
+	for _, rw := range b.weights {
+		switch {
+		case rw.gpu:
 			if t.GPU.Any() && len(n.GPUs) > 0 {
-				add(int64(t.GPU.GPUs())*t.GPU.MilliOn(&n.GPUs[0]), n.Used.GPU, n.Allocatable.GPU, w)
+				add(int64(t.GPU.GPUs())*t.GPU.MilliOn(&n.GPUs[0]), n.Used.GPU, n.Allocatable.GPU, rw.w)
 			}
-		default:
-			add(t.Request.Scalar[name], n.Used.Scalar[name], n.Allocatable.Scalar[name], w)
+		case t.Request.Scalar != nil:
+			add(t.Request.Scalar[rw.name], n.Used.Scalar[rw.name], n.Allocatable.Scalar[rw.name], rw.w)
 		}
 	}
 	if weights == 0 {

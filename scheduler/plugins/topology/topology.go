@@ -11,6 +11,9 @@ const Name = "topology"
 // Topology is the scorer.
 type Topology struct {
 	levels []string
+	// anchor of lastTask, found once while the task is scored on many nodes.
+	lastTask *framework.Task
+	anchor   *framework.Node
 }
 
 var (
@@ -34,13 +37,16 @@ func (t *Topology) ScoreNode(task *framework.Task, n *framework.Node) float64 {
 	if task.Job == nil || len(task.Job.Tasks) < 2 || len(t.levels) == 0 {
 		return 0
 	}
-	var anchor *framework.Node
-	for _, o := range task.Job.Tasks {
-		if o.Node != nil {
-			anchor = o.Node
-			break
+	if task != t.lastTask {
+		t.lastTask, t.anchor = task, nil
+		for _, o := range task.Job.Tasks {
+			if o.Node != nil {
+				t.anchor = o.Node
+				break
+			}
 		}
 	}
+	anchor := t.anchor
 	if anchor == nil {
 		return 0
 	}

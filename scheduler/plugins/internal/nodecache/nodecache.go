@@ -33,12 +33,16 @@ type shape struct {
 type Cache struct {
 	shapes  map[shape]int
 	entries [][]entry // [node index][shape id]
+	// lastTask and lastID skip the shape lookup while one task is scored on many nodes.
+	lastTask *framework.Task
+	lastID   int
 }
 
 // Reset drops every verdict (call when the scoring inputs, such as the workload, change).
 func (c *Cache) Reset() {
 	c.shapes = nil
 	c.entries = nil
+	c.lastTask = nil
 }
 
 func shapeOf(t *framework.Task) shape {
@@ -55,11 +59,15 @@ func (c *Cache) Get(t *framework.Task, n *framework.Node, compute func() Verdict
 	if c.shapes == nil {
 		c.shapes = map[shape]int{}
 	}
-	key := shapeOf(t)
-	id, ok := c.shapes[key]
-	if !ok {
-		id = len(c.shapes)
-		c.shapes[key] = id
+	id := c.lastID
+	if t != c.lastTask {
+		key := shapeOf(t)
+		var ok bool
+		if id, ok = c.shapes[key]; !ok {
+			id = len(c.shapes)
+			c.shapes[key] = id
+		}
+		c.lastTask, c.lastID = t, id
 	}
 	for len(c.entries) <= n.Index {
 		c.entries = append(c.entries, nil)
