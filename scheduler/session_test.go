@@ -7,7 +7,7 @@ import (
 
 	"github.com/tessera-gpu/tessera/scheduler"
 	"github.com/tessera-gpu/tessera/scheduler/framework"
-	. "github.com/tessera-gpu/tessera/scheduler/testutil"
+	"github.com/tessera-gpu/tessera/scheduler/testutil"
 )
 
 func newTessera(t testing.TB) *scheduler.Scheduler {
@@ -26,7 +26,7 @@ func newTessera(t testing.TB) *scheduler.Scheduler {
 func nodes(n int, gpus int) []*framework.Node {
 	out := make([]*framework.Node, n)
 	for i := range out {
-		out[i] = MakeNode("n"+string(rune('a'+i))).GPUs(gpus, "A100-80GB").Obj()
+		out[i] = testutil.MakeNode("n"+string(rune('a'+i))).GPUs(gpus, "A100-80GB").Obj()
 	}
 	return out
 }
@@ -43,10 +43,10 @@ func boundTasks(r *scheduler.Result, j *framework.Job) int {
 
 func TestGangAllOrNothing(t *testing.T) {
 	ns := nodes(4, 8)
-	small := MakeJob("small").GPU(2).Obj()
-	Run(small, Epoch, ns[3])
-	big := MakeJob("big").Tasks(4).GPU(8).Obj()
-	r := newTessera(t).RunSession(Snapshot(0, ns, []*framework.Job{small, big}))
+	small := testutil.MakeJob("small").GPU(2).Obj()
+	testutil.Run(small, testutil.Epoch, ns[3])
+	big := testutil.MakeJob("big").Tasks(4).GPU(8).Obj()
+	r := newTessera(t).RunSession(testutil.Snapshot(0, ns, []*framework.Job{small, big}))
 	if len(r.Bindings) != 0 {
 		t.Fatalf("partial gang bound: %d bindings", len(r.Bindings))
 	}
@@ -62,9 +62,9 @@ func TestGangAllOrNothing(t *testing.T) {
 
 func TestTwoGangsNeverDeadlock(t *testing.T) {
 	ns := nodes(4, 8)
-	a := MakeJob("a").Tasks(3).GPU(8).Created(0).Obj()
-	b := MakeJob("b").Tasks(3).GPU(8).Created(time.Second).Obj()
-	r := newTessera(t).RunSession(Snapshot(0, ns, []*framework.Job{a, b}))
+	a := testutil.MakeJob("a").Tasks(3).GPU(8).Created(0).Obj()
+	b := testutil.MakeJob("b").Tasks(3).GPU(8).Created(time.Second).Obj()
+	r := newTessera(t).RunSession(testutil.Snapshot(0, ns, []*framework.Job{a, b}))
 	if got := boundTasks(r, a); got != 3 {
 		t.Fatalf("older gang a: %d of 3 bound", got)
 	}
@@ -74,10 +74,10 @@ func TestTwoGangsNeverDeadlock(t *testing.T) {
 }
 
 func TestQueueCapability(t *testing.T) {
-	q := MakeQueue("train-dev").CapabilityGPUs(10).Obj()
-	a := MakeJob("a").GPU(8).Queue(q).Obj()
-	b := MakeJob("b").GPU(8).Queue(q).Created(time.Second).Obj()
-	r := newTessera(t).RunSession(Snapshot(0, nodes(4, 8), []*framework.Job{a, b}, q))
+	q := testutil.MakeQueue("train-dev").CapabilityGPUs(10).Obj()
+	a := testutil.MakeJob("a").GPU(8).Queue(q).Obj()
+	b := testutil.MakeJob("b").GPU(8).Queue(q).Created(time.Second).Obj()
+	r := newTessera(t).RunSession(testutil.Snapshot(0, nodes(4, 8), []*framework.Job{a, b}, q))
 	if boundTasks(r, a) != 1 || boundTasks(r, b) != 0 {
 		t.Fatalf("bindings a=%d b=%d", boundTasks(r, a), boundTasks(r, b))
 	}
@@ -88,11 +88,11 @@ func TestQueueCapability(t *testing.T) {
 
 func TestPreemptLowerPriority(t *testing.T) {
 	ns := nodes(1, 8)
-	q := MakeQueue("q").Obj()
-	low := MakeJob("low").Tasks(2).GPU(4).Queue(q).Priority(0).Obj()
-	Run(low, Epoch, ns[0], ns[0])
-	high := MakeJob("high").GPU(4).Queue(q).Priority(100).Obj()
-	r := newTessera(t).RunSession(Snapshot(time.Hour, ns, []*framework.Job{low, high}, q))
+	q := testutil.MakeQueue("q").Obj()
+	low := testutil.MakeJob("low").Tasks(2).GPU(4).Queue(q).Priority(0).Obj()
+	testutil.Run(low, testutil.Epoch, ns[0], ns[0])
+	high := testutil.MakeJob("high").GPU(4).Queue(q).Priority(100).Obj()
+	r := newTessera(t).RunSession(testutil.Snapshot(time.Hour, ns, []*framework.Job{low, high}, q))
 	if len(r.Evictions) != 2 {
 		t.Fatalf("want the whole low gang (2 tasks) evicted, got %d evictions", len(r.Evictions))
 	}
