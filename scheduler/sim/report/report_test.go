@@ -116,7 +116,8 @@ func TestMeanCurve(t *testing.T) {
 	a := Result{Policy: "p", Curve: []Point{{0, 0, 0}, {0.6, 0.6, 0}, {1.2, 1.1, 0.2}, {2.4, 2.0, 0.4}, {3.1, 2.5, 0.5}}}
 	b := Result{Policy: "p", Curve: []Point{{0, 0, 0}, {1.0, 1.0, 0.0}, {2.0, 1.8, 0.2}}}
 	got := Summarize([]Result{a, b})[0].Curve
-	want := []Point{{0, 0, 0}, {1, (0.6 + 1.0) / 2, 0}, {2, (1.1 + 1.8) / 2, (0.2 + 0.2) / 2}}
+	// Run a's bins: 0 -> 0; 1 -> mean of 0.6 and 1.2 arrived; 2; 3. Run b stops at bin 2.
+	want := []Point{{0, 0, 0}, {1, ((0.6+1.1)/2 + 1.0) / 2, (0.1 + 0) / 2}, {2, (2.0 + 1.8) / 2, (0.4 + 0.2) / 2}}
 	if len(got) != len(want) {
 		t.Fatalf("curve %+v", got)
 	}
@@ -124,6 +125,66 @@ func TestMeanCurve(t *testing.T) {
 		if math.Abs(got[i].AllocPct-want[i].AllocPct) > 1e-12 || math.Abs(got[i].FragPct-want[i].FragPct) > 1e-12 || got[i].ArrivedPct != want[i].ArrivedPct {
 			t.Errorf("point %d: %+v, want %+v", i, got[i], want[i])
 		}
+	}
+}
+
+func TestBinCurve(t *testing.T) {
+	curve := []Point{
+		{0, 0, 0},
+		{0.5, 0.5, 0}, // rounds half to even: bin 0
+		{1.5, 1.5, 1}, // bin 2
+		{2.4, 2.3, 3}, // bin 2
+		{4.6, 4.0, 5}, // bin 5; bins 3 and 4 are empty
+		{7.2, 6.0, 7}, // bin 7; bin 6 is empty
+	}
+	got := BinCurve(curve)
+	want := []Point{
+		{0, 0.25, 0},
+		{1, (0 + 0.5 + 1.5 + 2.3) / 4, (1 + 3) / 4.0}, // empty: bins 0..2
+		{2, (1.5 + 2.3) / 2, 2},
+		{3, (1.5 + 2.3) / 2, 2}, // empty: bins 2..4
+		{4, 4.0, 5},             // empty: bins 3..5
+		{5, 4.0, 5},
+		{6, 5.0, 6}, // empty: bins 5..7
+		{7, 6.0, 7},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("got %+v", got)
+	}
+	for i := range want {
+		if math.Abs(got[i].AllocPct-want[i].AllocPct) > 1e-12 || math.Abs(got[i].FragPct-want[i].FragPct) > 1e-12 || got[i].ArrivedPct != want[i].ArrivedPct {
+			t.Errorf("bin %d: %+v, want %+v", i, got[i], want[i])
+		}
+	}
+	// A gap of more than one bin leaves bins out.
+	if got := BinCurve([]Point{{0, 0, 0}, {5, 5, 0}}); len(got) != 4 || got[2].ArrivedPct != 4 {
+		t.Errorf("sparse curve %+v", got)
+	}
+	if BinCurve(nil) != nil {
+		t.Error("empty curve")
+	}
+}
+
+func TestNewFillUpResult(t *testing.T) {
+	var curve []Point
+	for a := 0.0; a <= 131; a += 0.25 {
+		curve = append(curve, Point{ArrivedPct: a, AllocPct: math.Min(a, 95), FragPct: a / 10})
+	}
+	r := NewFillUpResult("fgd", "default", 42, curve, 1500*time.Millisecond)
+	if r.Policy != "fgd" || r.Trace != "default" || r.Seed != 42 || r.WallSeconds != 1.5 || len(r.Curve) != len(curve) {
+		t.Errorf("result %+v", r)
+	}
+	// Bin 50 holds arrived 49.5 (half to even), 49.75, 50, 50.25, 50.5: mean 50.
+	want := map[string]float64{"50": 50, "90": 90, "100": 95, "130": 95}
+	if !reflect.DeepEqual(r.AllocPctAt, want) {
+		t.Errorf("alloc_pct_at %v, want %v", r.AllocPctAt, want)
+	}
+	if r.UnallocatedPctAt100 != 5 || math.Abs(r.FragPctAt90-9) > 1e-12 {
+		t.Errorf("unallocated %v frag %v", r.UnallocatedPctAt100, r.FragPctAt90)
+	}
+	short := NewFillUpResult("fgd", "default", 42, curve[:198], time.Second) // up to 49.25% arrived: bin 49
+	if len(short.AllocPctAt) != 0 || short.UnallocatedPctAt100 != 0 {
+		t.Errorf("short run %+v", short.AllocPctAt)
 	}
 }
 

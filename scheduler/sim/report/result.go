@@ -76,7 +76,8 @@ type Summary struct {
 	MeanFragPctAt90   float64            `json:"mean_frag_pct_at_90"`
 	StddevFragPctAt90 float64            `json:"stddev_frag_pct_at_90"`
 	MeanWallSeconds   float64            `json:"mean_wall_seconds"`
-	// Curve is the mean of the runs' curves at each whole arrived percent (not in the JSON).
+	// Curve is the mean of the runs' binned curves (BinCurve) at each whole arrived
+	// percent they all reach; not in the JSON.
 	Curve []Point `json:"-"`
 	// Replay aggregates the replay measurements; nil unless every run has them.
 	Replay *ReplaySummary `json:"replay,omitempty"`
@@ -187,31 +188,32 @@ func Percentile(v []float64, p float64) float64 {
 	return s[lo] + (s[hi]-s[lo])*(pos-float64(lo))
 }
 
-// meanCurve averages the runs' curves at each whole arrived percent from 0 to the
-// highest that every run reached, taking in each run the last sample at or below it.
+// meanCurve bins each run's curve (BinCurve) and averages the runs at each whole
+// arrived percent that every run has.
 func meanCurve(rs []Result) []Point {
-	maxPct := math.Inf(1)
+	sum := map[int]Point{}
+	count := map[int]int{}
+	top := math.MaxInt
 	for _, r := range rs {
-		if len(r.Curve) == 0 {
+		b := BinCurve(r.Curve)
+		if len(b) == 0 {
 			return nil
 		}
-		maxPct = min(maxPct, r.Curve[len(r.Curve)-1].ArrivedPct)
+		top = min(top, int(b[len(b)-1].ArrivedPct))
+		for _, p := range b {
+			k := int(p.ArrivedPct)
+			s := sum[k]
+			s.AllocPct += p.AllocPct
+			s.FragPct += p.FragPct
+			sum[k] = s
+			count[k]++
+		}
 	}
-	n := int(math.Floor(maxPct + 1e-9))
-	out := make([]Point, n+1)
-	for i := range out {
-		out[i].ArrivedPct = float64(i)
-	}
-	for _, r := range rs {
-		j := 0
-		var last Point
-		for i := range out {
-			for j < len(r.Curve) && r.Curve[j].ArrivedPct <= float64(i)+1e-9 {
-				last = r.Curve[j]
-				j++
-			}
-			out[i].AllocPct += last.AllocPct / float64(len(rs))
-			out[i].FragPct += last.FragPct / float64(len(rs))
+	var out []Point
+	for k := 0; k <= top; k++ {
+		if count[k] == len(rs) {
+			s := sum[k]
+			out = append(out, Point{ArrivedPct: float64(k), AllocPct: s.AllocPct / float64(len(rs)), FragPct: s.FragPct / float64(len(rs))})
 		}
 	}
 	return out
