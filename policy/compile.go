@@ -114,6 +114,9 @@ func Compile(ctx context.Context, set Set, m *Metrics) (*Compiled, error) {
 		}
 		pkgs[path] = p.Name
 		pkgOf[i] = am.Package.Path
+		for _, t := range p.Tests {
+			parse(t, false)
+		}
 	}
 	for _, lib := range set.Libraries {
 		parse(lib, true)

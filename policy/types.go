@@ -37,6 +37,8 @@ type Policy struct {
 	Targets []string
 	// Module holds the package; it may contain test_ rules, which only Test runs.
 	Module Module
+	// Tests are the policy's _test.rego modules; they leave the set with the policy.
+	Tests []Module
 }
 
 // Set is everything one compilation needs.
@@ -44,7 +46,7 @@ type Set struct {
 	Policies []Policy
 	// Libraries are helper packages with no entry points (imported by policies).
 	Libraries []Module
-	// Tests are _test.rego modules: compiled and run by Test, never evaluated.
+	// Tests are _test.rego modules of the libraries: compiled and run by Test, never evaluated.
 	Tests []Module
 }
 

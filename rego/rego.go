@@ -51,9 +51,12 @@ func Defaults() (policy.Set, error) {
 			return set, fmt.Errorf("default policy %s: %w", d.name, err)
 		}
 		isPolicy[d.name+".rego"] = true
-		set.Policies = append(set.Policies, policy.Policy{
-			Name: d.name, Order: d.order, Enforcement: policy.EnforceDeny, Targets: d.targets, Module: m,
-		})
+		p := policy.Policy{Name: d.name, Order: d.order, Enforcement: policy.EnforceDeny, Targets: d.targets, Module: m}
+		if t, err := read(d.name + "_test.rego"); err == nil {
+			isPolicy[d.name+"_test.rego"] = true
+			p.Tests = []policy.Module{t}
+		}
+		set.Policies = append(set.Policies, p)
 	}
 	entries, err := fs.ReadDir(files, "policies")
 	if err != nil {
@@ -77,9 +80,3 @@ func Defaults() (policy.Set, error) {
 	return set, nil
 }
 
-// ServingSet is Defaults without the tests, which are only needed to check a set.
-func ServingSet() (policy.Set, error) {
-	set, err := Defaults()
-	set.Tests = nil
-	return set, err
-}

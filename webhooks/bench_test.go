@@ -1,0 +1,54 @@
+package webhooks
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"testing"
+	"time"
+
+	admissionv1 "k8s.io/api/admission/v1"
+)
+
+// BenchmarkAdmission drives both handlers over HTTP (decode, input, default policy
+// set, patch, encode) with one GPU pod, as a pod create passes through the mutating
+// and then the validating webhook, and reports the 99th percentile of that pair.
+func BenchmarkAdmission(b *testing.B) {
+	mut, val := handlers(b)
+	body, err := json.Marshal(admissionv1.AdmissionReview{TypeMeta: reviewTypeMeta, Request: request(b, admissionv1.Create, makePod("bench").gpu("2").obj())})
+	if err != nil {
+		b.Fatal(err)
+	}
+	serve := func(h http.Handler) {
+		rec := httptest.NewRecorder()
+		req := httptest.NewRequest(http.MethodPost, "/", bytes.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		h.ServeHTTP(rec, req)
+		if rec.Code != http.StatusOK {
+			b.Fatalf("status %d: %s", rec.Code, rec.Body)
+		}
+	}
+	durations := make([]time.Duration, 0, b.N)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		start := time.Now()
+		serve(mut)
+		serve(val)
+		durations = append(durations, time.Since(start))
+	}
+	b.StopTimer()
+	b.ReportMetric(percentileMillis(durations, 0.99), "p99-ms")
+}
+
+func percentileMillis(d []time.Duration, p float64) float64 {
+	if len(d) == 0 {
+		return 0
+	}
+	s := slices.Clone(d)
+	slices.Sort(s)
+	i := int(float64(len(s)-1) * p)
+	return float64(s[i]) / float64(time.Millisecond)
+}

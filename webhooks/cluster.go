@@ -1,0 +1,189 @@
+package webhooks
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	tesserav1 "github.com/tessera-gpu/tessera/api/v1alpha1"
+	"github.com/tessera-gpu/tessera/policy"
+)
+
+// Queue annotations the default policies read.
+const (
+	// AnnotationPriorityClass on a Queue or a Namespace names the default priorityClassName.
+	AnnotationPriorityClass = "tessera.dev/priority-class"
+	// AnnotationRuntime on a Queue ("short" or "long") is the default runtime of its jobs.
+	AnnotationRuntime = "tessera.dev/runtime"
+)
+
+// Cluster is the policy data shared by all requests until the cluster changes.
+type Cluster struct {
+	// Shared is the document at input.cluster.
+	Shared *policy.Shared
+	// PriorityClasses maps a PriorityClass name to its value.
+	PriorityClasses map[string]int32
+}
+
+// ClusterSource gives the handlers the cluster data and a request's namespace.
+type ClusterSource interface {
+	Cluster(ctx context.Context) (*Cluster, error)
+	Namespace(ctx context.Context, name string) (*Namespace, error)
+}
+
+// ClusterDoc builds the input.cluster document:
+//
+//	queues:          {name: {capability, deserved, guarantee, priorityClassName, runtime, parent}}
+//	maxGPUMemoryMiB: the largest GPU's memory over all GPUNodes (0: none known)
+//	capacity:        {tessera.dev/gpu, nvidia.com/gpu: healthy GPUs; tessera.dev/gpu-memory: their MiB}
+//	priorityClasses: {name: value}
+func ClusterDoc(queues []tesserav1.Queue, nodes []tesserav1.GPUNode, classes []schedulingv1.PriorityClass) (map[string]any, map[string]int32) {
+	qs := make(map[string]any, len(queues))
+	for i := range queues {
+		q := &queues[i]
+		info := map[string]any{
+			"capability": resources(q.Spec.Capability),
+			"deserved":   resources(q.Spec.Deserved),
+			"guarantee":  resources(q.Spec.Guarantee),
+		}
+		setString(info, "priorityClassName", q.Annotations[AnnotationPriorityClass])
+		setString(info, "runtime", q.Annotations[AnnotationRuntime])
+		setString(info, "parent", q.Spec.Parent)
+		qs[q.Name] = info
+	}
+	var maxMiB, gpus, memMiB int64
+	for i := range nodes {
+		for _, d := range nodes[i].Status.Devices {
+			maxMiB = max(maxMiB, d.MemoryMiB)
+			if d.Healthy {
+				gpus++
+				memMiB += d.MemoryMiB
+			}
+		}
+	}
+	pcs := make(map[string]int32, len(classes))
+	pcDoc := make(map[string]any, len(classes))
+	for _, c := range classes {
+		pcs[c.Name] = c.Value
+		pcDoc[c.Name] = int64(c.Value)
+	}
+	doc := map[string]any{
+		"queues":          qs,
+		"maxGPUMemoryMiB": maxMiB,
+		"capacity": map[string]any{
+			string(tesserav1.ResourceGPU):       gpus,
+			string(tesserav1.ResourceNvidiaGPU): gpus,
+			string(tesserav1.ResourceGPUMemory): memMiB,
+		},
+		"priorityClasses": pcDoc,
+	}
+	return doc, pcs
+}
+
+// StaticCluster is a ClusterSource over fixed data (benchmarks, the simulator, tests).
+type StaticCluster struct {
+	Data       *Cluster
+	Namespaces map[string]*Namespace
+}
+
+var _ ClusterSource = (*StaticCluster)(nil)
+
+// NewStaticCluster builds a StaticCluster from API objects.
+func NewStaticCluster(queues []tesserav1.Queue, nodes []tesserav1.GPUNode, classes []schedulingv1.PriorityClass, namespaces ...*Namespace) (*StaticCluster, error) {
+	doc, pcs := ClusterDoc(queues, nodes, classes)
+	shared, err := policy.NewShared(doc)
+	if err != nil {
+		return nil, err
+	}
+	s := &StaticCluster{Data: &Cluster{Shared: shared, PriorityClasses: pcs}, Namespaces: map[string]*Namespace{}}
+	for _, ns := range namespaces {
+		s.Namespaces[ns.Name] = ns
+	}
+	return s, nil
+}
+
+// Cluster implements ClusterSource.
+func (s *StaticCluster) Cluster(context.Context) (*Cluster, error) { return s.Data, nil }
+
+// Namespace implements ClusterSource; an unknown namespace has no labels or annotations.
+func (s *StaticCluster) Namespace(_ context.Context, name string) (*Namespace, error) {
+	if ns, ok := s.Namespaces[name]; ok {
+		return ns, nil
+	}
+	return &Namespace{Name: name}, nil
+}
+
+// CachedCluster reads Queues, GPUNodes, PriorityClasses and Namespaces through a
+// client.Reader (an informer cache in the webhook). The cluster document is rebuilt
+// after Invalidate (wired to informer events) or once MaxAge has passed.
+type CachedCluster struct {
+	Reader client.Reader
+	// MaxAge bounds how stale the document may get without an Invalidate; 0 means 30s.
+	MaxAge time.Duration
+
+	dirty   atomic.Bool
+	mu      sync.Mutex
+	current *Cluster
+	built   time.Time
+}
+
+var _ ClusterSource = (*CachedCluster)(nil)
+
+// Invalidate makes the next request rebuild the cluster document.
+func (c *CachedCluster) Invalidate() { c.dirty.Store(true) }
+
+// Cluster implements ClusterSource.
+func (c *CachedCluster) Cluster(ctx context.Context) (*Cluster, error) {
+	maxAge := c.MaxAge
+	if maxAge <= 0 {
+		maxAge = 30 * time.Second
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.current != nil && !c.dirty.Load() && time.Since(c.built) < maxAge {
+		return c.current, nil
+	}
+	c.dirty.Store(false)
+	var queues tesserav1.QueueList
+	if err := c.Reader.List(ctx, &queues); err != nil {
+		return nil, fmt.Errorf("list queues for the policies: %w", err)
+	}
+	var nodes tesserav1.GPUNodeList
+	if err := c.Reader.List(ctx, &nodes); err != nil {
+		return nil, fmt.Errorf("list GPUNodes for the policies: %w", err)
+	}
+	var classes schedulingv1.PriorityClassList
+	if err := c.Reader.List(ctx, &classes); err != nil {
+		return nil, fmt.Errorf("list PriorityClasses for the policies: %w", err)
+	}
+	doc, pcs := ClusterDoc(queues.Items, nodes.Items, classes.Items)
+	shared, err := policy.NewShared(doc)
+	if err != nil {
+		return nil, err
+	}
+	c.current = &Cluster{Shared: shared, PriorityClasses: pcs}
+	c.built = time.Now()
+	return c.current, nil
+}
+
+// Namespace implements ClusterSource.
+func (c *CachedCluster) Namespace(ctx context.Context, name string) (*Namespace, error) {
+	if name == "" {
+		return nil, nil
+	}
+	var ns corev1.Namespace
+	if err := c.Reader.Get(ctx, client.ObjectKey{Name: name}, &ns); err != nil {
+		if apierrors.IsNotFound(err) {
+			return &Namespace{Name: name}, nil
+		}
+		return nil, fmt.Errorf("get namespace %s for the policies: %w", name, err)
+	}
+	return &Namespace{Name: name, Labels: ns.Labels, Annotations: ns.Annotations}, nil
+}

@@ -1,0 +1,11 @@
+// Package webhooks serves Tessera's admission webhooks. A request is decoded
+// (DecodeReview), turned into a policy input of plain Go values (BuildInput), decided
+// by a policy.Evaluator, and answered with a minimal, idempotent JSON patch
+// (mutating) or an allow / deny with warnings (validating).
+//
+// Kinds: Pods, batch/v1 Jobs, PodGroups and Queues go through the Rego policies;
+// AdmissionPolicies are compiled and their tests run before they are accepted
+// (PolicyController), and the controller writes their status. Cluster data the
+// policies need (queues, GPU sizes, priority classes) comes from a ClusterSource
+// fed by informers.
+package webhooks

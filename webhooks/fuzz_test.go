@@ -1,0 +1,80 @@
+package webhooks
+
+import (
+	"encoding/json"
+	"testing"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/tessera-gpu/tessera/policy"
+)
+
+func seedReviews(t testing.TB) [][]byte {
+	var out [][]byte
+	for _, obj := range []runtime.Object{
+		makePod("a").gpu("1").queue("train").obj(),
+		makeJob("j", 4, makePod("t").gpu("2").obj()),
+	} {
+		b, err := json.Marshal(admissionv1.AdmissionReview{
+			TypeMeta: reviewTypeMeta,
+			Request:  request(t, admissionv1.Create, obj),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, b)
+	}
+	return append(out,
+		[]byte(`{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview"}`),
+		[]byte(`{"apiVersion":"admission.k8s.io/v1beta1","kind":"AdmissionReview","request":{"uid":"x","kind":{"kind":"Pod"}}}`),
+		[]byte(`{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"x","kind":{"kind":"Pod"}}} {}`),
+		[]byte(`[]`), []byte(`null`), []byte(``),
+	)
+}
+
+// FuzzDecodeReview: any body either decodes into a review the handlers can use, or
+// is an error; never a panic.
+func FuzzDecodeReview(f *testing.F) {
+	for _, s := range seedReviews(f) {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		r, err := DecodeReview(body)
+		if err != nil {
+			return
+		}
+		if r.Request == nil || r.Request.UID == "" || r.Request.Kind.Kind == "" {
+			t.Fatalf("decoded a review the handlers cannot use: %+v", r)
+		}
+	})
+}
+
+// FuzzBuildInput: any object of any kind either becomes an input the policy engine
+// accepts (convertible to Rego) or is an error; never a panic.
+func FuzzBuildInput(f *testing.F) {
+	kinds := []string{KindPod, KindJob, KindPodGroup, KindQueue, "ConfigMap"}
+	f.Add(uint8(0), []byte(`{"metadata":{"name":"a","labels":{"tessera.dev/queue":"q"},"annotations":{"tessera.dev/min-available":"3"}},"spec":{"containers":[{"name":"c","resources":{"requests":{"nvidia.com/gpu":"2","cpu":"500m"},"limits":{"nvidia.com/gpu":"2"}}}],"initContainers":[{"name":"i","resources":{"limits":{"memory":"1Gi"}}}]}}`))
+	f.Add(uint8(1), []byte(`{"metadata":{"name":"j"},"spec":{"parallelism":4,"template":{"metadata":{"labels":{"tessera.dev/queue":"q"}},"spec":{"containers":[{"name":"c","resources":{"limits":{"tessera.dev/gpu-memory":"4096"}}}]}}}}`))
+	f.Add(uint8(2), []byte(`{"metadata":{"name":"pg","annotations":{"tessera.dev/replicas":"8"}},"spec":{"minMember":2,"minResources":{"tessera.dev/gpu":"16"}}}`))
+	f.Add(uint8(3), []byte(`{"metadata":{"name":"q"},"spec":{"deserved":{"tessera.dev/gpu":"4"},"capability":{"tessera.dev/gpu":"1e3"}}}`))
+	f.Add(uint8(4), []byte(`{}`))
+	f.Add(uint8(0), []byte(`{"spec":{"containers":[{"resources":{"requests":{"cpu":"-1"}}}]}}`))
+	f.Add(uint8(0), []byte(`null`))
+	f.Fuzz(func(t *testing.T, k uint8, raw []byte) {
+		req := &admissionv1.AdmissionRequest{
+			UID: "u", Kind: gvk(kinds[int(k)%len(kinds)]), Operation: admissionv1.Create,
+			Namespace: "ns", Object: runtime.RawExtension{Raw: raw},
+		}
+		doc, err := BuildInput(req, &Namespace{Name: "ns", Annotations: map[string]string{"a": "b"}})
+		if err != nil {
+			return
+		}
+		if _, err := policy.NewShared(doc); err != nil {
+			t.Fatalf("input is not a valid Rego document: %v", err)
+		}
+		if _, ok := doc["workload"].(map[string]any); !ok {
+			t.Fatal("input has no workload object")
+		}
+	})
+}

@@ -1,0 +1,258 @@
+package webhooks
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/go-logr/logr"
+	admissionv1 "k8s.io/api/admission/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/tessera-gpu/tessera/policy"
+)
+
+// Paths the webhook server serves.
+const (
+	MutatePath   = "/mutate"
+	ValidatePath = "/validate"
+)
+
+// PolicyChecker compiles an AdmissionPolicy with the set being served and runs its
+// tests; it returns the errors, file:row first, or nil when the policy is acceptable.
+type PolicyChecker interface {
+	CheckPolicy(ctx context.Context, raw []byte) ([]string, error)
+}
+
+// Handler answers AdmissionReviews. One Handler is mutating (patches only) or
+// validating (denials and warnings only).
+type Handler struct {
+	Mutating  bool
+	Evaluator policy.Evaluator
+	Cluster   ClusterSource
+	// Policies validates AdmissionPolicies (validating handler only); nil admits them.
+	Policies PolicyChecker
+	Metrics  *Metrics
+	// Log receives the decision log at V(2).
+	Log logr.Logger
+}
+
+var _ http.Handler = (*Handler)(nil)
+
+// ServeHTTP implements http.Handler.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		http.Error(w, "admission reviews are POSTed", http.StatusMethodNotAllowed)
+		return
+	}
+	if ct := r.Header.Get("Content-Type"); ct != "" && !strings.HasPrefix(ct, "application/json") {
+		http.Error(w, "content type must be application/json", http.StatusUnsupportedMediaType)
+		return
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, MaxReviewBytes+1))
+	if err != nil {
+		http.Error(w, "read body: "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	review, err := DecodeReview(body)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	resp := h.Admit(r.Context(), review.Request)
+	resp.UID = review.Request.UID
+	out, err := json.Marshal(admissionv1.AdmissionReview{TypeMeta: review.TypeMeta, Response: resp})
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(out)
+}
+
+// decided reports whether the kind goes through the Rego policies, and for which
+// operations the handler mutates it (spec.template of Jobs and most of a Pod's spec
+// are immutable after create).
+func (h *Handler) decided(kind string, op admissionv1.Operation) bool {
+	switch kind {
+	case KindPod, KindJob:
+		return op == admissionv1.Create
+	case KindPodGroup:
+		return op == admissionv1.Create || op == admissionv1.Update
+	case KindQueue:
+		return !h.Mutating && (op == admissionv1.Create || op == admissionv1.Update)
+	}
+	return false
+}
+
+// Admit decides one request.
+func (h *Handler) Admit(ctx context.Context, req *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
+	start := time.Now()
+	kind, op := req.Kind.Kind, req.Operation
+	if kind == KindAdmissionPolicy && !h.Mutating && (op == admissionv1.Create || op == admissionv1.Update) {
+		return h.admitPolicy(ctx, req)
+	}
+	if !h.decided(kind, op) {
+		h.Metrics.count(string(op), kind, ResultAllowed)
+		return &admissionv1.AdmissionResponse{Allowed: true}
+	}
+	resp, dec, result, err := h.decide(ctx, req)
+	h.Metrics.count(string(op), kind, result)
+	log := h.Log.V(2)
+	if log.Enabled() {
+		kv := []any{"webhook", h.name(), "operation", op, "kind", kind, "namespace", req.Namespace, "name", objectName(req),
+			"uid", req.UID, "result", result, "policyVersion", dec.Version, "policies", dec.Evaluated, "duration", time.Since(start)}
+		if len(dec.Mutations) > 0 {
+			kv = append(kv, "mutations", dec.Mutations)
+		}
+		if len(dec.Denials) > 0 {
+			kv = append(kv, "denials", texts(dec.Denials))
+		}
+		if len(dec.Warnings) > 0 {
+			kv = append(kv, "warnings", texts(dec.Warnings))
+		}
+		if len(dec.DryRun) > 0 {
+			kv = append(kv, "dryRun", texts(dec.DryRun))
+		}
+		if err != nil {
+			kv = append(kv, "error", err.Error())
+		}
+		log.Info("admission decision", kv...)
+	}
+	return resp
+}
+
+func (h *Handler) name() string {
+	if h.Mutating {
+		return "mutating"
+	}
+	return "validating"
+}
+
+func (h *Handler) decide(ctx context.Context, req *admissionv1.AdmissionRequest) (*admissionv1.AdmissionResponse, policy.Decision, string, error) {
+	var dec policy.Decision
+	fail := func(code int32, err error) (*admissionv1.AdmissionResponse, policy.Decision, string, error) {
+		return errorResponse(code, err), dec, ResultError, err
+	}
+	var ns *Namespace
+	if req.Namespace != "" {
+		var err error
+		if ns, err = h.Cluster.Namespace(ctx, req.Namespace); err != nil {
+			return fail(http.StatusInternalServerError, err)
+		}
+	}
+	cluster, err := h.Cluster.Cluster(ctx)
+	if err != nil {
+		return fail(http.StatusInternalServerError, err)
+	}
+	doc, err := BuildInput(req, ns)
+	if err != nil {
+		return fail(http.StatusBadRequest, err)
+	}
+	dec, err = h.Evaluator.Evaluate(ctx, policy.Input{Kind: req.Kind.Kind, Document: doc, Shared: cluster.Shared})
+	if err != nil {
+		return fail(http.StatusInternalServerError, fmt.Errorf("policy evaluation failed (policy set %s): %w", h.Evaluator.Version(), err))
+	}
+	if h.Mutating {
+		ops, ignored, err := BuildPatch(req.Kind.Kind, req.Object.Raw, dec.Mutations, cluster.PriorityClasses)
+		if err != nil {
+			return fail(http.StatusInternalServerError, err)
+		}
+		if len(ignored) > 0 {
+			h.Log.V(1).Info("policy mutations have no place on this kind", "kind", req.Kind.Kind, "keys", ignored, "policyVersion", dec.Version)
+		}
+		resp := &admissionv1.AdmissionResponse{Allowed: true}
+		if len(ops) == 0 {
+			return resp, dec, ResultAllowed, nil
+		}
+		patch, err := json.Marshal(ops)
+		if err != nil {
+			return fail(http.StatusInternalServerError, err)
+		}
+		pt := admissionv1.PatchTypeJSONPatch
+		resp.Patch, resp.PatchType = patch, &pt
+		return resp, dec, ResultPatched, nil
+	}
+	resp := &admissionv1.AdmissionResponse{Allowed: dec.Allowed(), Warnings: texts(dec.Warnings)}
+	if !dec.Allowed() {
+		resp.Result = &metav1.Status{
+			Status:  metav1.StatusFailure,
+			Code:    http.StatusForbidden,
+			Reason:  metav1.StatusReasonForbidden,
+			Message: fmt.Sprintf("denied by Tessera policy set %s: %s", dec.Version, joinMessages(dec.Denials)),
+		}
+		return resp, dec, ResultDenied, nil
+	}
+	if len(resp.Warnings) > 0 {
+		return resp, dec, ResultWarned, nil
+	}
+	return resp, dec, ResultAllowed, nil
+}
+
+func (h *Handler) admitPolicy(ctx context.Context, req *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
+	op := string(req.Operation)
+	if h.Policies == nil {
+		h.Metrics.count(op, KindAdmissionPolicy, ResultAllowed)
+		return &admissionv1.AdmissionResponse{Allowed: true}
+	}
+	errs, err := h.Policies.CheckPolicy(ctx, req.Object.Raw)
+	if err != nil {
+		h.Metrics.count(op, KindAdmissionPolicy, ResultError)
+		return errorResponse(http.StatusBadRequest, err)
+	}
+	if len(errs) > 0 {
+		h.Metrics.count(op, KindAdmissionPolicy, ResultDenied)
+		h.Log.V(2).Info("admission decision", "webhook", h.name(), "operation", op, "kind", KindAdmissionPolicy,
+			"name", req.Name, "uid", req.UID, "result", ResultDenied, "errors", errs)
+		return &admissionv1.AdmissionResponse{Allowed: false, Result: &metav1.Status{
+			Status:  metav1.StatusFailure,
+			Code:    http.StatusUnprocessableEntity,
+			Reason:  metav1.StatusReasonInvalid,
+			Message: fmt.Sprintf("AdmissionPolicy %s does not compile or its tests fail: %s", req.Name, strings.Join(errs, "; ")),
+		}}
+	}
+	h.Metrics.count(op, KindAdmissionPolicy, ResultAllowed)
+	return &admissionv1.AdmissionResponse{Allowed: true}
+}
+
+func errorResponse(code int32, err error) *admissionv1.AdmissionResponse {
+	return &admissionv1.AdmissionResponse{Allowed: false, Result: &metav1.Status{
+		Status: metav1.StatusFailure, Code: code, Message: err.Error(),
+	}}
+}
+
+func objectName(req *admissionv1.AdmissionRequest) string {
+	if req.Name != "" {
+		return req.Name
+	}
+	var m struct {
+		Metadata struct {
+			GenerateName string `json:"generateName"`
+		} `json:"metadata"`
+	}
+	_ = json.Unmarshal(req.Object.Raw, &m)
+	return m.Metadata.GenerateName
+}
+
+func texts(ms []policy.Message) []string {
+	if len(ms) == 0 {
+		return nil
+	}
+	out := make([]string, len(ms))
+	for i, m := range ms {
+		out[i] = m.Text
+	}
+	return out
+}
+
+func joinMessages(ms []policy.Message) string {
+	parts := make([]string, len(ms))
+	for i, m := range ms {
+		parts[i] = m.Policy + ": " + m.Text
+	}
+	return strings.Join(parts, "; ")
+}

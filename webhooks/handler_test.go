@@ -1,0 +1,185 @@
+package webhooks
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	jsonpatch "github.com/evanphx/json-patch/v5"
+	admissionv1 "k8s.io/api/admission/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	tesserav1 "github.com/tessera-gpu/tessera/api/v1alpha1"
+)
+
+func patchOf(t *testing.T, resp *admissionv1.AdmissionResponse) map[string]any {
+	t.Helper()
+	out := map[string]any{}
+	if len(resp.Patch) == 0 {
+		return out
+	}
+	var ops []Operation
+	if err := json.Unmarshal(resp.Patch, &ops); err != nil {
+		t.Fatal(err)
+	}
+	for _, op := range ops {
+		out[op.Op+" "+op.Path] = op.Value
+	}
+	return out
+}
+
+func TestMutatingHandler(t *testing.T) {
+	mut, _ := handlers(t)
+	withNS := func(p *corev1.Pod, ns string) *corev1.Pod { p.Namespace = ns; return p }
+	shortJob := makeJob("j", 5, makePod("t").gpu("2").queue("train").label("tessera.dev/runtime", "short").obj())
+	cases := []struct {
+		name string
+		obj  runtime.Object
+		want map[string]any // op+path -> value; exactly these
+	}{
+		{"gpu pod in annotated namespace", makePod("a").gpu("1").obj(), map[string]any{
+			"add /metadata/labels":           map[string]any{"tessera.dev/queue": "train"},
+			"add /spec/schedulerName":        "tessera",
+			"add /spec/priorityClassName":    "batch-normal",
+			"add /spec/priority":             float64(50),
+		}},
+		{"queue default priority", makePod("b").gpu("1").queue("prod").obj(), map[string]any{
+			"add /spec/schedulerName":     "tessera",
+			"add /spec/priorityClassName": "production-high",
+			"add /spec/priority":          float64(100),
+		}},
+		{"cpu pod in plain namespace untouched", withNS(makePod("c").res(corev1.ResourceCPU, "1", true).obj(), "plain"), map[string]any{}},
+		{"cpu pod in annotated namespace gets queue, keeps scheduler", makePod("d").res(corev1.ResourceCPU, "1", true).obj(), map[string]any{
+			"add /metadata/labels":        map[string]any{"tessera.dev/queue": "train"},
+			"add /spec/priorityClassName": "batch-normal",
+			"add /spec/priority":          float64(50),
+		}},
+		{"nvidia gpu rewritten in opted-in namespace", withNS(makePod("e").gpu("2").obj(), "rewrite"), map[string]any{
+			"add /metadata/labels":                                        map[string]any{"tessera.dev/queue": "default"},
+			"add /spec/schedulerName":                                     "tessera",
+			"add /spec/priorityClassName":                                 "batch-normal",
+			"add /spec/priority":                                          float64(50),
+			"remove /spec/containers/0/resources/requests/nvidia.com~1gpu": nil,
+			"add /spec/containers/0/resources/requests/tessera.dev~1gpu":   "2",
+			"remove /spec/containers/0/resources/limits/nvidia.com~1gpu":   nil,
+			"add /spec/containers/0/resources/limits/tessera.dev~1gpu":     "2",
+		}},
+		{"short job gets 80% gang", shortJob, map[string]any{
+			"add /metadata/annotations":                  map[string]any{"tessera.dev/min-available": "4"},
+			"add /spec/template/spec/schedulerName":      "tessera",
+			"add /spec/template/spec/priorityClassName":  "batch-normal",
+		}},
+		{"pod group defaults", &tesserav1.PodGroup{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "tessera.dev/v1alpha1", Kind: "PodGroup"},
+			ObjectMeta: metav1.ObjectMeta{Name: "pg", Namespace: "team", Annotations: map[string]string{AnnotationReplicas: "3"}},
+		}, map[string]any{
+			"add /spec/queue":             "train",
+			"add /spec/priorityClassName": "batch-normal",
+			"add /spec/minMember":         float64(3),
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			req := request(t, admissionv1.Create, tc.obj)
+			resp := mut.Admit(context.Background(), req)
+			if !resp.Allowed {
+				t.Fatalf("denied: %v", resp.Result)
+			}
+			got := patchOf(t, resp)
+			if len(got) != len(tc.want) {
+				t.Fatalf("patch %v\nwant %v", got, tc.want)
+			}
+			for k, v := range tc.want {
+				gv, ok := got[k]
+				if !ok {
+					t.Fatalf("patch lacks %q: %v", k, got)
+				}
+				if gj, _ := json.Marshal(gv); string(gj) != mustJSON(v) {
+					t.Fatalf("%s = %s, want %s", k, gj, mustJSON(v))
+				}
+			}
+			// Idempotent: deciding on the patched object yields no patch.
+			if len(resp.Patch) > 0 {
+				p, err := jsonpatch.DecodePatch(resp.Patch)
+				if err != nil {
+					t.Fatal(err)
+				}
+				patched, err := p.Apply(req.Object.Raw)
+				if err != nil {
+					t.Fatalf("patch does not apply: %v", err)
+				}
+				req.Object.Raw = patched
+				if again := mut.Admit(context.Background(), req); len(again.Patch) != 0 {
+					t.Fatalf("second pass patched again: %s", again.Patch)
+				}
+			}
+		})
+	}
+}
+
+func mustJSON(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+func TestValidatingHandler(t *testing.T) {
+	_, val := handlers(t)
+	job := func(par int32, gpus string, ann map[string]string) *corev1.Pod {
+		_ = ann
+		return makePod("t").gpu(gpus).queue("train").obj()
+	}
+	bigJob := makeJob("big", 5, job(5, "4", nil))
+	bigJob.Annotations = map[string]string{tesserav1.AnnotationMinAvailable: "5"}
+	badMin := makeJob("badmin", 2, job(2, "1", nil))
+	badMin.Annotations = map[string]string{tesserav1.AnnotationMinAvailable: "3"}
+	cases := []struct {
+		name    string
+		obj     runtime.Object
+		allowed bool
+		msgs    []string
+		warns   []string
+	}{
+		{"gpu pod within capability", makePod("a").gpu("1").queue("train").obj(), true, nil, nil},
+		{"unknown queue", makePod("b").gpu("1").queue("nope").obj(), false, []string{`queue "nope" does not exist`, "prod, quick, train"}, nil},
+		{"gang over capability", bigJob, false, []string{`queue "train"`, "gang of 5 pod(s) needs 20 nvidia.com/gpu", "capability of 16"}, nil},
+		{"minAvailable over replicas", badMin, false, []string{"minAvailable 3 is larger than the 2 replicas"}, nil},
+		{"gpu memory over largest gpu", makePod("c").res(tesserav1.ResourceGPUMemory, "90000", true).queue("train").obj(), false, []string{"90000 MiB", "81920 MiB"}, nil},
+		{"gpu request without limit warns", makePod("d").res(tesserav1.ResourceGPUMemory, "1024", false).queue("train").obj(), true, nil, []string{"without a limit"}},
+		{"queue deserved over capability", &tesserav1.Queue{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "tessera.dev/v1alpha1", Kind: "Queue"},
+			ObjectMeta: metav1.ObjectMeta{Name: "x"},
+			Spec: tesserav1.QueueSpec{
+				Deserved:   corev1.ResourceList{tesserav1.ResourceGPU: mustQ("10")},
+				Capability: corev1.ResourceList{tesserav1.ResourceGPU: mustQ("2")},
+			},
+		}, false, []string{"spec.deserved[tessera.dev/gpu] = 10 exceeds spec.capability[tessera.dev/gpu] = 2"}, []string{"queues together deserve 14 tessera.dev/gpu but the cluster has 8"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			resp := val.Admit(context.Background(), request(t, admissionv1.Create, tc.obj))
+			if resp.Allowed != tc.allowed {
+				t.Fatalf("allowed = %v, want %v (%v)", resp.Allowed, tc.allowed, resp.Result)
+			}
+			if len(resp.Patch) != 0 {
+				t.Fatal("validating handler returned a patch")
+			}
+			for _, m := range tc.msgs {
+				if resp.Result == nil || !strings.Contains(resp.Result.Message, m) {
+					t.Fatalf("message %v lacks %q", resp.Result, m)
+				}
+			}
+			all := strings.Join(resp.Warnings, "\n")
+			for _, w := range tc.warns {
+				if !strings.Contains(all, w) {
+					t.Fatalf("warnings %q lack %q", all, w)
+				}
+			}
+			if tc.warns == nil && len(resp.Warnings) > 0 {
+				t.Fatalf("unexpected warnings %v", resp.Warnings)
+			}
+		})
+	}
+}

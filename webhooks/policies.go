@@ -1,0 +1,231 @@
+package webhooks
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	tesserav1 "github.com/tessera-gpu/tessera/api/v1alpha1"
+	"github.com/tessera-gpu/tessera/policy"
+)
+
+// Condition reasons on AdmissionPolicies.
+const (
+	ReasonCompiled      = "Compiled"
+	ReasonCompileFailed = "CompileFailed"
+	ConditionStalled    = "Stalled"
+)
+
+// PolicyFile is the file name an AdmissionPolicy's Rego has in messages.
+func PolicyFile(name string) string { return "admissionpolicy/" + name + ".rego" }
+
+// ToPolicy converts an AdmissionPolicy into the engine's Policy.
+func ToPolicy(ap *tesserav1.AdmissionPolicy) policy.Policy {
+	targets := make([]string, len(ap.Spec.Targets))
+	for i, t := range ap.Spec.Targets {
+		targets[i] = string(t)
+	}
+	enf := policy.Enforcement(ap.Spec.Enforcement)
+	if enf == "" {
+		enf = policy.EnforceDeny
+	}
+	return policy.Policy{
+		Name:        ap.Name,
+		Order:       int(ap.Spec.Order),
+		Enforcement: enf,
+		Targets:     targets,
+		Module:      policy.Module{File: PolicyFile(ap.Name), Source: ap.Spec.Rego},
+	}
+}
+
+// PolicyController keeps the engine serving the default policies plus every
+// AdmissionPolicy that compiles and passes its tests, and writes each policy's status.
+// A policy that stops compiling keeps serving its last good version. It also checks
+// AdmissionPolicies for the validating webhook (PolicyChecker).
+type PolicyController struct {
+	Client   client.Client
+	Engine   *policy.Engine
+	Defaults policy.Set
+	Log      logr.Logger
+
+	mu       sync.Mutex
+	lastGood map[string]policy.Policy
+	served   *policy.Set
+}
+
+var (
+	_ PolicyChecker        = (*PolicyController)(nil)
+	_ reconcile.Reconciler = (*PolicyController)(nil)
+)
+
+// Start loads the default set so the webhook serves before the first reconcile.
+func (r *PolicyController) Start(ctx context.Context) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.served != nil {
+		return nil
+	}
+	if _, err := r.Engine.Load(ctx, r.Defaults); err != nil {
+		return fmt.Errorf("default policies: %w", err)
+	}
+	set := r.Defaults
+	r.served = &set
+	return nil
+}
+
+// CheckPolicy implements PolicyChecker: the set being served, with this policy added
+// or replaced, must compile and pass its tests.
+func (r *PolicyController) CheckPolicy(ctx context.Context, raw []byte) ([]string, error) {
+	var ap tesserav1.AdmissionPolicy
+	if err := json.Unmarshal(raw, &ap); err != nil {
+		return nil, fmt.Errorf("decode AdmissionPolicy: %w", err)
+	}
+	r.mu.Lock()
+	base := r.Defaults
+	if r.served != nil {
+		base = *r.served
+	}
+	r.mu.Unlock()
+	_, err := r.Engine.Check(ctx, base.With(ToPolicy(&ap)))
+	return compileErrors(err)
+}
+
+func compileErrors(err error) ([]string, error) {
+	if err == nil {
+		return nil, nil
+	}
+	var ce *policy.CompileError
+	if errors.As(err, &ce) {
+		return ce.Errors, nil
+	}
+	return nil, err
+}
+
+// Reconcile rebuilds the whole set on any AdmissionPolicy change.
+func (r *PolicyController) Reconcile(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {
+	var list tesserav1.AdmissionPolicyList
+	if err := r.Client.List(ctx, &list); err != nil {
+		return reconcile.Result{}, err
+	}
+	items := list.Items
+	sort.Slice(items, func(i, j int) bool {
+		if items[i].Spec.Order != items[j].Spec.Order {
+			return items[i].Spec.Order < items[j].Spec.Order
+		}
+		return items[i].Name < items[j].Name
+	})
+
+	r.mu.Lock()
+	if r.lastGood == nil {
+		r.lastGood = map[string]policy.Policy{}
+	}
+	set := r.Defaults
+	errs := make(map[string][]string, len(items))
+	present := map[string]bool{}
+	for i := range items {
+		ap := &items[i]
+		present[ap.Name] = true
+		if !ap.DeletionTimestamp.IsZero() {
+			continue
+		}
+		p := ToPolicy(ap)
+		candidate := set.With(p)
+		_, err := r.Engine.Check(ctx, candidate)
+		msgs, hard := compileErrors(err)
+		if hard != nil {
+			r.mu.Unlock()
+			return reconcile.Result{}, hard
+		}
+		if len(msgs) == 0 {
+			set = candidate
+			r.lastGood[ap.Name] = p
+			errs[ap.Name] = nil
+			continue
+		}
+		errs[ap.Name] = msgs
+		if good, ok := r.lastGood[ap.Name]; ok {
+			if _, err := r.Engine.Check(ctx, set.With(good)); err == nil {
+				set = set.With(good)
+			}
+		}
+	}
+	for name := range r.lastGood {
+		if !present[name] {
+			delete(r.lastGood, name)
+		}
+	}
+	compiled, err := r.Engine.Load(ctx, set)
+	if err == nil {
+		r.served = &set
+	}
+	r.mu.Unlock()
+	if err != nil {
+		return reconcile.Result{}, fmt.Errorf("policy set that passed piecewise checks failed as a whole: %w", err)
+	}
+	r.Log.V(1).Info("policy set loaded", "version", compiled.Version(), "policies", compiled.Policies())
+
+	var firstErr error
+	for i := range items {
+		ap := &items[i]
+		if !ap.DeletionTimestamp.IsZero() {
+			continue
+		}
+		if err := r.writeStatus(ctx, ap, errs[ap.Name], compiled.Version()); err != nil && firstErr == nil {
+			firstErr = err
+		}
+	}
+	return reconcile.Result{}, firstErr
+}
+
+func (r *PolicyController) writeStatus(ctx context.Context, ap *tesserav1.AdmissionPolicy, errs []string, version string) error {
+	st := ap.Status.DeepCopy()
+	st.ObservedGeneration = ap.Generation
+	st.Compiled = len(errs) == 0
+	if len(errs) > 50 {
+		errs = errs[:50]
+	}
+	st.Errors = errs
+	gen := ap.Generation
+	if st.Compiled {
+		msg := "compiled and its tests pass; serving in policy set " + version
+		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: tesserav1.ConditionCompiled, Status: metav1.ConditionTrue, Reason: ReasonCompiled, Message: msg, ObservedGeneration: gen})
+		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: tesserav1.ConditionReady, Status: metav1.ConditionTrue, Reason: ReasonCompiled, Message: msg, ObservedGeneration: gen})
+		meta.RemoveStatusCondition(&st.Conditions, ConditionStalled)
+	} else {
+		msg := errs[0]
+		if len(errs) > 1 {
+			msg = fmt.Sprintf("%s (and %d more, see status.errors)", errs[0], len(errs)-1)
+		}
+		msg += "; the last good version, if any, keeps serving"
+		for _, t := range []string{tesserav1.ConditionCompiled, tesserav1.ConditionReady, ConditionStalled} {
+			status := metav1.ConditionFalse
+			if t == ConditionStalled {
+				status = metav1.ConditionTrue
+			}
+			meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: t, Status: status, Reason: ReasonCompileFailed, Message: msg, ObservedGeneration: gen})
+		}
+	}
+	if equality.Semantic.DeepEqual(st, &ap.Status) {
+		return nil
+	}
+	updated := ap.DeepCopy()
+	updated.Status = *st
+	if err := r.Client.Status().Update(ctx, updated); err != nil {
+		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+			return nil // a newer version is queued, or the policy is gone
+		}
+		return fmt.Errorf("write status of AdmissionPolicy %s: %w", ap.Name, err)
+	}
+	return nil
+}

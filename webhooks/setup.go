@@ -1,0 +1,105 @@
+package webhooks
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	tesserav1 "github.com/tessera-gpu/tessera/api/v1alpha1"
+	"github.com/tessera-gpu/tessera/policy"
+	"github.com/tessera-gpu/tessera/rego"
+)
+
+// Options configure Setup.
+type Options struct {
+	// PolicyTimeout bounds one request's evaluation; 0 means policy.DefaultTimeout.
+	PolicyTimeout time.Duration
+	// Metrics registers the metrics with controller-runtime's registry when true.
+	Metrics bool
+}
+
+// Webhooks is what Setup wired, for callers that want to inspect it.
+type Webhooks struct {
+	Engine     *policy.Engine
+	Cluster    *CachedCluster
+	Controller *PolicyController
+	Mutating   *Handler
+	Validating *Handler
+}
+
+// Setup wires the policy engine, the AdmissionPolicy controller and both handlers into
+// mgr: the handlers on mgr's webhook server at MutatePath and ValidatePath, cluster
+// data read from mgr's cache and refreshed on Queue, GPUNode and PriorityClass events.
+func Setup(ctx context.Context, mgr manager.Manager, opts Options) (*Webhooks, error) {
+	defaults, err := rego.Defaults()
+	if err != nil {
+		return nil, err
+	}
+	var (
+		pm *policy.Metrics
+		wm *Metrics
+	)
+	if opts.Metrics {
+		pm, wm = policy.NewMetrics(metrics.Registry), NewMetrics(metrics.Registry)
+	} else {
+		pm, wm = policy.NewMetrics(nil), NewMetrics(nil)
+	}
+	log := mgr.GetLogger().WithName("webhook")
+	engine := policy.NewEngine(opts.PolicyTimeout, pm)
+	pc := &PolicyController{Client: mgr.GetClient(), Engine: engine, Defaults: defaults, Log: log.WithName("policies")}
+	if err := pc.Start(ctx); err != nil {
+		return nil, err
+	}
+	cc := &CachedCluster{Reader: mgr.GetCache()}
+	if err := invalidateOn(ctx, mgr, cc, &tesserav1.Queue{}, &tesserav1.GPUNode{}, &schedulingv1.PriorityClass{}); err != nil {
+		return nil, err
+	}
+	if err := ctrl.NewControllerManagedBy(mgr).
+		Named("admissionpolicy").
+		For(&tesserav1.AdmissionPolicy{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		// Several managers may run in one process (tests); names need not be unique.
+		WithOptions(controller.Options{SkipNameValidation: ptr.To(true)}).
+		Complete(pc); err != nil {
+		return nil, fmt.Errorf("admission policy controller: %w", err)
+	}
+	w := &Webhooks{
+		Engine:     engine,
+		Cluster:    cc,
+		Controller: pc,
+		Mutating:   &Handler{Mutating: true, Evaluator: engine, Cluster: cc, Metrics: wm, Log: log.WithName("mutating")},
+		Validating: &Handler{Evaluator: engine, Cluster: cc, Policies: pc, Metrics: wm, Log: log.WithName("validating")},
+	}
+	srv := mgr.GetWebhookServer()
+	srv.Register(MutatePath, w.Mutating)
+	srv.Register(ValidatePath, w.Validating)
+	return w, nil
+}
+
+func invalidateOn(ctx context.Context, mgr manager.Manager, cc *CachedCluster, objs ...client.Object) error {
+	h := cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { cc.Invalidate() },
+		UpdateFunc: func(any, any) { cc.Invalidate() },
+		DeleteFunc: func(any) { cc.Invalidate() },
+	}
+	for _, o := range objs {
+		inf, err := mgr.GetCache().GetInformer(ctx, o)
+		if err != nil {
+			return fmt.Errorf("informer for %T: %w", o, err)
+		}
+		if _, err := inf.AddEventHandler(h); err != nil {
+			return err
+		}
+	}
+	return nil
+}
