@@ -29,9 +29,10 @@
 //
 // # Fill-up protocol
 //
-// FillUp resamples a pod list (seeded, with replacement) until its GPU request reaches
-// a multiple of the cluster's GPU capacity and shuffles it, as in the FGD paper's
-// evaluation; TypicalShapes gives the paper's "typical pods" (the shapes covering 95% of
+// FillUp tunes a pod list to a multiple of the cluster's GPU capacity as the FGD
+// paper's simulator does (keep the list, append seeded draws with replacement until the
+// next would overshoot; or remove random pods when the list asks for too much) and
+// shuffles it; TypicalShapes gives the paper's "typical pods" (the shapes covering 95% of
 // the workload) that fragmentation is measured against. Randomness comes from
 // math/rand/v2's PCG (NewRand), so every result is a pure function of its seed.
 //

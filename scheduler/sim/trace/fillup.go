@@ -2,7 +2,6 @@ package trace
 
 import (
 	"cmp"
-	"math"
 	"math/rand/v2"
 	"slices"
 	"strconv"
@@ -16,27 +15,41 @@ const pcgStream = 0x7e55e4a
 // generator from math/rand/v2 seeded with (seed, a fixed stream constant).
 func NewRand(seed int64) *rand.Rand { return rand.New(rand.NewPCG(uint64(seed), pcgStream)) }
 
-// FillUp builds the FGD paper's fill-up workload: it draws pods from pods uniformly
-// with replacement until their cumulative GPU request (NumGPU x GPUMilli) reaches
-// arrive x clusterGPUMilli (the pod that crosses the mark is kept), then shuffles
-// the draw with the same source. CPU-only pods are drawn like any other and add
-// nothing to the sum. The result is deterministic per seed.
+// FillUp builds the FGD paper's fill-up workload the way its simulator tunes a pod
+// list to a target of arrive x clusterGPUMilli GPU milli (request = NumGPU x GPUMilli):
 //
-// Each drawn pod is a copy renamed "<name>-<k>", k being its draw index, so names
-// stay unique; Line still points at the source row; GPUModels is shared with the
-// source pod and must not be modified. FillUp returns nil when no pod asks for a
-// GPU or the target is not positive.
+//   - when the list asks for less, every pod is kept and pods drawn uniformly with
+//     replacement from the list are appended until the next draw would exceed the
+//     target (that draw is discarded; CPU-only draws add nothing and are kept);
+//   - when it asks for more, uniformly chosen pods are removed until it no longer does.
+//
+// The result is then shuffled with the same source. Randomness is NewRand(seed), so the
+// workload is a pure function of its inputs. Drawn copies are renamed "<name>-t<k>"
+// (k counts the draws) so names stay unique; Line still points at the source row;
+// GPUModels is shared with the source pod and must not be modified. FillUp returns
+// nil when no pod asks for a GPU or the target is not positive.
 func FillUp(pods []PodSpec, clusterGPUMilli int64, arrive float64, seed int64) []PodSpec {
-	target := int64(math.Ceil(arrive * float64(clusterGPUMilli)))
-	if target <= 0 || !slices.ContainsFunc(pods, func(p PodSpec) bool { return p.GPURequestMilli() > 0 }) {
+	target := arrive * float64(clusterGPUMilli)
+	var total int64
+	for _, p := range pods {
+		total += p.GPURequestMilli()
+	}
+	if target <= 0 || total == 0 {
 		return nil
 	}
 	rng := NewRand(seed)
-	var out []PodSpec
-	var total int64
-	for total < target {
+	out := slices.Clone(pods)
+	for float64(total) > target {
+		i := rng.IntN(len(out))
+		total -= out[i].GPURequestMilli()
+		out = slices.Delete(out, i, i+1)
+	}
+	for k := 0; ; k++ {
 		p := pods[rng.IntN(len(pods))]
-		p.Name += "-" + strconv.Itoa(len(out))
+		if float64(total+p.GPURequestMilli()) > target {
+			break
+		}
+		p.Name += "-t" + strconv.Itoa(k)
 		total += p.GPURequestMilli()
 		out = append(out, p)
 	}

@@ -16,45 +16,53 @@ func TestFillUpOpenb(t *testing.T) {
 	}
 	const cluster = 6212 * 1000
 	a := FillUp(pods, cluster, 1.3, 42)
-	var total int64
+	var total, maxReq int64
 	names := map[string]bool{}
+	originals := 0
 	for _, p := range a {
 		total += p.GPURequestMilli()
+		maxReq = max(maxReq, p.GPURequestMilli())
 		if names[p.Name] {
 			t.Fatalf("duplicate name %s", p.Name)
 		}
 		names[p.Name] = true
-		if src := pods[p.Line-2]; !strings.HasPrefix(p.Name, src.Name+"-") || src.GPURequestMilli() != p.GPURequestMilli() {
+		src := pods[p.Line-2]
+		if p.Name == src.Name {
+			originals++
+		} else if !strings.HasPrefix(p.Name, src.Name+"-t") || src.GPURequestMilli() != p.GPURequestMilli() {
 			t.Fatalf("pod %s does not match its source line %d (%s)", p.Name, p.Line, src.Name)
 		}
 	}
-	target := int64(math.Ceil(1.3 * cluster))
-	if total < target {
-		t.Fatalf("total request %d below target %d", total, target)
+	if originals != len(pods) {
+		t.Errorf("%d of the %d trace pods kept; the list asks for less than 1.3 x the cluster, so all must be", originals, len(pods))
 	}
-	// The draw stops at the pod that crosses the target: drop the largest request and
-	// the rest must be below it (true for whichever pod was drawn last).
-	var maxReq int64
-	for _, p := range a {
-		maxReq = max(maxReq, p.GPURequestMilli())
+	// Drawing stops at the first pod that would overshoot the target, so the total is
+	// at most the target and less than one (largest) pod short of it.
+	target := 1.3 * cluster
+	if float64(total) > target || float64(total+maxReq) <= target {
+		t.Fatalf("total request %d, largest pod %d, target %.0f", total, maxReq, target)
 	}
-	if total-maxReq >= target {
-		t.Fatalf("kept drawing after the target: total %d, largest pod %d, target %d", total, maxReq, target)
-	}
-	// Deterministic per seed, different across seeds, shuffled (the draw index
-	// suffixes are not in order).
+	// Deterministic per seed, different across seeds, shuffled.
 	if b := FillUp(pods, cluster, 1.3, 42); !reflect.DeepEqual(a, b) {
 		t.Fatal("same seed, different workloads")
 	}
 	if c := FillUp(pods, cluster, 1.3, 43); reflect.DeepEqual(a[:100], c[:100]) {
 		t.Fatal("seeds 42 and 43 gave the same workload")
 	}
-	if strings.HasSuffix(a[0].Name, "-0") && strings.HasSuffix(a[1].Name, "-1") && strings.HasSuffix(a[2].Name, "-2") {
+	if a[0].Name == pods[0].Name && a[1].Name == pods[1].Name && a[2].Name == pods[2].Name {
 		t.Fatal("workload is not shuffled")
 	}
-	// A lower arrive multiple gives fewer pods.
-	if half := FillUp(pods, cluster, 0.5, 42); len(half) >= len(a) || len(half) == 0 {
-		t.Fatalf("0.5 x cluster: %d pods, 1.3 x: %d", len(half), len(a))
+	// Below the trace's own request (0.98 x the cluster), pods are removed.
+	half := FillUp(pods, cluster, 0.5, 42)
+	var halfTotal int64
+	for _, p := range half {
+		halfTotal += p.GPURequestMilli()
+		if p.Name != pods[p.Line-2].Name {
+			t.Fatalf("tuning down drew pod %s", p.Name)
+		}
+	}
+	if len(half) >= len(pods) || halfTotal > cluster/2 || halfTotal+8000 <= cluster/2 {
+		t.Fatalf("0.5 x cluster: %d pods asking %d", len(half), halfTotal)
 	}
 }
 
@@ -69,9 +77,13 @@ func TestFillUpDegenerate(t *testing.T) {
 	if got := FillUp([]PodSpec{{Name: "g", NumGPU: 1, GPUMilli: 1000}}, 0, 1.3, 1); got != nil {
 		t.Fatal("empty cluster")
 	}
-	// Whole GPUs only: exactly ceil(1.3 x 10) = 13 pods of one GPU.
-	if got := FillUp([]PodSpec{{Name: "g", NumGPU: 1, GPUMilli: 1000}}, 10000, 1.3, 1); len(got) != 13 {
+	// Whole GPUs only: floor(1.3 x 10) = 13 pods of one GPU, the original and 12 draws.
+	got := FillUp([]PodSpec{{Name: "g", NumGPU: 1, GPUMilli: 1000}}, 10000, 1.3, 1)
+	if len(got) != 13 {
 		t.Fatalf("%d pods, want 13", len(got))
+	}
+	if !slices.ContainsFunc(got, func(p PodSpec) bool { return p.Name == "g" }) || !slices.ContainsFunc(got, func(p PodSpec) bool { return p.Name == "g-t11" }) {
+		t.Errorf("names %v", got)
 	}
 }
 
