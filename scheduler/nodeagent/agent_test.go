@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -61,18 +62,24 @@ func start(t *testing.T, node string, gpus *nvidiatest.Node, procRoot string) *h
 	if env == nil {
 		testenv.SkipOrFail(t, fmt.Errorf("no API server"))
 	}
+	return startAs(t, env.Config, node, gpus, procRoot)
+}
+
+// startAs runs the agent with the credentials of cfg.
+func startAs(t *testing.T, cfg *rest.Config, node string, gpus *nvidiatest.Node, procRoot string) *harness {
+	t.Helper()
 	ctx := testenv.Context(t, 60*time.Second)
 	if err := env.Client.Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node}}); err != nil {
 		t.Fatal(err)
 	}
-	kube := kubernetes.NewForConfigOrDie(env.Config)
+	kube := kubernetes.NewForConfigOrDie(cfg)
 	bc := record.NewBroadcaster()
 	bc.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kube.CoreV1().Events("")})
 	t.Cleanup(bc.Shutdown)
 	reg := prometheus.NewPedanticRegistry()
 	a, err := New(Config{NodeName: node, SharesPerGPU: 2, SampleInterval: 50 * time.Millisecond, IdleUtilizationPercent: 5,
 		ProcRoot: procRoot, RetryMin: 200 * time.Millisecond, RetryMax: 400 * time.Millisecond},
-		Deps{GPUs: gpus.Source(), Kube: kube, Dynamic: dynamic.NewForConfigOrDie(env.Config), Registry: reg,
+		Deps{GPUs: gpus.Source(), Kube: kube, Dynamic: dynamic.NewForConfigOrDie(cfg), Registry: reg,
 			Recorder: bc.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "tessera-node-agent", Host: node}), Log: testr.New(t)})
 	if err != nil {
 		t.Fatal(err)
