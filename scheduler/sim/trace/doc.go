@@ -10,7 +10,8 @@
 //     gpu_milli) and strict: every malformed row fails with "file:line: column X:
 //     reason", never a silent skip.
 //   - YAML manifests of a user's own cluster: ReadManifests decodes Node and Pod (v1)
-//     and Queue and PodGroup (tessera.dev/v1alpha1) documents strictly.
+//     and Queue and PodGroup (tessera.dev/v1alpha1) documents, and v1 Lists of them,
+//     strictly.
 //   - Built-in scenarios: BuildScenario("operator", seed) generates a cluster, its queues
 //     and a seeded job mix (see Scenario).
 //

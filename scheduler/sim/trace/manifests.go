@@ -3,6 +3,7 @@ package trace
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -35,7 +36,9 @@ func ReadManifests(path string) (*Manifests, error) {
 	return DecodeManifests(f, path)
 }
 
-// DecodeManifests reads multi-document YAML from r; name is used in messages.
+// DecodeManifests reads multi-document YAML from r; name is used in messages. A
+// document may also be a v1 List of such objects (kubectl get -o yaml output); its
+// items are located as "doc N item I".
 //
 // Decoding is strict: an unknown or duplicated field, an unknown kind, a wrong
 // apiVersion, a missing name or two objects of the same kind and name are errors,
@@ -44,7 +47,7 @@ func ReadManifests(path string) (*Manifests, error) {
 func DecodeManifests(r io.Reader, name string) (*Manifests, error) {
 	m := &Manifests{}
 	yr := utilyaml.NewYAMLReader(bufio.NewReader(r))
-	seen := map[string]int{}
+	seen := map[string]string{}
 	doc := 0
 	for {
 		raw, err := yr.Read()
@@ -65,7 +68,7 @@ func DecodeManifests(r io.Reader, name string) (*Manifests, error) {
 			continue // empty document: only comments or a separator
 		}
 		doc++
-		if err := m.decodeOne(raw, name, doc, seen); err != nil {
+		if err := m.decodeOne(raw, name, fmt.Sprintf("doc %d", doc), seen); err != nil {
 			return nil, err
 		}
 	}
@@ -80,17 +83,38 @@ type header struct {
 	} `json:"metadata"`
 }
 
-func (m *Manifests) decodeOne(raw []byte, file string, doc int, seen map[string]int) error {
+// list is a v1 List, as `kubectl get -o yaml` writes several objects.
+type list struct {
+	metav1.TypeMeta `json:",inline"`
+	Metadata        metav1.ListMeta   `json:"metadata"`
+	Items           []json.RawMessage `json:"items"`
+}
+
+// decodeOne decodes one document (or one item of a List) found in file at loc
+// ("doc N" or "doc N item I").
+func (m *Manifests) decodeOne(raw []byte, file, loc string, seen map[string]string) error {
 	var h header
 	if err := yaml.Unmarshal(raw, &h); err != nil {
-		return fmt.Errorf("%s:doc %d: %w", file, doc, err)
+		return fmt.Errorf("%s:%s: %w", file, loc, err)
+	}
+	if h.Kind == "List" && h.APIVersion == "v1" {
+		var l list
+		if err := yaml.UnmarshalStrict(raw, &l); err != nil {
+			return fmt.Errorf("%s:%s (List): %w", file, loc, err)
+		}
+		for i, item := range l.Items {
+			if err := m.decodeOne(item, file, fmt.Sprintf("%s item %d", loc, i+1), seen); err != nil {
+				return err
+			}
+		}
+		return nil
 	}
 	kind := h.Kind
 	if kind == "" {
 		kind = "?"
 	}
 	errf := func(format string, args ...any) error {
-		return fmt.Errorf("%s:doc %d (%s/%s): %s", file, doc, kind, h.Metadata.Name, fmt.Sprintf(format, args...))
+		return fmt.Errorf("%s:%s (%s/%s): %s", file, loc, kind, h.Metadata.Name, fmt.Sprintf(format, args...))
 	}
 	var want string
 	switch h.Kind {
@@ -101,7 +125,7 @@ func (m *Manifests) decodeOne(raw []byte, file string, doc int, seen map[string]
 	case "":
 		return errf("missing kind; use one of Node, Pod, Queue, PodGroup")
 	default:
-		return errf("unknown kind %q; use one of Node, Pod (v1), Queue, PodGroup (%s)", h.Kind, tesserav1.GroupVersion)
+		return errf("unknown kind %q; use one of Node, Pod, List (v1), Queue, PodGroup (%s)", h.Kind, tesserav1.GroupVersion)
 	}
 	if h.APIVersion != want {
 		return errf("apiVersion %q; %s needs apiVersion %s", h.APIVersion, h.Kind, want)
@@ -151,9 +175,9 @@ func (m *Manifests) decodeOne(raw []byte, file string, doc int, seen map[string]
 		m.PodGroups = append(m.PodGroups, o)
 	}
 	if first, dup := seen[key]; dup {
-		return errf("duplicate %s (first in doc %d)", key, first)
+		return errf("duplicate %s (first in %s)", key, first)
 	}
-	seen[key] = doc
+	seen[key] = loc
 	return nil
 }
 

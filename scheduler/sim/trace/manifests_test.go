@@ -82,6 +82,13 @@ func TestDecodeManifests(t *testing.T) {
 		t.Errorf("pod %+v", p)
 	}
 
+	// kubectl get -o yaml writes a v1 List.
+	l, err := DecodeManifests(strings.NewReader("apiVersion: v1\nkind: List\nmetadata:\n  resourceVersion: \"\"\nitems:\n"+
+		"- apiVersion: v1\n  kind: Node\n  metadata:\n    name: a\n- apiVersion: v1\n  kind: Node\n  metadata:\n    name: b\n"), "l.yaml")
+	if err != nil || len(l.Nodes) != 2 || l.Nodes[1].Name != "b" {
+		t.Fatalf("List: %v %+v", err, l)
+	}
+
 	path := filepath.Join(t.TempDir(), "c.yaml")
 	if err := os.WriteFile(path, []byte(validManifests), 0o600); err != nil {
 		t.Fatal(err)
@@ -108,6 +115,11 @@ func TestDecodeManifestsErrors(t *testing.T) {
 			`c.yaml:doc 1 (Queue/q): error unmarshaling JSON: while decoding JSON: json: unknown field "weigth"`},
 		{"counts non-empty docs", "---\n# nothing\n---\n" + node + "---\nkind: Queue\napiVersion: v1\nmetadata:\n  name: q\n",
 			`c.yaml:doc 2 (Queue/q): apiVersion "v1"`},
+		{"bad List item", "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: Node\n  metadata:\n    name: a\n- apiVersion: v1\n  kind: Node\n  metadata:\n    name: b\n  spec:\n    podCIDRz: x\n",
+			`c.yaml:doc 1 item 2 (Node/b): error unmarshaling JSON: while decoding JSON: json: unknown field "podCIDRz"`},
+		{"duplicate across List and doc", node + "---\napiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: Node\n  metadata:\n    name: n0\n",
+			"c.yaml:doc 2 item 1 (Node/n0): duplicate Node/n0 (first in doc 1)"},
+		{"unknown List field", "apiVersion: v1\nkind: List\nitemz: []\n", `c.yaml:doc 1 (List): error unmarshaling JSON: while decoding JSON: json: unknown field "itemz"`},
 		{"not yaml", "a: [b\n", "c.yaml:doc 1"},
 		{"empty", "# nothing here\n", "c.yaml: no Node, Pod, Queue or PodGroup objects"},
 	}
