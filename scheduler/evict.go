@@ -52,14 +52,16 @@ func (s *Session) evictForFailed(eligible, check func(j, v *framework.Job) bool,
 	if len(running) == 0 {
 		return
 	}
+	s.forgetGoneJobs()
 	s.sortJobs(s.failed)
 	for _, j := range s.failed {
 		if j.Count(framework.TaskPending) == 0 || j.Pending == nil || j.Pending.Code == framework.ReasonQueueCapability || j.Pending.Code == framework.ReasonNotEnqueued {
 			continue
 		}
+		evictedBy := s.evictedBy[j.Key()]
 		var victims []*framework.Job
 		for _, v := range running {
-			if v != j && eligible(j, v) && s.evictable(v) {
+			if v != j && eligible(j, v) && s.evictable(v) && !evictedBy[v.Key()] {
 				victims = append(victims, v)
 			}
 		}
@@ -81,10 +83,46 @@ func (s *Session) evictForFailed(eligible, check func(j, v *framework.Job) bool,
 	}
 }
 
+// rememberEviction records that victim was evicted for by.
+func (s *Session) rememberEviction(victim, by *framework.Job) {
+	if by == nil || victim == nil {
+		return
+	}
+	if s.evictedBy == nil {
+		s.evictedBy = map[string]map[string]bool{}
+	}
+	m := s.evictedBy[victim.Key()]
+	if m == nil {
+		m = map[string]bool{}
+		s.evictedBy[victim.Key()] = m
+	}
+	m[by.Key()] = true
+}
+
+// forgetGoneJobs drops the eviction history of jobs no longer in the snapshot.
+func (s *Session) forgetGoneJobs() {
+	if len(s.evictedBy) == 0 {
+		return
+	}
+	present := make(map[string]bool, len(s.Snap.Jobs))
+	for _, j := range s.Snap.Jobs {
+		present[j.Key()] = true
+	}
+	for k := range s.evictedBy {
+		if !present[k] {
+			delete(s.evictedBy, k)
+		}
+	}
+}
+
 // evictable reports whether v runs now and every filter lets it be evicted.
 func (s *Session) evictable(v *framework.Job) bool {
 	running := false
 	for _, t := range v.Tasks {
+		if t.Status == framework.TaskAllocated {
+			// Placed in this session: evicting its running tasks would leave these alone.
+			return false
+		}
 		if t.Status == framework.TaskRunning {
 			running = true
 			if !t.Preemptible {
@@ -140,32 +178,64 @@ func (s *Session) evictFor(j *framework.Job, victims []*framework.Job, check fun
 	return false
 }
 
-// restoreUnneeded puts back victims whose tasks still fit where they were.
+// restoreUnneeded puts back victims whose tasks still fit where they were, all of a
+// victim's tasks together (several may share a node or a GPU) or none.
 func (s *Session) restoreUnneeded(st *Statement, evicted []*framework.Job) {
 	for i := len(evicted) - 1; i >= 0; i-- {
 		v := evicted[i]
-		var ops []int
+		var restored []op
 		fits := true
-		for k, o := range st.ops {
-			if o.evict && o.task.Job == v {
-				ops = append(ops, k)
-				if !stillFits(o) {
-					fits = false
-					break
-				}
+		for _, o := range st.ops {
+			if !o.evict || o.task.Job != v {
+				continue
 			}
+			if !stillFits(o) {
+				fits = false
+				break
+			}
+			o.node.Place(o.task, o.gpus, o.milli)
+			restored = append(restored, o)
 		}
-		if !fits || len(ops) == 0 {
+		if !fits {
+			for k := len(restored) - 1; k >= 0; k-- {
+				restored[k].node.Remove(restored[k].task)
+			}
 			continue
 		}
-		for _, k := range ops {
-			o := st.ops[k]
-			o.node.Place(o.task, o.gpus, o.milli)
+		if len(restored) == 0 {
+			continue
+		}
+		if !s.withinCapability(v.Queue, restored) {
+			// The preemptor took the victim's room under its queue's capability.
+			for k := len(restored) - 1; k >= 0; k-- {
+				restored[k].node.Remove(restored[k].task)
+			}
+			continue
+		}
+		for _, o := range restored {
 			o.task.Status = o.status
 			s.charge(o.task, &o.task.Placed, +1)
 		}
 		st.ops = slices.DeleteFunc(st.ops, func(o op) bool { return o.evict && o.task.Job == v })
 	}
+}
+
+// withinCapability reports whether the queue and its parents can take the restored
+// tasks back without exceeding a capability (queues are enforced when a queue plugin is).
+func (s *Session) withinCapability(q *framework.Queue, restored []op) bool {
+	if q == nil || s.admission == nil {
+		return true
+	}
+	var sum framework.Resources
+	for _, o := range restored {
+		sum.Add(&o.task.Placed)
+	}
+	for _, a := range q.Ancestors() {
+		if ok, _ := sum.FitsIn(&a.Allocated, &a.Capability); !ok {
+			return false
+		}
+	}
+	return true
 }
 
 func stillFits(o op) bool {

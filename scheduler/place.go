@@ -165,6 +165,15 @@ func (s *Session) placeTasks(j *framework.Job, st *Statement, candidates []*fram
 		if gpus != 0 {
 			milli = t.GPU.MilliOn(&n.GPUs[gpus.Indices()[0]])
 		}
+		// A memory slice takes a larger share of a smaller GPU than the estimate admitted.
+		if q := j.Queue; q != nil && s.admission != nil && int64(gpus.Len())*milli > t.GPU.NominalMilli(s.Snap.MaxGPUMemoryMiB) {
+			req := t.Request
+			req.GPU = int64(gpus.Len()) * milli
+			if ok, msg := s.admission.Admit(q, &req); !ok {
+				queueMsg = msg
+				break
+			}
+		}
 		st.Allocate(t, n, gpus, milli, pipelined)
 		placed++
 	}
@@ -203,8 +212,9 @@ func (s *Session) placeJob(j *framework.Job, st *Statement, pipelined bool) bool
 	}
 	if level := topologyLevel(j); level != "" && need-have > 1 {
 		for _, nodes := range s.domainsBySize(level, j) {
-			placed, _, _ := s.placeTasks(j, st, nodes, false, pipelined)
+			placed, stats, queueMsg := s.placeTasks(j, st, nodes, false, pipelined)
 			if have+placed >= need {
+				s.explainLeftover(j, placed, pending, stats, queueMsg)
 				return true
 			}
 			st.rollback(mark)
@@ -217,6 +227,7 @@ func (s *Session) placeJob(j *framework.Job, st *Statement, pipelined bool) bool
 	}
 	placed, stats, queueMsg := s.placeTasks(j, st, s.Snap.Nodes, true, pipelined)
 	if have+placed >= need {
+		s.explainLeftover(j, placed, pending, stats, queueMsg)
 		return true
 	}
 	st.rollback(mark)
@@ -231,6 +242,20 @@ func (s *Session) placeJob(j *framework.Job, st *Statement, pipelined bool) bool
 			Message: fmt.Sprintf("%s does not fit: %s", describeTask(firstPending(j)), statsString(stats))}
 	}
 	return false
+}
+
+// explainLeftover gives a job that runs but keeps pending tasks beyond its gang the
+// reason the first of them did not fit.
+func (s *Session) explainLeftover(j *framework.Job, placed, pending int, stats *framework.FitStats, queueMsg string) {
+	if placed >= pending {
+		return
+	}
+	if queueMsg != "" {
+		j.Pending = &framework.Reason{Code: framework.ReasonQueueCapability, Message: queueMsg}
+		return
+	}
+	j.Pending = &framework.Reason{Code: framework.ReasonUnschedulable,
+		Message: fmt.Sprintf("%d of %d pending pods placed; %s does not fit: %s", placed, pending, describeTask(firstPending(j)), statsString(stats))}
 }
 
 func statsString(s *framework.FitStats) string {

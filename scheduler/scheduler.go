@@ -39,6 +39,11 @@ type Scheduler struct {
 	rng          *rand.Rand
 	// reservations maps node name to the key of the job it is held for.
 	reservations map[string]string
+	// gated is set when an enqueue action admits jobs; without one every job is admitted.
+	gated bool
+	// evictedBy maps a victim job's key to the keys of the jobs it was evicted for; a
+	// victim never evicts those in turn, so preemption cannot loop.
+	evictedBy map[string]map[string]bool
 }
 
 // New builds a scheduler from a configuration.
@@ -53,6 +58,7 @@ func New(cfg Config) (*Scheduler, error) {
 			return nil, fmt.Errorf("actions: unknown action %q; known: %s", name, knownActions())
 		}
 		s.actions = append(s.actions, a)
+		s.gated = s.gated || name == "enqueue"
 	}
 	for ti, tier := range cfg.Tiers {
 		for pi, po := range tier.Plugins {

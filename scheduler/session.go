@@ -114,6 +114,8 @@ func (st *Statement) Commit() {
 	for _, o := range st.ops {
 		if o.evict {
 			st.ssn.Result.Evictions = append(st.ssn.Result.Evictions, Eviction{Task: o.task, Reason: o.reason, By: o.by})
+			o.task.Job.Pending = &framework.Reason{Code: framework.ReasonEvicted, Message: o.reason}
+			st.ssn.rememberEviction(o.task.Job, o.by)
 			st.ssn.evicted[o.task] = true
 			clear(st.ssn.unfit)
 			continue

@@ -15,6 +15,7 @@ const (
 	ReasonTopology        = "TopologyUnsatisfied"     // no single topology domain fits the gang
 	ReasonWaitingInLine   = "WaitingInLine"           // a job ahead in the queue holds the capacity
 	ReasonReserved        = "NodesReserved"           // capacity is reserved for a starving gang
+	ReasonEvicted         = "Evicted"                 // preempted or reclaimed in this session
 )
 
 // Reason is why a job is pending: a code and a message for people.

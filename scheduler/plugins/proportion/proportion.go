@@ -214,7 +214,8 @@ func (p *Proportion) CanReclaim(reclaimer *framework.Queue, req *framework.Resou
 	after := reclaimer.Allocated.Clone()
 	after.Add(req)
 	e := p.Entitled(reclaimer)
-	if !after.LessEqual(&e) {
+	// Entitlements cover the shared dimensions (cpu, memory, GPU) only.
+	if after.MilliCPU > e.MilliCPU || after.Memory > e.Memory || after.GPU > e.GPU {
 		return false
 	}
 	left := victim.Allocated.Clone()
