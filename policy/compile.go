@@ -25,7 +25,8 @@ const maxErrors = 20
 
 type compiledPolicy struct {
 	Policy
-	query   rego.PreparedEvalQuery
+	// queries per Phase; nil where the policy has no rule of that phase.
+	queries [3]*rego.PreparedEvalQuery
 	targets map[string]bool
 }
 
@@ -144,29 +145,43 @@ func Compile(ctx context.Context, set Set, m *Metrics) (*Compiled, error) {
 
 	c := &Compiled{modules: parsed, metrics: m, version: versionOf(policies, set)}
 	for i, p := range policies {
-		var body []string
+		cp := &compiledPolicy{Policy: p}
+		has := map[string]bool{}
 		for _, rule := range []string{RuleMutate, RuleDeny, RuleWarn} {
-			ref := pkgOf[i].Copy().Append(ast.StringTerm(rule))
-			if len(compiler.GetRulesWithPrefix(ref)) > 0 {
-				body = append(body, fmt.Sprintf("%s := [x | x := %s]", rule, ref))
-			}
+			has[rule] = len(compiler.GetRulesWithPrefix(pkgOf[i].Copy().Append(ast.StringTerm(rule)))) > 0
 		}
-		if len(body) == 0 {
+		if !has[RuleMutate] && !has[RuleDeny] && !has[RuleWarn] {
 			m.compileFailed()
 			return nil, &CompileError{Errors: []string{fmt.Sprintf("%s: package %s defines none of mutate, deny, warn; a policy needs at least one",
 				p.Module.File, strings.TrimPrefix(pkgOf[i].String(), "data."))}}
 		}
-		q, err := rego.New(
-			rego.Compiler(compiler),
-			rego.Query(strings.Join(body, "; ")),
-			rego.Capabilities(caps),
-			rego.StrictBuiltinErrors(false),
-		).PrepareForEval(ctx)
-		if err != nil {
-			m.compileFailed()
-			return nil, &CompileError{Errors: capErrors(astErrors(err))}
+		phases := map[Phase][]string{
+			PhaseAll:      {RuleMutate, RuleDeny, RuleWarn},
+			PhaseMutate:   {RuleMutate},
+			PhaseValidate: {RuleDeny, RuleWarn},
 		}
-		cp := &compiledPolicy{Policy: p, query: q}
+		for phase, rules := range phases {
+			var body []string
+			for _, rule := range rules {
+				if has[rule] {
+					body = append(body, fmt.Sprintf("%s := [x | x := %s]", rule, pkgOf[i].Copy().Append(ast.StringTerm(rule))))
+				}
+			}
+			if len(body) == 0 {
+				continue
+			}
+			q, err := rego.New(
+				rego.Compiler(compiler),
+				rego.Query(strings.Join(body, "; ")),
+				rego.Capabilities(caps),
+				rego.StrictBuiltinErrors(false),
+			).PrepareForEval(ctx)
+			if err != nil {
+				m.compileFailed()
+				return nil, &CompileError{Errors: capErrors(astErrors(err))}
+			}
+			cp.queries[phase] = &q
+		}
 		if len(p.Targets) > 0 {
 			cp.targets = map[string]bool{}
 			for _, t := range p.Targets {

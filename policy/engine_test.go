@@ -65,6 +65,34 @@ func TestLaterPoliciesSeeEarlierMutations(t *testing.T) {
 	}
 }
 
+func TestPhases(t *testing.T) {
+	e := policy.NewEngine(0, nil)
+	if _, err := e.Load(ctx(t), set(
+		policy.Policy{Name: "q", Order: 1, Module: mod("q.rego", queuePolicy)},
+		policy.Policy{Name: "follower", Order: 2, Module: mod("follower.rego", followerPolicy)},
+	)); err != nil {
+		t.Fatal(err)
+	}
+	in := map[string]any{"workload": map[string]any{"gpus": 9, "queue": "a"}}
+	m, err := e.Evaluate(ctx(t), policy.Input{Phase: policy.PhaseMutate, Document: in})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Mutations["seen"] != "a" || len(m.Denials)+len(m.Warnings) != 0 {
+		t.Fatalf("mutate phase: %+v, want only mutations", m)
+	}
+	v, err := e.Evaluate(ctx(t), policy.Input{Phase: policy.PhaseValidate, Document: in})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(v.Mutations) != 0 || len(v.Denials) != 1 || len(v.Warnings) != 1 {
+		t.Fatalf("validate phase: %+v, want one denial, one warning, no mutations", v)
+	}
+	if _, err := e.Evaluate(ctx(t), policy.Input{Phase: 7}); err == nil {
+		t.Fatal("an unknown phase was accepted")
+	}
+}
+
 func TestEnforcementAndTargets(t *testing.T) {
 	e := policy.NewEngine(0, nil)
 	deny := `package tessera.d

@@ -11,9 +11,12 @@ import (
 	"github.com/open-policy-agent/opa/v1/rego"
 )
 
-// Evaluate runs the set's policies for in.Kind in order.
+// Evaluate runs the set's policies for in.Kind in order, the rules of in.Phase only.
 func (c *Compiled) Evaluate(ctx context.Context, in Input) (Decision, error) {
 	dec := Decision{Version: c.version}
+	if in.Phase < PhaseAll || in.Phase > PhaseValidate {
+		return dec, fmt.Errorf("unknown evaluation phase %d", in.Phase)
+	}
 	doc := maps.Clone(in.Document)
 	if doc == nil {
 		doc = map[string]any{}
@@ -27,7 +30,8 @@ func (c *Compiled) Evaluate(ctx context.Context, in Input) (Decision, error) {
 
 	var input ast.Value
 	for _, p := range c.policies {
-		if !p.applies(in.Kind) {
+		query := p.queries[in.Phase]
+		if query == nil || !p.applies(in.Kind) {
 			continue
 		}
 		if input == nil {
@@ -38,7 +42,7 @@ func (c *Compiled) Evaluate(ctx context.Context, in Input) (Decision, error) {
 			input = v
 		}
 		start := time.Now()
-		rs, err := p.query.Eval(ctx, rego.EvalParsedInput(input))
+		rs, err := query.Eval(ctx, rego.EvalParsedInput(input))
 		c.metrics.observe(p.Name, time.Since(start))
 		if err != nil {
 			if ctxErr := ctx.Err(); ctxErr != nil {

@@ -84,8 +84,21 @@ func NewShared(doc map[string]any) (*Shared, error) {
 	return &Shared{value: v}, nil
 }
 
+// Phase selects which rules an evaluation runs.
+type Phase int
+
+// Phases. A mutating webhook needs only mutations; a validating webhook sees the
+// already mutated object and needs only deny and warn.
+const (
+	PhaseAll      Phase = iota // mutate, deny and warn
+	PhaseMutate                // mutate only
+	PhaseValidate              // deny and warn only
+)
+
 // Input is one request to decide on.
 type Input struct {
+	// Phase selects the rules to run; the zero value runs all.
+	Phase Phase
 	// Kind selects the policies whose Targets hold it.
 	Kind string
 	// Document is the input document. Its "workload" object receives the mutations of

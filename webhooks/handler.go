@@ -153,7 +153,11 @@ func (h *Handler) decide(ctx context.Context, req *admissionv1.AdmissionRequest)
 	if err != nil {
 		return fail(http.StatusBadRequest, err)
 	}
-	dec, err = h.Evaluator.Evaluate(ctx, policy.Input{Kind: req.Kind.Kind, Document: doc, Shared: cluster.Shared})
+	phase := policy.PhaseValidate
+	if h.Mutating {
+		phase = policy.PhaseMutate
+	}
+	dec, err = h.Evaluator.Evaluate(ctx, policy.Input{Phase: phase, Kind: req.Kind.Kind, Document: doc, Shared: cluster.Shared})
 	if err != nil {
 		return fail(http.StatusInternalServerError, fmt.Errorf("policy evaluation failed (policy set %s): %w", h.Evaluator.Version(), err))
 	}

@@ -1,0 +1,346 @@
+package webhooks_test
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+	"sigs.k8s.io/yaml"
+
+	tesserav1 "github.com/tessera-gpu/tessera/api/v1alpha1"
+	"github.com/tessera-gpu/tessera/test/testenv"
+	"github.com/tessera-gpu/tessera/webhooks"
+)
+
+// The API server and the webhook serving it are shared by this package's integration
+// tests and started on first use.
+var (
+	envOnce sync.Once
+	env     *testenv.Env
+	envErr  error
+	stopMgr context.CancelFunc
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if stopMgr != nil {
+		stopMgr()
+	}
+	if env != nil {
+		_ = env.Stop()
+	}
+	os.Exit(code)
+}
+
+// webhookEnv returns an API server that calls this package's webhooks over TLS, with
+// the webhook configurations shipped in deploy/webhook and the priority classes in deploy/.
+func webhookEnv(t testing.TB) *testenv.Env {
+	t.Helper()
+	envOnce.Do(func() { env, envErr = startWebhookEnv() })
+	if envErr != nil {
+		testenv.SkipOrFail(t, envErr)
+	}
+	return env
+}
+
+func startWebhookEnv() (*testenv.Env, error) {
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		return nil, err
+	}
+	docs, err := readYAML(filepath.Join(root, "deploy", "webhook", "webhooks.yaml"))
+	if err != nil {
+		return nil, err
+	}
+	var opts testenv.Options
+	for _, d := range docs {
+		switch {
+		case strings.Contains(d, "kind: MutatingWebhookConfiguration"):
+			var c admissionregistrationv1.MutatingWebhookConfiguration
+			if err := yaml.UnmarshalStrict([]byte(d), &c); err != nil {
+				return nil, err
+			}
+			opts.Webhooks = append(opts.Webhooks, &c)
+		case strings.Contains(d, "kind: ValidatingWebhookConfiguration"):
+			var c admissionregistrationv1.ValidatingWebhookConfiguration
+			if err := yaml.UnmarshalStrict([]byte(d), &c); err != nil {
+				return nil, err
+			}
+			opts.ValidatingWebhooks = append(opts.ValidatingWebhooks, &c)
+		}
+	}
+	e, err := testenv.New(opts)
+	if err != nil {
+		return nil, err
+	}
+	fail := func(err error) (*testenv.Env, error) { _ = e.Stop(); return nil, err }
+	wo := e.Webhook
+	mgr, err := ctrl.NewManager(e.Config, ctrl.Options{
+		Scheme:  e.Scheme,
+		Metrics: metricsserver.Options{BindAddress: "0"},
+		WebhookServer: webhook.NewServer(webhook.Options{
+			Host: wo.LocalServingHost, Port: wo.LocalServingPort, CertDir: wo.LocalServingCertDir,
+		}),
+	})
+	if err != nil {
+		return fail(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	stopMgr = cancel
+	if _, err := webhooks.Setup(ctx, mgr, webhooks.Options{}); err != nil {
+		return fail(err)
+	}
+	go func() {
+		if err := mgr.Start(ctx); err != nil {
+			fmt.Fprintln(os.Stderr, "webhook manager:", err)
+		}
+	}()
+	addr := net.JoinHostPort(wo.LocalServingHost, strconv.Itoa(wo.LocalServingPort))
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		conn, err := tls.Dial("tcp", addr, &tls.Config{InsecureSkipVerify: true}) //nolint:gosec // readiness probe only
+		if err == nil {
+			_ = conn.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			return fail(fmt.Errorf("webhook server on %s did not come up: %w", addr, err))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	classes, err := readYAML(filepath.Join(root, "deploy", "priorityclasses.yaml"))
+	if err != nil {
+		return fail(err)
+	}
+	for _, d := range classes {
+		var pc schedulingv1.PriorityClass
+		if err := yaml.UnmarshalStrict([]byte(d), &pc); err != nil {
+			return fail(err)
+		}
+		if err := e.Client.Create(ctx, &pc); err != nil {
+			return fail(err)
+		}
+	}
+	return e, nil
+}
+
+func isAlreadyExists(err error) bool { return apierrors.IsAlreadyExists(err) }
+
+func readYAML(path string) ([]string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, d := range strings.Split(string(b), "\n---") {
+		if strings.Contains(d, "kind:") {
+			out = append(out, d)
+		}
+	}
+	return out, nil
+}
+
+// eventually retries f until it succeeds or 20s pass (the webhook's informers see new
+// Queues shortly after they are created).
+func eventually(t *testing.T, what string, f func() error) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		err := f()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: %v", what, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func namespace(t *testing.T, c client.Client, name string, annotations map[string]string) {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: annotations}}
+	if err := c.Create(testenv.Context(t, 10*time.Second), ns); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func queue(t *testing.T, c client.Client, name string, gpus string) {
+	t.Helper()
+	q := &tesserav1.Queue{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: tesserav1.QueueSpec{
+		Capability: corev1.ResourceList{tesserav1.ResourceNvidiaGPU: resource.MustParse(gpus)},
+	}}
+	if err := c.Create(testenv.Context(t, 10*time.Second), q); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func gpuPod(ns, name string, gpus string, labels map[string]string) *corev1.Pod {
+	q := resource.MustParse(gpus)
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, GenerateName: "bench-", Labels: labels},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{
+			Name: "main", Image: "busybox",
+			Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{tesserav1.ResourceNvidiaGPU: q}},
+		}}},
+	}
+}
+
+func TestPodInAnnotatedNamespaceGetsDefaults(t *testing.T) {
+	e := webhookEnv(t)
+	ctx := testenv.Context(t, 60*time.Second)
+	queue(t, e.Client, "team-a-queue", "8")
+	namespace(t, e.Client, "team-a", map[string]string{tesserav1.AnnotationQueue: "team-a-queue"})
+	var pod *corev1.Pod
+	eventually(t, "create GPU pod", func() error {
+		pod = gpuPod("team-a", "trainer", "1", nil)
+		return e.Client.Create(ctx, pod)
+	})
+	if got := pod.Labels[tesserav1.LabelQueue]; got != "team-a-queue" {
+		t.Errorf("label %s = %q, want team-a-queue", tesserav1.LabelQueue, got)
+	}
+	if pod.Spec.SchedulerName != tesserav1.SchedulerName {
+		t.Errorf("schedulerName = %q, want tessera", pod.Spec.SchedulerName)
+	}
+	if pod.Spec.PriorityClassName != "batch-normal" || pod.Spec.Priority == nil || *pod.Spec.Priority != 50 {
+		t.Errorf("priorityClassName %q priority %v, want batch-normal / 50", pod.Spec.PriorityClassName, pod.Spec.Priority)
+	}
+}
+
+func TestGangLargerThanQueueCapabilityDenied(t *testing.T) {
+	e := webhookEnv(t)
+	ctx := testenv.Context(t, 60*time.Second)
+	queue(t, e.Client, "small", "8")
+	namespace(t, e.Client, "team-b", nil)
+	// Wait until the webhook knows the queue: a one-GPU pod in it is admitted.
+	eventually(t, "queue small known to the webhook", func() error {
+		return e.Client.Create(ctx, gpuPod("team-b", "probe", "1", map[string]string{tesserav1.LabelQueue: "small"}))
+	})
+	pod := gpuPod("team-b", "", "4", map[string]string{tesserav1.LabelQueue: "small"})
+	job := &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "team-b", Name: "gang", Labels: pod.Labels},
+		Spec: batchv1.JobSpec{
+			Parallelism: ptr.To(int32(4)),
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: pod.Labels},
+				Spec:       *pod.Spec.DeepCopy(),
+			},
+		},
+	}
+	job.Spec.Template.Spec.RestartPolicy = corev1.RestartPolicyNever
+	err := e.Client.Create(ctx, job)
+	if err == nil {
+		t.Fatal("a gang of 4 x 4 GPUs was admitted into a queue capped at 8 GPUs")
+	}
+	for _, want := range []string{`queue "small"`, "gang of 4 pod(s) needs 16 nvidia.com/gpu", "capability of 8"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("denial %q does not contain %q", err, want)
+		}
+	}
+}
+
+const noDebugPolicy = `package tessera.nodebug
+
+deny contains "pods labelled debug=true are not allowed in shared namespaces" if {
+	input.workload.labels.debug == "true"
+}
+
+test_denies_debug if count(deny) == 1 with input as {"workload": {"labels": {"debug": "true"}}}
+
+test_allows_others if count(deny) == 0 with input as {"workload": {"labels": {}}}
+`
+
+func TestBadAdmissionPolicyRejectedAndPreviousServes(t *testing.T) {
+	e := webhookEnv(t)
+	ctx := testenv.Context(t, 60*time.Second)
+	namespace(t, e.Client, "team-c", nil)
+	ap := &tesserav1.AdmissionPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "no-debug"},
+		Spec:       tesserav1.AdmissionPolicySpec{Rego: noDebugPolicy, Targets: []tesserav1.AdmissionTarget{"Pod"}},
+	}
+	if err := e.Client.Create(ctx, ap); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "AdmissionPolicy status", func() error {
+		var got tesserav1.AdmissionPolicy
+		if err := e.Client.Get(ctx, client.ObjectKeyFromObject(ap), &got); err != nil {
+			return err
+		}
+		if !got.Status.Compiled || got.Status.ObservedGeneration != got.Generation {
+			return fmt.Errorf("status %+v", got.Status)
+		}
+		for _, c := range got.Status.Conditions {
+			if c.Type == tesserav1.ConditionReady && c.Status == metav1.ConditionTrue {
+				return nil
+			}
+		}
+		return fmt.Errorf("no Ready=True condition: %+v", got.Status.Conditions)
+	})
+	debugPod := func() error {
+		err := e.Client.Create(ctx, gpuPod("team-c", "", "1", map[string]string{"debug": "true"}))
+		if err == nil {
+			return errors.New("debug pod admitted")
+		}
+		if !strings.Contains(err.Error(), "nodebug") && !strings.Contains(err.Error(), "no-debug") {
+			return fmt.Errorf("denied for another reason: %w", err)
+		}
+		return nil
+	}
+	eventually(t, "policy no-debug serving", debugPod)
+
+	// A broken version is rejected with the compiler's file:row message ...
+	var cur tesserav1.AdmissionPolicy
+	if err := e.Client.Get(ctx, client.ObjectKeyFromObject(ap), &cur); err != nil {
+		t.Fatal(err)
+	}
+	gen := cur.Generation
+	cur.Spec.Rego = "package tessera.nodebug\n\ndeny contains msg if {\n\tmsg := input.workload.labels.debug +\n}\n"
+	err := e.Client.Update(ctx, &cur)
+	if err == nil || !strings.Contains(err.Error(), "admissionpolicy/no-debug.rego:") {
+		t.Fatalf("broken policy: got %v, want a rejection naming admissionpolicy/no-debug.rego:ROW", err)
+	}
+	t.Logf("rejection: %v", err)
+	// ... so is one whose own tests fail ...
+	if err := e.Client.Get(ctx, client.ObjectKeyFromObject(ap), &cur); err != nil {
+		t.Fatal(err)
+	}
+	cur.Spec.Rego = strings.Replace(noDebugPolicy, `count(deny) == 1`, `count(deny) == 2`, 1)
+	err = e.Client.Update(ctx, &cur)
+	if err == nil || !strings.Contains(err.Error(), "test data.tessera.nodebug.test_denies_debug failed") {
+		t.Fatalf("policy with a failing test: got %v, want its test named", err)
+	}
+	// ... and the previous version still applies.
+	if err := e.Client.Get(ctx, client.ObjectKeyFromObject(ap), &cur); err != nil {
+		t.Fatal(err)
+	}
+	if cur.Generation != gen || cur.Spec.Rego != noDebugPolicy {
+		t.Fatal("the rejected policy was stored")
+	}
+	if err := debugPod(); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Client.Create(ctx, gpuPod("team-c", "", "1", map[string]string{"debug": "false"})); err != nil {
+		t.Fatalf("a pod the policy allows was denied: %v", err)
+	}
+}
