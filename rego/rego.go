@@ -79,4 +79,3 @@ func Defaults() (policy.Set, error) {
 	}
 	return set, nil
 }
-

@@ -41,10 +41,10 @@ func TestMutatingHandler(t *testing.T) {
 		want map[string]any // op+path -> value; exactly these
 	}{
 		{"gpu pod in annotated namespace", makePod("a").gpu("1").obj(), map[string]any{
-			"add /metadata/labels":           map[string]any{"tessera.dev/queue": "train"},
-			"add /spec/schedulerName":        "tessera",
-			"add /spec/priorityClassName":    "batch-normal",
-			"add /spec/priority":             float64(50),
+			"add /metadata/labels":        map[string]any{"tessera.dev/queue": "train"},
+			"add /spec/schedulerName":     "tessera",
+			"add /spec/priorityClassName": "batch-normal",
+			"add /spec/priority":          float64(50),
 		}},
 		{"queue default priority", makePod("b").gpu("1").queue("prod").obj(), map[string]any{
 			"add /spec/schedulerName":     "tessera",
@@ -58,19 +58,19 @@ func TestMutatingHandler(t *testing.T) {
 			"add /spec/priority":          float64(50),
 		}},
 		{"nvidia gpu rewritten in opted-in namespace", withNS(makePod("e").gpu("2").obj(), "rewrite"), map[string]any{
-			"add /metadata/labels":                                        map[string]any{"tessera.dev/queue": "default"},
-			"add /spec/schedulerName":                                     "tessera",
-			"add /spec/priorityClassName":                                 "batch-normal",
-			"add /spec/priority":                                          float64(50),
+			"add /metadata/labels":        map[string]any{"tessera.dev/queue": "default"},
+			"add /spec/schedulerName":     "tessera",
+			"add /spec/priorityClassName": "batch-normal",
+			"add /spec/priority":          float64(50),
 			"remove /spec/containers/0/resources/requests/nvidia.com~1gpu": nil,
 			"add /spec/containers/0/resources/requests/tessera.dev~1gpu":   "2",
 			"remove /spec/containers/0/resources/limits/nvidia.com~1gpu":   nil,
 			"add /spec/containers/0/resources/limits/tessera.dev~1gpu":     "2",
 		}},
 		{"short job gets 80% gang", shortJob, map[string]any{
-			"add /metadata/annotations":                  map[string]any{"tessera.dev/min-available": "4"},
-			"add /spec/template/spec/schedulerName":      "tessera",
-			"add /spec/template/spec/priorityClassName":  "batch-normal",
+			"add /metadata/annotations":                 map[string]any{"tessera.dev/min-available": "4"},
+			"add /spec/template/spec/schedulerName":     "tessera",
+			"add /spec/template/spec/priorityClassName": "batch-normal",
 		}},
 		{"pod group defaults", &tesserav1.PodGroup{
 			TypeMeta:   metav1.TypeMeta{APIVersion: "tessera.dev/v1alpha1", Kind: "PodGroup"},

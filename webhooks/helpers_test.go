@@ -52,7 +52,7 @@ func (b *podBuilder) label(k, v string) *podBuilder {
 	return b
 }
 func (b *podBuilder) queue(q string) *podBuilder { return b.label(tesserav1.LabelQueue, q) }
-func (b *podBuilder) obj() *corev1.Pod            { return b.p }
+func (b *podBuilder) obj() *corev1.Pod           { return b.p }
 
 func makeJob(name string, parallelism int32, pod *corev1.Pod) *batchv1.Job {
 	return &batchv1.Job{
