@@ -155,17 +155,31 @@ func holdingResources(j *framework.Job) framework.Resources {
 // below its minMember because it is evicted whole. Victims whose GPUs the preemptor
 // did not need are then restored, so only the necessary ones are evicted.
 func (s *Session) evictFor(j *framework.Job, victims []*framework.Job, check func(j, v *framework.Job) bool, reason string) bool {
+	// Fewest gangs broken: one victim of the lowest priority that makes room on its own
+	// beats several (victims come lowest priority, then youngest, first).
+	for _, v := range victims {
+		if len(victims) == 1 || v.Priority != victims[0].Priority {
+			break
+		}
+		if check != nil && !check(j, v) {
+			continue
+		}
+		st := s.NewStatement()
+		evictJob(st, v, j, reason)
+		clear(s.unfit)
+		if s.placeJob(j, st, true) {
+			st.Commit()
+			return true
+		}
+		st.Discard()
+	}
 	st := s.NewStatement()
 	var evicted []*framework.Job
 	for _, v := range victims {
 		if check != nil && !check(j, v) {
 			continue
 		}
-		for _, t := range v.Tasks {
-			if t.Status == framework.TaskRunning {
-				st.Evict(t, j, reason)
-			}
-		}
+		evictJob(st, v, j, reason)
 		evicted = append(evicted, v)
 		clear(s.unfit)
 		if s.placeJob(j, st, true) {
@@ -176,6 +190,15 @@ func (s *Session) evictFor(j *framework.Job, victims []*framework.Job, check fun
 	}
 	st.Discard()
 	return false
+}
+
+// evictJob evicts every running task of v, for j.
+func evictJob(st *Statement, v, j *framework.Job, reason string) {
+	for _, t := range v.Tasks {
+		if t.Status == framework.TaskRunning {
+			st.Evict(t, j, reason)
+		}
+	}
 }
 
 // restoreUnneeded puts back victims whose tasks still fit where they were, all of a

@@ -155,7 +155,9 @@ func (s *Session) placeTasks(j *framework.Job, st *Statement, candidates []*fram
 			if firstFail == nil {
 				firstFail = stats
 			}
-			if cacheable && all {
+			// Only a failure against committed allocations holds for the rest of the
+			// session: this job's tentative placements may yet be rolled back.
+			if cacheable && all && placed == 0 {
 				s.unfit[key] = true
 				s.unfitStats[key] = stats
 			}

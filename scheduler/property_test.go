@@ -352,7 +352,7 @@ func checkInvariants(t *testing.T, label string, gang bool, snap *framework.Snap
 // workloads (Tessera's policy and the baselines, which share every invariant but gangs
 // and queue capabilities) and checks the invariants after each session.
 func TestPropertyInvariants(t *testing.T) {
-	clusters, sessions := 10000, 6
+	clusters, sessions := 6000, 6
 	if testing.Short() {
 		clusters = 200
 	}
