@@ -104,6 +104,11 @@ func (c *Config) Validate() error {
 	if c.ReservationAfter.Duration < 0 {
 		return fmt.Errorf("reservationAfter: %s is negative", c.ReservationAfter)
 	}
+	for _, name := range c.actionNames() {
+		if _, ok := actionRegistry[name]; !ok {
+			return fmt.Errorf("actions: unknown action %q; known: %s", name, knownActions())
+		}
+	}
 	for ti, t := range c.Tiers {
 		for pi, p := range t.Plugins {
 			if _, ok := pluginRegistry[p.Name]; !ok {
@@ -111,6 +116,9 @@ func (c *Config) Validate() error {
 			}
 			if p.Weight < 0 {
 				return fmt.Errorf("tiers[%d].plugins[%d].weight: %g is negative", ti, pi, p.Weight)
+			}
+			if _, err := newPlugin(p); err != nil {
+				return fmt.Errorf("tiers[%d].plugins[%d].arguments (%s): %w", ti, pi, p.Name, err)
 			}
 		}
 	}

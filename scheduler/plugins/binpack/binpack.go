@@ -46,6 +46,10 @@ func New() *Binpack {
 // Name implements framework.Plugin.
 func (*Binpack) Name() string { return Name }
 
+// PluginWeight is binpack.weight: the plugin's weight among scorers unless the plugin
+// option sets one.
+func (b *Binpack) PluginWeight() float64 { return b.Weight }
+
 // Configure reads Volcano-style arguments.
 func (b *Binpack) Configure(args map[string]string) error {
 	b.weights = nil

@@ -1,0 +1,168 @@
+package scheduler_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tessera-gpu/tessera/scheduler"
+	"github.com/tessera-gpu/tessera/scheduler/framework"
+	"github.com/tessera-gpu/tessera/scheduler/testutil"
+)
+
+func writeConfig(t *testing.T, text string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "scheduler.yaml")
+	if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+const volcanoConfig = `
+actions: "enqueue, allocate, preempt, reclaim, backfill"
+tiers:
+- plugins:
+  - name: priority
+  - name: gang
+  - name: minruntime
+    arguments:
+      minruntime.default: 10m
+- plugins:
+  - name: proportion
+  - name: predicates
+  - name: binpack
+    arguments:
+      binpack.weight: 10
+      binpack.cpu: 2
+      binpack.memory: 1
+      binpack.resources: tessera.dev/gpu, example.com/fpga
+      binpack.resources.tessera.dev/gpu: 5
+      binpack.resources.example.com/fpga: 3
+  - name: topology
+    weight: 2
+percentageOfNodesToScore: 50
+reservationAfter: 45m
+seed: 7
+`
+
+func TestLoadConfigVolcanoShape(t *testing.T) {
+	cfg, err := scheduler.LoadConfig(writeConfig(t, volcanoConfig))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Actions != scheduler.DefaultActions || len(cfg.Tiers) != 2 || len(cfg.Tiers[1].Plugins) != 4 {
+		t.Fatalf("parsed %+v", cfg)
+	}
+	bp := cfg.Tiers[1].Plugins[2]
+	if bp.Name != "binpack" || len(bp.Arguments) != 6 || cfg.Tiers[1].Plugins[3].Weight != 2 {
+		t.Fatalf("plugins %+v", cfg.Tiers[1].Plugins)
+	}
+	if cfg.PercentageOfNodesToScore != 50 || cfg.ReservationAfter.Duration != 45*time.Minute || cfg.Seed != 7 {
+		t.Fatalf("options %+v", cfg)
+	}
+	if _, err := scheduler.New(cfg); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestLoadConfigErrors(t *testing.T) {
+	tests := []struct {
+		name, yaml string
+		want       []string
+	}{
+		{"unknown plugin", "tiers:\n- plugins: [{name: priority}]\n- plugins: [{name: binpak}]\n",
+			[]string{"tiers[1].plugins[0].name", `unknown plugin "binpak"`, "binpack"}},
+		{"unknown action", "actions: \"enqueue, allocat\"\n",
+			[]string{"actions", `unknown action "allocat"`, "allocate"}},
+		{"unknown binpack argument", "tiers:\n- plugins:\n  - name: binpack\n    arguments: {binpack.cpus: 2}\n",
+			[]string{"tiers[0].plugins[0].arguments", "binpack.cpus", "binpack.cpu"}},
+		{"binpack resource weight not listed", "tiers:\n- plugins:\n  - name: binpack\n    arguments: {binpack.resources: tessera.dev/gpu, binpack.resources.example.com/fpga: 2}\n",
+			[]string{"tiers[0].plugins[0].arguments", "example.com/fpga is not listed in binpack.resources"}},
+		{"binpack weight not a number", "tiers:\n- plugins:\n  - name: binpack\n    arguments: {binpack.weight: heavy}\n",
+			[]string{"binpack.weight", `"heavy" is not a non-negative number`}},
+		{"minruntime argument", "tiers:\n- plugins:\n  - name: minruntime\n    arguments: {minruntime.defualt: 5m}\n",
+			[]string{"tiers[0].plugins[0].arguments", "unknown argument minruntime.defualt", "minruntime.default"}},
+		{"minruntime duration", "tiers:\n- plugins:\n  - name: minruntime\n    arguments: {minruntime.default: soon}\n",
+			[]string{"minruntime.default", `"soon" is not a duration`}},
+		{"plugin without arguments", "tiers:\n- plugins:\n  - name: gang\n    arguments: {gang.size: 2}\n",
+			[]string{"tiers[0].plugins[0].arguments", "takes no arguments"}},
+		{"negative weight", "tiers:\n- plugins:\n  - {name: binpack, weight: -1}\n",
+			[]string{"tiers[0].plugins[0].weight", "negative"}},
+		{"unknown field", "tiers:\n- plugin: [{name: gang}]\n",
+			[]string{`unknown field "plugin"`}},
+		{"bad duration", "reservationAfter: later\n",
+			[]string{`"later" is not a duration`}},
+		{"percentage out of range", "percentageOfNodesToScore: 150\n",
+			[]string{"percentageOfNodesToScore", "outside 0..100"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p := writeConfig(t, tc.yaml)
+			_, err := scheduler.LoadConfig(p)
+			if err == nil {
+				t.Fatal("no error")
+			}
+			for _, w := range append(tc.want, p) {
+				if !strings.Contains(err.Error(), w) {
+					t.Fatalf("error %q does not mention %q", err, w)
+				}
+			}
+		})
+	}
+	if _, err := scheduler.LoadConfig(filepath.Join(t.TempDir(), "missing.yaml")); err == nil {
+		t.Fatal("missing file loaded")
+	}
+}
+
+func TestPolicies(t *testing.T) {
+	names := scheduler.PolicyNames()
+	if names[0] != "tessera" || len(names) != 8 {
+		t.Fatalf("policies %v", names)
+	}
+	for _, name := range names {
+		cfg, err := scheduler.Policy(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := scheduler.New(cfg); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+	}
+	if _, err := scheduler.Policy("volcano"); err == nil || !strings.Contains(err.Error(), "known: tessera, kube-default") {
+		t.Fatalf("unknown policy: %v", err)
+	}
+}
+
+// TestBinpackWeightArgument: binpack.weight scales binpack against the other scorers,
+// as in Volcano; weight 0 leaves only the spreading scorer.
+func TestBinpackWeightArgument(t *testing.T) {
+	place := func(binpackWeight string) string {
+		yaml := "actions: allocate\ntiers:\n- plugins:\n  - name: predicates\n  - name: leastallocated\n  - name: binpack\n    arguments: {binpack.weight: " + binpackWeight + "}\n"
+		cfg, err := scheduler.LoadConfig(writeConfig(t, yaml))
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := scheduler.New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ns := nodes(2, 8)
+		busy := testutil.MakeJob("busy").GPU(4).Obj()
+		testutil.Run(busy, testutil.Epoch, ns[1])
+		j := testutil.MakeJob("j").GPU(1).Obj()
+		s.RunSession(testutil.Snapshot(0, ns, []*framework.Job{busy, j}))
+		if j.Tasks[0].Node == nil {
+			t.Fatalf("binpack.weight %s: not placed: %v", binpackWeight, j.Pending)
+		}
+		return j.Tasks[0].Node.Name
+	}
+	if got := place("0"); got != "na" {
+		t.Fatalf("binpack.weight 0 still packed onto %s", got)
+	}
+	if got := place("1"); got != "nb" {
+		t.Fatalf("binpack.weight 1 spread onto %s", got)
+	}
+}
