@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -181,5 +183,25 @@ func TestValidatingHandler(t *testing.T) {
 				t.Fatalf("unexpected warnings %v", resp.Warnings)
 			}
 		})
+	}
+}
+
+func TestAdmissionMetrics(t *testing.T) {
+	mut, val := handlers(t)
+	m := NewMetrics(prometheus.NewRegistry())
+	mut.Metrics, val.Metrics = m, m
+	ctx := context.Background()
+	mut.Admit(ctx, request(t, admissionv1.Create, makePod("a").gpu("1").obj()))
+	val.Admit(ctx, request(t, admissionv1.Create, makePod("b").gpu("1").queue("nope").obj()))
+	val.Admit(ctx, request(t, admissionv1.Delete, makePod("c").obj()))
+	bad := request(t, admissionv1.Create, makePod("d").obj())
+	bad.Object.Raw = []byte(`{"spec": 5}`)
+	val.Admit(ctx, bad)
+	for _, c := range []struct {
+		op, result string
+	}{{"CREATE", ResultPatched}, {"CREATE", ResultDenied}, {"DELETE", ResultAllowed}, {"CREATE", ResultError}} {
+		if got := testutil.ToFloat64(m.Requests().WithLabelValues(c.op, KindPod, c.result)); got != 1 {
+			t.Errorf("tessera_admission_requests_total{operation=%s,kind=Pod,result=%s} = %v, want 1", c.op, c.result, got)
+		}
 	}
 }

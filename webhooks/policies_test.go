@@ -1,0 +1,123 @@
+package webhooks_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	tesserav1 "github.com/tessera-gpu/tessera/api/v1alpha1"
+	"github.com/tessera-gpu/tessera/policy"
+	"github.com/tessera-gpu/tessera/rego"
+	"github.com/tessera-gpu/tessera/test/testenv"
+	"github.com/tessera-gpu/tessera/webhooks"
+)
+
+const denyLabelX = `package tessera.nox
+
+deny contains "label x is not allowed" if input.workload.labels.x
+`
+
+// The controller serves the last good version of a policy that stopped compiling
+// (stored while the webhook was not validating), and reports it through kstatus
+// conditions.
+func TestPolicyControllerStatusAndLastGood(t *testing.T) {
+	e := testenv.Start(t, testenv.Options{})
+	ctx := testenv.Context(t, 60*time.Second)
+	defaults, err := rego.Defaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	engine := policy.NewEngine(time.Second, nil)
+	pc := &webhooks.PolicyController{Client: e.Client, Engine: engine, Defaults: defaults}
+	if err := pc.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	reconcileAll := func() {
+		t.Helper()
+		if _, err := pc.Reconcile(ctx, reconcile.Request{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	denied := func() bool {
+		t.Helper()
+		d, err := engine.Evaluate(ctx, policy.Input{Phase: policy.PhaseValidate, Kind: "Pod",
+			Document: map[string]any{"workload": map[string]any{"labels": map[string]any{"x": "1"}}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return !d.Allowed()
+	}
+	status := func(name string) tesserav1.AdmissionPolicy {
+		t.Helper()
+		var ap tesserav1.AdmissionPolicy
+		if err := e.Client.Get(ctx, client.ObjectKey{Name: name}, &ap); err != nil {
+			t.Fatal(err)
+		}
+		return ap
+	}
+	defaultsVersion := engine.Version()
+
+	a := &tesserav1.AdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: "a"},
+		Spec: tesserav1.AdmissionPolicySpec{Rego: denyLabelX, Targets: []tesserav1.AdmissionTarget{"Pod"}}}
+	if err := e.Client.Create(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	reconcileAll()
+	if got := status("a"); !got.Status.Compiled || got.Status.ObservedGeneration != 1 ||
+		!meta.IsStatusConditionTrue(got.Status.Conditions, tesserav1.ConditionReady) ||
+		!strings.Contains(meta.FindStatusCondition(got.Status.Conditions, tesserav1.ConditionReady).Message, engine.Version()) {
+		t.Fatalf("status of a good policy: %+v", got.Status)
+	}
+	if !denied() || engine.Version() == defaultsVersion {
+		t.Fatal("policy a is not serving")
+	}
+	servingWithA := engine.Version()
+
+	cur := status("a")
+	cur.Spec.Rego = "package tessera.nox\n\ndeny contains msg if {\n\tmsg := 1 +\n}\n"
+	if err := e.Client.Update(ctx, &cur); err != nil {
+		t.Fatal(err)
+	}
+	b := &tesserav1.AdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: "b"},
+		Spec: tesserav1.AdmissionPolicySpec{Rego: "package other\n\ndeny contains \"x\" if true\n", Targets: []tesserav1.AdmissionTarget{"Pod"}}}
+	if err := e.Client.Create(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	reconcileAll()
+	got := status("a")
+	if got.Status.Compiled || got.Status.ObservedGeneration != 2 || len(got.Status.Errors) == 0 ||
+		!strings.HasPrefix(got.Status.Errors[0], "admissionpolicy/a.rego:") ||
+		!meta.IsStatusConditionTrue(got.Status.Conditions, webhooks.ConditionStalled) ||
+		!meta.IsStatusConditionFalse(got.Status.Conditions, tesserav1.ConditionReady) {
+		t.Fatalf("status of a broken policy: %+v", got.Status)
+	}
+	if !denied() || engine.Version() != servingWithA {
+		t.Fatal("the last good version of a stopped serving")
+	}
+	if got := status("b"); got.Status.Compiled || !strings.Contains(strings.Join(got.Status.Errors, ""), "must be below tessera") {
+		t.Fatalf("status of policy b: %+v", got.Status)
+	}
+
+	// Fixing a brings it back to Ready; deleting it stops it.
+	cur = status("a")
+	cur.Spec.Rego = denyLabelX + "\n"
+	if err := e.Client.Update(ctx, &cur); err != nil {
+		t.Fatal(err)
+	}
+	reconcileAll()
+	if got := status("a"); !got.Status.Compiled || got.Status.Errors != nil || meta.FindStatusCondition(got.Status.Conditions, webhooks.ConditionStalled) != nil {
+		t.Fatalf("status of the fixed policy: %+v", got.Status)
+	}
+	if err := e.Client.Delete(ctx, &cur); err != nil {
+		t.Fatal(err)
+	}
+	reconcileAll()
+	if denied() {
+		t.Fatal("a deleted policy still serves")
+	}
+}
