@@ -28,6 +28,10 @@ type Config struct {
 	ReservationAfter Duration `json:"reservationAfter,omitempty"`
 	// Seed makes tie-breaking reproducible.
 	Seed int64 `json:"seed,omitempty"`
+	// TieBreak picks among equally scored nodes: "random" (kube-scheduler's reservoir
+	// sampling, the default) or "first" (the first node in snapshot order, which packs
+	// work that every node scores alike, such as CPU-only pods, onto the same nodes).
+	TieBreak string `json:"tieBreak,omitempty"`
 	// WholeGPUs treats every GPU share as a whole GPU, as schedulers without GPU sharing
 	// do; the snapshot builder applies it to the tasks it creates.
 	WholeGPUs bool `json:"wholeGPUs,omitempty"`
@@ -79,6 +83,12 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 // MarshalJSON writes the duration as a string.
 func (d Duration) MarshalJSON() ([]byte, error) { return []byte(`"` + d.String() + `"`), nil }
 
+// Tie-break rules.
+const (
+	TieBreakRandom = "random"
+	TieBreakFirst  = "first"
+)
+
 // DefaultActions is the action order when the configuration names none.
 const DefaultActions = "enqueue, allocate, preempt, reclaim, backfill"
 
@@ -100,6 +110,9 @@ func (c *Config) actionNames() []string {
 func (c *Config) Validate() error {
 	if c.PercentageOfNodesToScore < 0 || c.PercentageOfNodesToScore > 100 {
 		return fmt.Errorf("percentageOfNodesToScore: %d is outside 0..100 (0 means adaptive)", c.PercentageOfNodesToScore)
+	}
+	if c.TieBreak != "" && c.TieBreak != TieBreakRandom && c.TieBreak != TieBreakFirst {
+		return fmt.Errorf("tieBreak: %q is not %q or %q", c.TieBreak, TieBreakRandom, TieBreakFirst)
 	}
 	if c.ReservationAfter.Duration < 0 {
 		return fmt.Errorf("reservationAfter: %s is negative", c.ReservationAfter)

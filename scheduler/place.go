@@ -89,7 +89,7 @@ func (s *Session) selectNode(t *framework.Task, candidates []*framework.Node, al
 		switch {
 		case best == nil || score > bestScore:
 			best, bestGPUs, bestScore, ties = n, gpus, score, 1
-		case score == bestScore:
+		case score == bestScore && !s.firstTie:
 			ties++
 			if s.rng.IntN(ties) == 0 {
 				best, bestGPUs = n, gpus

@@ -17,11 +17,11 @@ var presets = map[string]Config{
 			{Plugins: []PluginOption{
 				{Name: "proportion"}, {Name: "predicates"},
 				{Name: "gpufit", Weight: 10},
-				{Name: "binpack", Weight: 1},
 				{Name: "topology", Weight: 2},
 			}},
 		},
 		ReservationAfter: Duration{30 * time.Minute},
+		TieBreak:         TieBreakFirst,
 	},
 	"kube-default": {
 		Actions:   "allocate",
@@ -35,8 +35,13 @@ var baselines = []string{"random", "dotprod", "gpuclustering", "gpupacking", "be
 
 func init() {
 	for _, b := range baselines {
+		tie := TieBreakFirst // as the FGD paper's simulator evaluated them
+		if b == "random" {
+			tie = TieBreakRandom
+		}
 		presets[b] = Config{
 			Actions:                  "allocate",
+			TieBreak:                 tie,
 			Tiers:                    []Tier{{Plugins: []PluginOption{{Name: "priority"}, {Name: "predicates"}, {Name: b}}}},
 			PercentageOfNodesToScore: 100,
 		}

@@ -37,6 +37,7 @@ type Scheduler struct {
 	reclaim      framework.ReclaimPolicy
 	observers    []framework.SnapshotObserver
 	rng          *rand.Rand
+	firstTie     bool
 	// reservations maps node name to the key of the job it is held for.
 	reservations map[string]string
 	// gated is set when an enqueue action admits jobs; without one every job is admitted.
@@ -51,7 +52,8 @@ func New(cfg Config) (*Scheduler, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	s := &Scheduler{cfg: cfg, rng: rand.New(rand.NewPCG(uint64(cfg.Seed), 0x7e55e7a)), reservations: map[string]string{}}
+	s := &Scheduler{cfg: cfg, rng: rand.New(rand.NewPCG(uint64(cfg.Seed), 0x7e55e7a)), reservations: map[string]string{},
+		firstTie: cfg.TieBreak == TieBreakFirst}
 	for _, name := range cfg.actionNames() {
 		a, ok := actionRegistry[name]
 		if !ok {

@@ -34,6 +34,7 @@ func (*FGD) Name() string { return Name }
 
 // OnSessionOpen implements framework.SnapshotObserver.
 func (f *FGD) OnSessionOpen(s *framework.Snapshot) {
+	f.cache.NewSession()
 	if !sameWorkload(f.workload, s.Workload) {
 		f.workload = s.Workload
 		f.cache.Reset()
@@ -60,13 +61,18 @@ func (f *FGD) PlaceGPUs(t *framework.Task, n *framework.Node) (framework.GPUSet,
 // fragmentation decrease F_n - F_n' over the workload and rates it with score; the first
 // choice with the highest score wins.
 func Gradient(t *framework.Task, n *framework.Node, w framework.Workload, score func(delta float64) float64) nodecache.Verdict {
-	before := framework.NodeFragmentation(n, w)
+	return GradientOf(t, n, func(n *framework.Node) float64 { return framework.NodeFragmentation(n, w) }, score)
+}
+
+// GradientOf is Gradient with any fragmentation measure of a node.
+func GradientOf(t *framework.Task, n *framework.Node, measure func(*framework.Node) float64, score func(delta float64) float64) nodecache.Verdict {
+	before := measure(n)
 	after := func(gpus framework.GPUSet, milli int64) float64 {
 		n.Used.MilliCPU += t.Request.MilliCPU
 		for _, i := range gpus.Indices() {
 			n.GPUs[i].UsedMilli += milli
 		}
-		f := framework.NodeFragmentation(n, w)
+		f := measure(n)
 		for _, i := range gpus.Indices() {
 			n.GPUs[i].UsedMilli -= milli
 		}

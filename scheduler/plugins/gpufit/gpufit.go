@@ -1,11 +1,14 @@
 // Package gpufit is Tessera's fragmentation-aware GPU placer. It follows the FGD paper's
 // fragmentation gradient (how much of the node's free GPU share the workload's typical
-// pods could no longer use after the placement) but keeps the gradient continuous
-// instead of FGD's integer sigmoid, and breaks what remains of ties towards packing:
-// fuller GPUs first, then fuller nodes, so whole GPUs and whole nodes stay free.
+// pods could no longer use after the placement) and adds what FGD misses: GPU share
+// that the node's remaining CPU cannot feed at the workload's CPU-per-GPU ratio counts
+// as fragmented too, so CPU-only and CPU-heavy pods stop stranding GPUs. The gradient is
+// rounded to bands of 0.2 GPU and ties go to the fuller node, so whole nodes stay free.
 package gpufit
 
 import (
+	"math"
+
 	"github.com/tessera-gpu/tessera/scheduler/framework"
 	"github.com/tessera-gpu/tessera/scheduler/plugins/fgd"
 	"github.com/tessera-gpu/tessera/scheduler/plugins/internal/nodecache"
@@ -14,10 +17,15 @@ import (
 // Name is the plugin's name in configuration.
 const Name = "gpufit"
 
+// bandMilli is the width of one score band of the fragmentation gradient, in milli-GPUs.
+const bandMilli = 200
+
 // GPUFit is the placer.
 type GPUFit struct {
 	workload framework.Workload
 	cache    nodecache.Cache
+	// cpuPerGPU is the workload's mean CPU request per GPU (milli-CPU per milli-GPU).
+	cpuPerGPU float64
 }
 
 var (
@@ -33,43 +41,67 @@ func (*GPUFit) Name() string { return Name }
 
 // OnSessionOpen implements framework.SnapshotObserver.
 func (g *GPUFit) OnSessionOpen(s *framework.Snapshot) {
-	if len(g.workload) != len(s.Workload) || (len(s.Workload) > 0 && &g.workload[0] != &s.Workload[0]) {
-		g.workload = s.Workload
-		g.cache.Reset()
+	g.cache.NewSession()
+	if len(g.workload) == len(s.Workload) && (len(s.Workload) == 0 || &g.workload[0] == &s.Workload[0]) {
+		return
+	}
+	g.workload = s.Workload
+	g.cache.Reset()
+	var cpu, gpu float64
+	for _, m := range g.workload {
+		if m.GPU.Count > 0 {
+			gpu += m.P * float64(m.GPU.Count*framework.MilliPerGPU)
+		} else if m.GPU.Milli > 0 {
+			gpu += m.P * float64(m.GPU.Milli)
+		} else {
+			continue
+		}
+		cpu += m.P * float64(m.MilliCPU)
+	}
+	g.cpuPerGPU = 0
+	if gpu > 0 {
+		g.cpuPerGPU = cpu / gpu
 	}
 }
 
-// PlaceGPUs implements framework.GPUPlacer. The score is 50 plus the fragmentation
-// decrease in hundredths of a GPU (clamped to 0..100), plus a packing term below one point.
+// PlaceGPUs implements framework.GPUPlacer. The score is the banded decrease of the
+// fragmentation measure plus a packing term below one band.
 func (g *GPUFit) PlaceGPUs(t *framework.Task, n *framework.Node) (framework.GPUSet, float64, bool) {
 	v := g.cache.Get(t, n, func() nodecache.Verdict {
 		if len(g.workload) == 0 {
 			gpus := framework.PickGPUs(&t.GPU, n)
-			return nodecache.Verdict{GPUs: gpus, Score: 50 + packing(t, n, gpus), OK: gpus != 0 || !t.GPU.Any()}
+			return nodecache.Verdict{GPUs: gpus, Score: packing(n), OK: gpus != 0 || !t.GPU.Any()}
 		}
-		v := fgd.Gradient(t, n, g.workload, func(delta float64) float64 { return delta })
+		v := fgd.GradientOf(t, n, g.measure, func(delta float64) float64 { return math.Round(delta / bandMilli) })
 		if v.OK {
-			v.Score = min(max(50+v.Score/10, 0), 99) + packing(t, n, v.GPUs)
+			v.Score += packing(n)
 		}
 		return v
 	})
 	return v.GPUs, v.Score, v.OK
 }
 
-// packing is in [0, 1): higher when the chosen GPUs and the node have less left free.
-func packing(t *framework.Task, n *framework.Node, gpus framework.GPUSet) float64 {
-	gpuFree := 0.0
-	if gpus != 0 {
-		for _, i := range gpus.Indices() {
-			gpuFree += float64(n.GPUs[i].FreeMilli())
+// measure is the FGD fragmentation plus the free GPU share that the node's remaining CPU
+// can no longer feed at the workload's CPU-per-GPU ratio.
+func (g *GPUFit) measure(n *framework.Node) float64 {
+	f := framework.NodeFragmentation(n, g.workload)
+	if g.cpuPerGPU > 0 {
+		free := float64(n.FreeGPUMilli())
+		fed := float64(n.Allocatable.MilliCPU-n.Used.MilliCPU) / g.cpuPerGPU
+		if free > fed {
+			f += free - fed
 		}
-		gpuFree /= float64(gpus.Len() * framework.MilliPerGPU)
 	}
+	return f
+}
+
+// packing is in [0, 1): higher when the node has less GPU (or, without GPUs, CPU) free.
+func packing(n *framework.Node) float64 {
 	nodeFree := 0.0
 	if len(n.GPUs) > 0 {
 		nodeFree = float64(n.FreeGPUMilli()) / float64(len(n.GPUs)*framework.MilliPerGPU)
 	} else if n.Allocatable.MilliCPU > 0 {
 		nodeFree = float64(n.Allocatable.MilliCPU-n.Used.MilliCPU) / float64(n.Allocatable.MilliCPU)
 	}
-	return 0.5*(1-gpuFree) + 0.49*(1-nodeFree)
+	return 0.99 * (1 - nodeFree)
 }

@@ -28,7 +28,10 @@ func New() *Topology { return &Topology{} }
 func (*Topology) Name() string { return Name }
 
 // OnSessionOpen implements framework.SnapshotObserver.
-func (t *Topology) OnSessionOpen(s *framework.Snapshot) { t.levels = s.TopologyLevels }
+func (t *Topology) OnSessionOpen(s *framework.Snapshot) {
+	t.levels = s.TopologyLevels
+	t.lastTask, t.anchor = nil, nil // tasks of earlier sessions may be freed and reused
+}
 
 // ScoreNode implements framework.NodeScorer: 100 when the node is in the same narrowest
 // domain as the job's first placed task, less for broader levels, 0 otherwise or when

@@ -53,6 +53,10 @@ func shapeOf(t *framework.Task) shape {
 	return s
 }
 
+// NewSession forgets the last task: tasks of an earlier session may be freed and their
+// addresses reused. Call it from OnSessionOpen.
+func (c *Cache) NewSession() { c.lastTask = nil }
+
 // Get returns the cached verdict for t on n, computing it when n changed since.
 // compute must depend only on the node's allocation and the task's CPU and GPU request.
 func (c *Cache) Get(t *framework.Task, n *framework.Node, compute func() Verdict) Verdict {

@@ -1,0 +1,8 @@
+// Package sim is Tessera's discrete-event simulator: it drives the real scheduler core
+// (package scheduler) over cluster traces on a virtual clock, deterministically per
+// seed. Fill-up mode follows the FGD paper's protocol (pods arrive until their GPU
+// request reaches a multiple of the cluster and never leave); replay mode plays jobs'
+// arrivals and completions through queues, gangs, preemption and backfill.
+//
+// Inputs come from package trace and results go to package report.
+package sim

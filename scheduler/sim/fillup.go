@@ -1,0 +1,93 @@
+package sim
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/tessera-gpu/tessera/scheduler"
+	"github.com/tessera-gpu/tessera/scheduler/framework"
+	"github.com/tessera-gpu/tessera/scheduler/sim/report"
+	"github.com/tessera-gpu/tessera/scheduler/sim/trace"
+)
+
+// TypicalCoverage is the share of pods the typical shapes cover, as in the FGD paper.
+const TypicalCoverage = 0.95
+
+// FillUp describes one fill-up run.
+type FillUp struct {
+	Trace  string // name for reports
+	Nodes  []trace.NodeSpec
+	Pods   []trace.PodSpec
+	Policy string
+	// Config, when set, replaces the named policy's configuration (Policy still names
+	// the run in reports).
+	Config *scheduler.Config
+	Seed   int64
+	// Arrive is the GPU request to arrive, as a multiple of cluster GPU capacity (1.3).
+	Arrive float64
+	// OnPod is called after each arrived pod (progress bars); may be nil.
+	OnPod func()
+}
+
+// RunFillUp runs the FGD paper's fill-up protocol with the named policy: pods arrive one
+// by one in a seeded resample of the pod list and never leave; a pod that does not fit
+// fails and is not retried. Every node is scored for every pod.
+func RunFillUp(f FillUp) (report.Result, error) {
+	start := time.Now()
+	var err error
+	var cfg scheduler.Config
+	if f.Config != nil {
+		cfg = *f.Config
+	} else if cfg, err = scheduler.Policy(f.Policy); err != nil {
+		return report.Result{}, err
+	}
+	cfg.Seed = f.Seed
+	cfg.PercentageOfNodesToScore = 100
+	s, err := scheduler.New(cfg)
+	if err != nil {
+		return report.Result{}, err
+	}
+	nodes := buildNodes(f.Nodes)
+	var capacity int64
+	for _, n := range f.Nodes {
+		capacity += n.GPUMilli()
+	}
+	if capacity == 0 {
+		return report.Result{}, fmt.Errorf("%s: the node list has no GPUs", f.Trace)
+	}
+	arrivals := trace.FillUp(f.Pods, capacity, f.Arrive, f.Seed)
+	if len(arrivals) == 0 {
+		return report.Result{}, fmt.Errorf("%s: no pod asks for a GPU", f.Trace)
+	}
+	snap := &framework.Snapshot{Nodes: nodes, Workload: workload(trace.TypicalShapes(f.Pods, TypicalCoverage))}
+	frag := make([]float64, len(nodes))
+	var fragTotal float64
+	for i, n := range nodes {
+		frag[i] = framework.NodeFragmentation(n, snap.Workload)
+		fragTotal += frag[i]
+	}
+	var arrived, allocated int64
+	curve := make([]report.Point, 0, len(arrivals))
+	jobs := make([]*framework.Job, 1)
+	pct := func(milli float64) float64 { return 100 * milli / float64(capacity) }
+	for i := range arrivals {
+		p := &arrivals[i]
+		arrived += p.GPURequestMilli()
+		jobs[0] = podJob(p, cfg.WholeGPUs)
+		snap.Jobs = jobs
+		r := s.RunSession(snap)
+		for _, b := range r.Bindings {
+			b.Task.Status = framework.TaskRunning
+			allocated += int64(b.GPUs.Len()) * b.GPUMilli
+			n := b.Node
+			fragTotal -= frag[n.Index]
+			frag[n.Index] = framework.NodeFragmentation(n, snap.Workload)
+			fragTotal += frag[n.Index]
+		}
+		curve = append(curve, report.Point{ArrivedPct: pct(float64(arrived)), AllocPct: pct(float64(allocated)), FragPct: pct(fragTotal)})
+		if f.OnPod != nil {
+			f.OnPod()
+		}
+	}
+	return report.NewFillUpResult(f.Policy, f.Trace, f.Seed, curve, time.Since(start)), nil
+}

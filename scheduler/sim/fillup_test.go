@@ -1,0 +1,33 @@
+package sim
+
+import (
+	"path/filepath"
+	"testing"
+
+	"github.com/tessera-gpu/tessera/scheduler/sim/trace"
+)
+
+func openb(t testing.TB, pods string) FillUp {
+	t.Helper()
+	nodes, err := trace.ReadNodesCSV(filepath.Join("testdata", "openb", "openb_node_list_gpu_node.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps, err := trace.ReadPodsCSV(filepath.Join("testdata", "openb", "openb_pod_list_"+pods+".csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return FillUp{Trace: pods, Nodes: nodes, Pods: ps, Arrive: 1.3, Seed: 42}
+}
+
+func TestFillUpPolicies(t *testing.T) {
+	f := openb(t, "default")
+	for _, p := range []string{"fgd", "bestfit", "tessera"} {
+		f.Policy = p
+		r, err := RunFillUp(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%-10s unallocated@100=%.2f alloc@130=%.2f frag@90=%.2f wall=%.2fs", p, r.UnallocatedPctAt100, r.AllocPctAt["130"], r.FragPctAt90, r.WallSeconds)
+	}
+}
