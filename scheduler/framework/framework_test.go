@@ -1,0 +1,119 @@
+package framework_test
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/tessera-gpu/tessera/scheduler/framework"
+	"github.com/tessera-gpu/tessera/scheduler/testutil"
+)
+
+func TestFragmentedMilli(t *testing.T) {
+	// Two A100s: GPU 0 has 400 free, GPU 1 is free.
+	n := testutil.MakeNode("n").GPUs(2, "A100-80GB").CPU(16000).Obj()
+	n.GPUs[0].UsedMilli = 600
+	n.Refresh()
+	tests := []struct {
+		name  string
+		shape framework.PodShape
+		want  int64
+	}{
+		{"one GPU: the partial GPU is fragmented", framework.PodShape{GPU: framework.GPURequest{Count: 1}}, 400},
+		{"two GPUs: cannot run, all free is fragmented", framework.PodShape{GPU: framework.GPURequest{Count: 2}}, 1400},
+		{"share larger than the fragment", framework.PodShape{GPU: framework.GPURequest{Milli: 500}}, 400},
+		{"share that fits the fragment", framework.PodShape{GPU: framework.GPURequest{Milli: 300}}, 0},
+		{"memory slice of 500 milli", framework.PodShape{GPU: framework.GPURequest{MemoryMiB: 40960}}, 400},
+		{"cpu only", framework.PodShape{MilliCPU: 1000}, 1400},
+		{"other model", framework.PodShape{GPU: framework.GPURequest{Count: 1, Models: []string{"T4"}}}, 1400},
+		{"not enough cpu", framework.PodShape{MilliCPU: 32000, GPU: framework.GPURequest{Milli: 100}}, 1400},
+	}
+	for _, tc := range tests {
+		if got := framework.FragmentedMilli(n, &tc.shape); got != tc.want {
+			t.Errorf("%s: %d, want %d", tc.name, got, tc.want)
+		}
+	}
+	w := framework.Workload{{GPU: framework.GPURequest{Count: 1}, P: 0.5}, {GPU: framework.GPURequest{Count: 2}, P: 0.5}}
+	if got := framework.NodeFragmentation(n, w); got != 900 {
+		t.Errorf("F_n = %v, want 0.5 x 400 + 0.5 x 1400", got)
+	}
+}
+
+func TestMilliOn(t *testing.T) {
+	a100 := framework.GPU{MemoryMiB: 81920}
+	t4 := framework.GPU{MemoryMiB: 15109}
+	tests := []struct {
+		req  framework.GPURequest
+		gpu  framework.GPU
+		want int64
+	}{
+		{framework.GPURequest{Count: 2}, a100, 1000},
+		{framework.GPURequest{Milli: 250}, a100, 250},
+		{framework.GPURequest{MemoryMiB: 40960}, a100, 500},
+		{framework.GPURequest{MemoryMiB: 40961}, a100, 501}, // rounded up: slices never exceed memory
+		{framework.GPURequest{MemoryMiB: 15109}, t4, 1000},
+		{framework.GPURequest{MemoryMiB: 1}, framework.GPU{}, 1001}, // unknown memory never fits
+	}
+	for _, tc := range tests {
+		if got := tc.req.MilliOn(&tc.gpu); got != tc.want {
+			t.Errorf("%+v on %d MiB: %d, want %d", tc.req, tc.gpu.MemoryMiB, got, tc.want)
+		}
+	}
+	if got := (&framework.GPURequest{MemoryMiB: 20480}).NominalMilli(81920); got != 250 {
+		t.Errorf("nominal: %d", got)
+	}
+}
+
+func TestPickWholeGPUs(t *testing.T) {
+	tests := []struct {
+		name    string
+		islands int
+		used    []int
+		count   int
+		want    []int
+	}{
+		{"one island", 4, []int{0}, 4, []int{4, 5, 6, 7}},
+		{"smallest island that holds it", 4, []int{0}, 3, []int{1, 2, 3}},
+		{"one NUMA node", 1, []int{0, 1, 2}, 2, []int{4, 5}},
+		{"lowest indices otherwise", 4, []int{0, 4}, 4, []int{1, 2, 3, 5}},
+		{"too few", 4, []int{0, 1, 2, 3, 4}, 4, nil},
+	}
+	for _, tc := range tests {
+		n := testutil.MakeNode("n").GPUs(8, "A100-80GB").Islands(tc.islands).Obj()
+		for _, i := range tc.used {
+			n.GPUs[i].UsedMilli = 1
+		}
+		n.Refresh()
+		got := framework.PickWholeGPUs(&framework.GPURequest{Count: tc.count}, n)
+		if !slices.Equal(got.Indices(), append([]int{}, tc.want...)) {
+			t.Errorf("%s: %v, want %v", tc.name, got.Indices(), tc.want)
+		}
+	}
+}
+
+func TestPlaceAndRemove(t *testing.T) {
+	n := testutil.MakeNode("n").GPUs(2, "A100-80GB").Obj()
+	a := testutil.MakeJob("a").GPUMemory(40960).Obj().Tasks[0]
+	b := testutil.MakeJob("b").GPU(1).Obj().Tasks[0]
+	n.Place(a, framework.PickGPUs(&a.GPU, n), 500)
+	n.Place(b, framework.PickGPUs(&b.GPU, n), 1000)
+	if n.Used.GPU != 1500 || n.FreeWholeGPUs() != 0 || n.MaxFreeMilli() != 500 || a.GPUs == b.GPUs {
+		t.Fatalf("after place: used %d, whole %d, max free %d", n.Used.GPU, n.FreeWholeGPUs(), n.MaxFreeMilli())
+	}
+	v := n.Version
+	n.Remove(a)
+	if n.Used.GPU != 1000 || n.FreeWholeGPUs() != 1 || a.Node != nil || len(n.Tasks) != 1 || n.Version == v {
+		t.Fatalf("after remove: used %d, whole %d, tasks %d", n.Used.GPU, n.FreeWholeGPUs(), len(n.Tasks))
+	}
+}
+
+func TestFitStatsString(t *testing.T) {
+	var s framework.FitStats
+	for range 3 {
+		s.Add(framework.FitGPUCount)
+	}
+	s.Add(framework.FitTaint)
+	s.Add(framework.FitOK)
+	if got, want := s.String(), "1/5 nodes fit: 3 insufficient free whole GPUs, 1 node(s) had untolerated taints"; got != want {
+		t.Fatalf("%q, want %q", got, want)
+	}
+}

@@ -1,0 +1,49 @@
+package gpufit_test
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/tessera-gpu/tessera/scheduler/framework"
+	"github.com/tessera-gpu/tessera/scheduler/plugins/gpufit"
+	"github.com/tessera-gpu/tessera/scheduler/testutil"
+)
+
+func node(gpus int, usedMilli ...int64) *framework.Node {
+	n := testutil.MakeNode("n").GPUs(gpus, "A100-80GB").Obj()
+	for i, m := range usedMilli {
+		n.GPUs[i].UsedMilli = m
+	}
+	n.Refresh()
+	return n
+}
+
+func TestDoesNotFit(t *testing.T) {
+	if _, _, ok := gpufit.New().PlaceGPUs(testutil.MakeJob("j").GPU(2).Obj().Tasks[0], node(2, 100)); ok {
+		t.Fatal("2 whole GPUs placed where one is shared")
+	}
+}
+
+// TestPacksWithoutWorkload: without a typical workload the fuller node scores higher.
+func TestPacksWithoutWorkload(t *testing.T) {
+	g := gpufit.New()
+	g.OnSessionOpen(&framework.Snapshot{})
+	task := testutil.MakeJob("j").GPU(1).Obj().Tasks[0]
+	_, idle, ok1 := g.PlaceGPUs(task, node(8))
+	_, half, ok2 := g.PlaceGPUs(task, node(8, 1000, 1000, 1000, 1000))
+	if !ok1 || !ok2 || half <= idle {
+		t.Fatalf("half-used node %v, idle node %v", half, idle)
+	}
+}
+
+// TestPrefersLessFragmentation: with a workload of whole-GPU pods, a share goes to the
+// GPU that is already shared rather than breaking a whole one.
+func TestPrefersLessFragmentation(t *testing.T) {
+	g := gpufit.New()
+	g.OnSessionOpen(&framework.Snapshot{Workload: framework.Workload{{GPU: framework.GPURequest{Count: 1}, P: 1}}})
+	n := node(4, 0, 0, 500)
+	gpus, _, ok := g.PlaceGPUs(testutil.MakeJob("j").Share(400).Obj().Tasks[0], n)
+	if !ok || !slices.Equal(gpus.Indices(), []int{2}) {
+		t.Fatalf("share went to %v", gpus.Indices())
+	}
+}
