@@ -127,8 +127,14 @@ func TestPolicies(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := scheduler.New(cfg); err != nil {
+		s, err := scheduler.New(cfg)
+		if err != nil {
 			t.Fatalf("%s: %v", name, err)
+		}
+		// Every policy schedules, with or without an enqueue action.
+		j := testutil.MakeJob("j").GPU(1).Obj()
+		if r := s.RunSession(testutil.Snapshot(0, nodes(1, 8), []*framework.Job{j})); boundTasks(r, j) != 1 {
+			t.Fatalf("%s: job not placed: %v", name, j.Pending)
 		}
 	}
 	if _, err := scheduler.Policy("volcano"); err == nil || !strings.Contains(err.Error(), "known: tessera, kube-default") {
