@@ -136,7 +136,7 @@ func (backfill) Execute(s *Session) {
 	s.sortJobs(s.failed)
 	if after := s.cfg.ReservationAfter.Duration; after > 0 {
 		for _, j := range s.failed {
-			if !j.WaitingSince.IsZero() && s.Snap.Now.Sub(j.WaitingSince) >= after && j.Count(framework.TaskPending) > 0 {
+			if !j.WaitingSince.IsZero() && s.Snap.Now.Sub(j.WaitingSince) >= after && j.Count(framework.TaskPending) > 0 && waitsForCapacity(j) {
 				s.reserve(j)
 				break // one reservation at a time, the most important starving job
 			}
@@ -150,9 +150,28 @@ func (backfill) Execute(s *Session) {
 	}
 }
 
-// reserve holds nodes for a starving job: the nodes that are closest to free and whose
-// capacity, once their current tasks end, holds the job's pending tasks.
+// waitsForCapacity reports whether the job waits for nodes (not for its queue).
+func waitsForCapacity(j *framework.Job) bool {
+	if j.Pending == nil {
+		return false
+	}
+	switch j.Pending.Code {
+	case framework.ReasonUnschedulable, framework.ReasonGangIncomplete, framework.ReasonTopology, framework.ReasonWaitingInLine:
+		return true
+	}
+	return false
+}
+
+// reserve holds nodes for a starving job, replacing any earlier reservation: the nodes
+// that are closest to free and whose capacity, once their current tasks end, holds the
+// job's pending tasks.
 func (s *Session) reserve(j *framework.Job) {
+	for _, n := range s.Snap.Nodes {
+		if n.Reserved != nil {
+			n.Reserved = nil
+		}
+	}
+	clear(s.reservations)
 	t := firstPending(j)
 	need := j.Count(framework.TaskPending)
 	type cand struct {
@@ -161,9 +180,6 @@ func (s *Session) reserve(j *framework.Job) {
 	}
 	var cands []cand
 	for _, n := range s.Snap.Nodes {
-		if n.Reserved != nil && n.Reserved != j {
-			continue
-		}
 		if capacityFor(t, n) == 0 {
 			continue
 		}

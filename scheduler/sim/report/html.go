@@ -147,16 +147,16 @@ func fillSection(b *strings.Builder, trace string, ss []Summary, colors map[stri
 
 func replaySection(b *strings.Builder, trace string, ss []Summary, results []Result, colors map[string]string) {
 	fmt.Fprintf(b, "<section><h2>%s <span class=\"mode\">replay</span></h2>\n", esc(trace))
-	b.WriteString("<table><thead><tr><th>policy</th><th>runs</th><th>mean GPU alloc %</th><th>wait mean</th><th>wait p95</th><th>preemptions / run</th><th>starved jobs (worst run)</th><th>nodes removed</th><th>GPU-node-hours saved</th><th>wall s</th></tr></thead><tbody>\n")
-	best := slices.MaxFunc(ss, func(a, c Summary) int { return cmpFloat(a.Replay.MeanAllocPct, c.Replay.MeanAllocPct) })
+	b.WriteString("<table><thead><tr><th>policy</th><th>runs</th><th>mean GPU alloc %</th><th>mean GPU util %</th><th>wait mean</th><th>wait p95</th><th>preemptions / run</th><th>starved jobs (worst run)</th><th>nodes removed</th><th>GPU-node-hours saved</th><th>wall s</th></tr></thead><tbody>\n")
+	best := slices.MaxFunc(ss, func(a, c Summary) int { return cmpFloat(a.Replay.MeanUtilPct, c.Replay.MeanUtilPct) })
 	for _, s := range ss {
 		r := s.Replay
 		cls := ""
 		if len(ss) > 1 && s.Policy == best.Policy {
 			cls = ` class="best"`
 		}
-		fmt.Fprintf(b, "<tr%s><td><i class=\"dot\" style=\"background:%s\"></i>%s</td><td>%d</td><td>%s</td><td>%s</td><td>%s</td><td>%.1f</td><td>%d</td><td>%.1f</td><td>%.1f</td><td>%.2f</td></tr>\n",
-			cls, colors[s.Policy], esc(s.Policy), s.Runs, esc(pm(r.MeanAllocPct, r.StddevAllocPct, s.Runs)), FormatSeconds(r.MeanWaitSeconds),
+		fmt.Fprintf(b, "<tr%s><td><i class=\"dot\" style=\"background:%s\"></i>%s</td><td>%d</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%.1f</td><td>%d</td><td>%.1f</td><td>%.1f</td><td>%.2f</td></tr>\n",
+			cls, colors[s.Policy], esc(s.Policy), s.Runs, esc(pm(r.MeanAllocPct, r.StddevAllocPct, s.Runs)), esc(pm(r.MeanUtilPct, r.StddevUtilPct, s.Runs)), FormatSeconds(r.MeanWaitSeconds),
 			FormatSeconds(r.P95WaitSeconds), r.MeanPreemptions, r.MaxJobsStarved, r.MeanNodesRemoved, r.MeanGPUNodeHoursSaved, s.MeanWallSeconds)
 	}
 	b.WriteString("</tbody></table>\n")

@@ -58,6 +58,9 @@ type Replay struct {
 	JobsStarved int `json:"jobs_starved"`
 	// MeanAllocPct is the time-weighted mean of AllocPct over the run.
 	MeanAllocPct float64 `json:"mean_alloc_pct"`
+	// MeanUtilPct is the time-weighted mean of UtilPct: GPU share doing useful work
+	// (held by jobs that can run, counting a memory slice as its share of the GPU).
+	MeanUtilPct float64 `json:"mean_util_pct"`
 	// NodesRemoved and GPUNodeHoursSaved are set when autoscaling is on.
 	NodesRemoved      int     `json:"nodes_removed,omitempty"`
 	GPUNodeHoursSaved float64 `json:"gpu_node_hours_saved,omitempty"`
@@ -87,6 +90,8 @@ type Summary struct {
 type ReplaySummary struct {
 	MeanAllocPct   float64 `json:"mean_alloc_pct"`
 	StddevAllocPct float64 `json:"stddev_alloc_pct"`
+	MeanUtilPct    float64 `json:"mean_util_pct"`
+	StddevUtilPct  float64 `json:"stddev_util_pct"`
 	// Wait statistics pool the waits of all runs.
 	MeanWaitSeconds float64 `json:"mean_wait_seconds"`
 	P95WaitSeconds  float64 `json:"p95_wait_seconds"`
@@ -147,6 +152,7 @@ func summarizeGroup(policy, trace string, rs []Result) Summary {
 			rep.MeanGPUNodeHoursSaved += r.Replay.GPUNodeHoursSaved / float64(len(rs))
 		}
 		rep.MeanAllocPct, rep.StddevAllocPct = MeanStddev(pick(func(r Result) float64 { return r.Replay.MeanAllocPct }))
+		rep.MeanUtilPct, rep.StddevUtilPct = MeanStddev(pick(func(r Result) float64 { return r.Replay.MeanUtilPct }))
 		rep.MeanWaitSeconds, _ = MeanStddev(waits)
 		rep.P95WaitSeconds = Percentile(waits, 95)
 		s.Replay = rep

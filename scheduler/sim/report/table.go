@@ -47,11 +47,12 @@ func WriteTable(w io.Writer, results []Result, summaries []Summary) error {
 		}
 		if len(replay) > 0 {
 			ew.printf("%s — replay, %s\n", tr, runsNote(replay))
-			rows := [][]string{{"policy", "runs", "mean alloc%", "wait mean", "wait p95", "preemptions", "starved", "wall s"}}
+			rows := [][]string{{"policy", "runs", "mean alloc%", "mean util%", "wait mean", "wait p95", "preemptions", "starved", "wall s"}}
 			for _, s := range replay {
 				r := s.Replay
 				rows = append(rows, []string{s.Policy, fmt.Sprint(s.Runs),
-					pm(r.MeanAllocPct, r.StddevAllocPct, s.Runs), FormatSeconds(r.MeanWaitSeconds), FormatSeconds(r.P95WaitSeconds),
+					pm(r.MeanAllocPct, r.StddevAllocPct, s.Runs), pm(r.MeanUtilPct, r.StddevUtilPct, s.Runs),
+					FormatSeconds(r.MeanWaitSeconds), FormatSeconds(r.P95WaitSeconds),
 					fmt.Sprintf("%.1f", r.MeanPreemptions), fmt.Sprint(r.MaxJobsStarved), fmt.Sprintf("%.2f", s.MeanWallSeconds)})
 			}
 			writeAligned(ew, rows)
