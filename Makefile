@@ -43,9 +43,12 @@ verify: generate
 	@if [ -n "$$(git status --porcelain -- $(GENERATED))" ]; then \
 	  echo "generated files are stale; run 'make generate' and commit:"; git status --porcelain -- $(GENERATED); exit 1; fi
 
+## demo: the built-in operator scenario (kube-default vs tessera) and the Alibaba openb
+## trace (bestfit vs fgd vs tessera, 3 seeds), with HTML reports in out/
 demo: build
-	./$(BIN) version
-	@echo "The trace simulator (tessera simulate) is coming; until it lands the demo prints the version."
+	@mkdir -p out
+	./$(BIN) simulate --scenario operator --policy kube-default,tessera --seeds 3 --report out/demo-operator.html
+	./$(BIN) simulate --trace default --policy bestfit,fgd,tessera --seeds 3 --report out/demo-openb.html
 
 clean:
 	rm -rf bin

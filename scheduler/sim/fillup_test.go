@@ -1,23 +1,16 @@
 package sim
 
 import (
-	"path/filepath"
 	"testing"
-
-	"github.com/tessera-gpu/tessera/scheduler/sim/trace"
 )
 
 func openb(t testing.TB, pods string) FillUp {
 	t.Helper()
-	nodes, err := trace.ReadNodesCSV(filepath.Join("testdata", "openb", "openb_node_list_gpu_node.csv"))
+	in, err := OpenbInput(pods)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ps, err := trace.ReadPodsCSV(filepath.Join("testdata", "openb", "openb_pod_list_"+pods+".csv"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return FillUp{Trace: pods, Nodes: nodes, Pods: ps, Arrive: 1.3, Seed: 42}
+	return FillUp{Trace: in.Name, Nodes: in.Nodes, Pods: in.Pods, Arrive: 1.3, Seed: 42}
 }
 
 func TestFillUpPolicies(t *testing.T) {

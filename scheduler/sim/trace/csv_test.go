@@ -10,7 +10,7 @@ import (
 	"testing"
 )
 
-const openbDir = "../testdata/openb"
+const openbDir = "../traces/openb"
 
 // manifestRows reads the row counts that MANIFEST.csv records for the shipped files.
 func manifestRows(t *testing.T) map[string]int {

@@ -4,7 +4,7 @@
 // Three kinds of input:
 //
 //   - The Alibaba openb trace (cluster-trace-gpu-v2023, shipped in
-//     scheduler/sim/testdata/openb): ReadNodesCSV and ReadPodsCSV read its node and pod
+//     scheduler/sim/traces/openb): ReadNodesCSV and ReadPodsCSV read its node and pod
 //     lists into NodeSpec and PodSpec. Reading is header-driven (column order is free;
 //     openb_pod_list_multigpu20.csv has only name, cpu_milli, memory_mib, num_gpu,
 //     gpu_milli) and strict: every malformed row fails with "file:line: column X:

@@ -1,0 +1,125 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tessera-gpu/tessera/scheduler"
+	"github.com/tessera-gpu/tessera/scheduler/sim"
+	"github.com/tessera-gpu/tessera/scheduler/sim/report"
+)
+
+func init() { register(newSimulateCommand) }
+
+func newSimulateCommand() *cobra.Command {
+	var (
+		o        sim.Options
+		policies string
+		format   string
+		htmlPath string
+		configs  []string
+	)
+	cmd := &cobra.Command{
+		Use:   "simulate",
+		Short: "Replay a cluster trace through the scheduler and compare policies",
+		Long: `Runs the real scheduler core on a virtual clock over a cluster trace and compares
+scheduling policies.
+
+  --mode fillup   the FGD paper's protocol: pods arrive until their GPU request reaches
+                  --arrive x the cluster's GPUs and never leave; reports allocation and
+                  fragmentation against arrived request, and unallocated GPUs at 100%.
+  --mode replay   arrivals and completions on a virtual clock through queues, gangs,
+                  preemption and backfill; reports allocation, useful utilisation, waits.
+
+Inputs: a shipped openb trace (--trace default), your own node and pod lists in the
+openb CSV format (--nodes, --pods), or a built-in scenario (--scenario operator).
+--config runs a scheduler configuration file as one more policy, to preview a change.`,
+		Example: `  tessera simulate --trace default --policy bestfit,fgd,tessera --seeds 3 --report report.html
+  tessera simulate --scenario operator --policy kube-default,tessera
+  tessera simulate --nodes nodes.csv --pods pods.csv --config my-scheduler.yaml --format json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.Mode == "" {
+				o.Mode = sim.ModeFillUp
+				if o.Scenario != "" {
+					o.Mode = sim.ModeReplay
+				}
+			}
+			if o.Mode != sim.ModeFillUp && o.Mode != sim.ModeReplay {
+				return fmt.Errorf("--mode %q: use fillup or replay", o.Mode)
+			}
+			if (o.NodesFile == "") != (o.PodsFile == "") {
+				return fmt.Errorf("--nodes and --pods go together")
+			}
+			if format != "table" && format != "json" {
+				return fmt.Errorf("--format %q: use table or json", format)
+			}
+			if policies == "" {
+				policies = "bestfit,fgd,tessera"
+				if o.Mode == sim.ModeReplay {
+					policies = "kube-default,tessera"
+				}
+			}
+			for _, p := range strings.Split(policies, ",") {
+				if p = strings.TrimSpace(p); p != "" {
+					o.Policies = append(o.Policies, p)
+				}
+			}
+			o.Custom = map[string]scheduler.Config{}
+			for _, path := range configs {
+				cfg, err := scheduler.LoadConfig(path)
+				if err != nil {
+					return err
+				}
+				o.Custom[strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))] = cfg
+			}
+			o.Progress = cmd.ErrOrStderr()
+			results, err := sim.Run(o)
+			if err != nil {
+				return err
+			}
+			summaries := report.Summarize(results)
+			out := cmd.OutOrStdout()
+			if format == "json" {
+				err = report.WriteJSON(out, results, summaries)
+			} else {
+				err = report.WriteTable(out, results, summaries)
+			}
+			if err != nil {
+				return err
+			}
+			if htmlPath != "" {
+				f, err := os.Create(htmlPath)
+				if err != nil {
+					return err
+				}
+				if err := report.WriteHTML(f, "Tessera simulation", results, summaries); err != nil {
+					f.Close()
+					return err
+				}
+				if err := f.Close(); err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.ErrOrStderr(), "report written to %s\n", htmlPath)
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.Trace, "trace", "", "shipped openb pod list: default, cpu0, cpu037, cpu050, cpu072, cpu100, gpushare20, gpushare40, multigpu20")
+	f.StringVar(&o.NodesFile, "nodes", "", "node list CSV (openb format: sn,cpu_milli,memory_mib,gpu,model)")
+	f.StringVar(&o.PodsFile, "pods", "", "pod list CSV (openb format)")
+	f.StringVar(&o.Scenario, "scenario", "", "built-in scenario: operator")
+	f.StringVar(&o.Mode, "mode", "", "fillup or replay (default fillup for traces, replay for scenarios)")
+	f.Float64Var(&o.Arrive, "arrive", 1.3, "fill-up: GPU request to arrive, as a multiple of cluster GPUs")
+	f.StringVar(&policies, "policy", "", "comma-separated policies: "+strings.Join(scheduler.PolicyNames(), ", "))
+	f.IntVar(&o.Seeds, "seeds", 1, "runs per policy, with seeds 42, 43, ...")
+	f.StringVar(&format, "format", "table", "table or json")
+	f.StringVar(&htmlPath, "report", "", "write a self-contained HTML report with charts to this file")
+	f.StringArrayVar(&configs, "config", nil, "scheduler configuration file to run as an extra policy (repeatable)")
+	return cmd
+}
