@@ -22,6 +22,9 @@ const (
 	ValidatePath = "/validate"
 )
 
+// AuditPolicyVersion is the audit annotation carrying the deciding policy set's version.
+const AuditPolicyVersion = "policy-version"
+
 // PolicyChecker compiles an AdmissionPolicy with the set being served and runs its
 // tests; it returns the errors, file:row first, or nil when the policy is acceptable.
 type PolicyChecker interface {
@@ -101,6 +104,10 @@ func (h *Handler) Admit(ctx context.Context, req *admissionv1.AdmissionRequest) 
 		return &admissionv1.AdmissionResponse{Allowed: true}
 	}
 	resp, dec, result, err := h.decide(ctx, req)
+	if dec.Version != "" {
+		// The API server's audit log records which policy set decided.
+		resp.AuditAnnotations = map[string]string{AuditPolicyVersion: dec.Version}
+	}
 	h.Metrics.count(string(op), kind, result)
 	log := h.Log.V(2)
 	if log.Enabled() {

@@ -168,6 +168,9 @@ func TestValidatingHandler(t *testing.T) {
 			if len(resp.Patch) != 0 {
 				t.Fatal("validating handler returned a patch")
 			}
+			if resp.AuditAnnotations[AuditPolicyVersion] != val.Evaluator.Version() {
+				t.Fatalf("audit annotations %v lack the policy version %s", resp.AuditAnnotations, val.Evaluator.Version())
+			}
 			for _, m := range tc.msgs {
 				if resp.Result == nil || !strings.Contains(resp.Result.Message, m) {
 					t.Fatalf("message %v lacks %q", resp.Result, m)
