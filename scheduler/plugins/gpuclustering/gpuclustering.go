@@ -1,5 +1,6 @@
 // Package gpuclustering is the GPU-clustering baseline of the FGD paper's simulator:
-// nodes already running only tasks of the same GPU request shape score highest, then
+// nodes already running only tasks of the same GPU request class (any share of one GPU,
+// or the same count of whole GPUs) score highest, then
 // nodes whose mix includes that shape, then idle nodes, then the rest; within a band,
 // less GPU left scores higher.
 package gpuclustering
@@ -20,10 +21,14 @@ var _ framework.GPUPlacer = GPUClustering{}
 // Name implements framework.Plugin.
 func (GPUClustering) Name() string { return Name }
 
+// tag is a task's GPU request class, as the paper's simulator groups them: every share
+// of one GPU is one class, whole-GPU requests are a class per GPU count.
 type tag struct {
-	count int
-	milli int64
+	count  int
+	shared bool
 }
+
+func tagOf(r *framework.GPURequest) tag { return tag{r.Count, r.Shared()} }
 
 // PlaceGPUs implements framework.GPUPlacer.
 func (GPUClustering) PlaceGPUs(t *framework.Task, n *framework.Node) (framework.GPUSet, float64, bool) {
@@ -34,13 +39,13 @@ func (GPUClustering) PlaceGPUs(t *framework.Task, n *framework.Node) (framework.
 	if gpus == 0 {
 		return 0, 0, false
 	}
-	mine := tag{t.GPU.Count, t.GPU.Milli + t.GPU.MemoryMiB}
+	mine := tagOf(&t.GPU)
 	same, others := false, false
 	for _, o := range n.Tasks {
 		if !o.GPU.Any() {
 			continue
 		}
-		if (tag{o.GPU.Count, o.GPU.Milli + o.GPU.MemoryMiB}) == mine {
+		if tagOf(&o.GPU) == mine {
 			same = true
 		} else {
 			others = true
