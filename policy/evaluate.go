@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"time"
 
 	"github.com/open-policy-agent/opa/v1/ast"
@@ -17,25 +16,14 @@ func (c *Compiled) Evaluate(ctx context.Context, in Input) (Decision, error) {
 	if in.Phase < PhaseAll || in.Phase > PhaseValidate {
 		return dec, fmt.Errorf("unknown evaluation phase %d", in.Phase)
 	}
-	doc := maps.Clone(in.Document)
-	if doc == nil {
-		doc = map[string]any{}
-	}
-	workload, _ := doc["workload"].(map[string]any)
-	workload = maps.Clone(workload)
-	if workload == nil {
-		workload = map[string]any{}
-	}
-	doc["workload"] = workload
-
-	var input ast.Value
+	var input ast.Object
 	for _, p := range c.policies {
 		query := p.queries[in.Phase]
 		if query == nil || !p.applies(in.Kind) {
 			continue
 		}
 		if input == nil {
-			v, err := inputValue(doc, in.Shared)
+			v, err := inputValue(in.Document, in.Shared)
 			if err != nil {
 				return dec, err
 			}
@@ -61,9 +49,11 @@ func (c *Compiled) Evaluate(ctx context.Context, in Input) (Decision, error) {
 			}
 			for k, v := range muts {
 				dec.Mutations[k] = v
-				workload[k] = v
 			}
-			input = nil // later policies see the mutated workload
+			// Later policies see the mutated workload.
+			if input, err = withWorkload(input, muts); err != nil {
+				return dec, fmt.Errorf("policy %s: %w", p.Name, err)
+			}
 		}
 		for _, text := range messages(first(b[RuleDeny])) {
 			msg := Message{Policy: p.Name, Text: text}
@@ -83,19 +73,60 @@ func (c *Compiled) Evaluate(ctx context.Context, in Input) (Decision, error) {
 	return dec, nil
 }
 
-func inputValue(doc map[string]any, shared *Shared) (ast.Value, error) {
+func inputValue(doc map[string]any, shared *Shared) (ast.Object, error) {
+	if doc == nil {
+		doc = map[string]any{}
+	}
 	v, err := ast.InterfaceToValue(doc)
 	if err != nil {
 		return nil, fmt.Errorf("convert policy input: %w", err)
 	}
+	obj, ok := v.(ast.Object)
+	if !ok {
+		return nil, errors.New("policy input is not an object")
+	}
 	if shared != nil {
-		obj, ok := v.(ast.Object)
-		if !ok {
-			return nil, errors.New("policy input is not an object")
-		}
 		obj.Insert(ast.StringTerm(SharedKey), ast.NewTerm(shared.value))
 	}
-	return v, nil
+	return obj, nil
+}
+
+var workloadKey = ast.StringTerm("workload")
+
+// withWorkload returns a new input whose workload object has the fields of set; the
+// old input (maybe still referenced by finished evaluations) is left as it was, and
+// unchanged terms are shared rather than copied.
+func withWorkload(input ast.Object, set map[string]any) (ast.Object, error) {
+	var workload ast.Object
+	if t := input.Get(workloadKey); t != nil {
+		workload, _ = t.Value.(ast.Object)
+	}
+	nw := ast.NewObject()
+	if workload != nil {
+		workload.Foreach(func(k, v *ast.Term) {
+			if s, ok := k.Value.(ast.String); ok {
+				if _, replaced := set[string(s)]; replaced {
+					return
+				}
+			}
+			nw.Insert(k, v)
+		})
+	}
+	for k, v := range set {
+		val, err := ast.InterfaceToValue(v)
+		if err != nil {
+			return nil, fmt.Errorf("mutation %s: %w", k, err)
+		}
+		nw.Insert(ast.StringTerm(k), ast.NewTerm(val))
+	}
+	out := ast.NewObject()
+	input.Foreach(func(k, v *ast.Term) {
+		if !k.Equal(workloadKey) {
+			out.Insert(k, v)
+		}
+	})
+	out.Insert(workloadKey, ast.NewTerm(nw))
+	return out, nil
 }
 
 // first unwraps the one-element array a "[x | x := rule]" binding holds.
