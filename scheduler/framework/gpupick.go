@@ -97,3 +97,16 @@ func PickGPUs(r *GPURequest, n *Node) GPUSet {
 	}
 	return 0
 }
+
+// PickGPUsTotal is PickGPUs for a whole task: the GPUs (none for CPU-only tasks), the
+// milli-GPUs they take in total, and false when a GPU task finds no GPUs on the node.
+func PickGPUsTotal(t *Task, n *Node) (GPUSet, int64, bool) {
+	if !t.GPU.Any() {
+		return 0, 0, true
+	}
+	gpus := PickGPUs(&t.GPU, n)
+	if gpus == 0 {
+		return 0, 0, false
+	}
+	return gpus, int64(gpus.Len()) * t.GPU.MilliOn(&n.GPUs[gpus.Indices()[0]]), true
+}

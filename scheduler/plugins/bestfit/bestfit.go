@@ -24,13 +24,9 @@ func (BestFit) Name() string { return Name }
 
 // PlaceGPUs implements framework.GPUPlacer.
 func (BestFit) PlaceGPUs(t *framework.Task, n *framework.Node) (framework.GPUSet, float64, bool) {
-	var gpus framework.GPUSet
-	var gpuReq int64
-	if t.GPU.Any() {
-		if gpus = framework.PickGPUs(&t.GPU, n); gpus == 0 {
-			return 0, 0, false
-		}
-		gpuReq = int64(gpus.Len()) * t.GPU.MilliOn(&n.GPUs[gpus.Indices()[0]])
+	gpus, gpuReq, ok := framework.PickGPUsTotal(t, n)
+	if !ok {
+		return 0, 0, false
 	}
 	freeCPU := n.Allocatable.MilliCPU - n.Used.MilliCPU
 	left := 0.5*float64(freeCPU-t.Request.MilliCPU)/MaxSpecMilliCPU + 0.5*float64(n.FreeGPUMilli()-gpuReq)/MaxSpecGPUMilli

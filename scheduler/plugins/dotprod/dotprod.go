@@ -23,13 +23,9 @@ func (DotProduct) Name() string { return Name }
 
 // PlaceGPUs implements framework.GPUPlacer.
 func (DotProduct) PlaceGPUs(t *framework.Task, n *framework.Node) (framework.GPUSet, float64, bool) {
-	var gpus framework.GPUSet
-	var gpuReq int64
-	if t.GPU.Any() {
-		if gpus = framework.PickGPUs(&t.GPU, n); gpus == 0 {
-			return 0, 0, false
-		}
-		gpuReq = int64(gpus.Len()) * t.GPU.MilliOn(&n.GPUs[gpus.Indices()[0]])
+	gpus, gpuReq, ok := framework.PickGPUsTotal(t, n)
+	if !ok {
+		return 0, 0, false
 	}
 	const c, g = bestfit.MaxSpecMilliCPU, bestfit.MaxSpecGPUMilli
 	freeCPU := float64(n.Allocatable.MilliCPU - n.Used.MilliCPU)
