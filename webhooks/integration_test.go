@@ -40,6 +40,7 @@ var (
 	env     *testenv.Env
 	envErr  error
 	stopMgr context.CancelFunc
+	served  *webhooks.Webhooks
 )
 
 func TestMain(m *testing.M) {
@@ -108,16 +109,18 @@ func startWebhookEnv() (*testenv.Env, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	stopMgr = cancel
-	if _, err := webhooks.Setup(ctx, mgr, webhooks.Options{}); err != nil {
+	wh, err := webhooks.Setup(ctx, mgr, webhooks.Options{Metrics: true})
+	if err != nil {
 		return fail(err)
 	}
+	served = wh
 	go func() {
 		if err := mgr.Start(ctx); err != nil {
 			fmt.Fprintln(os.Stderr, "webhook manager:", err)
 		}
 	}()
 	addr := net.JoinHostPort(wo.LocalServingHost, strconv.Itoa(wo.LocalServingPort))
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(60 * time.Second)
 	for {
 		conn, err := tls.Dial("tcp", addr, &tls.Config{InsecureSkipVerify: true}) //nolint:gosec // readiness probe only
 		if err == nil {
@@ -141,6 +144,18 @@ func startWebhookEnv() (*testenv.Env, error) {
 		if err := e.Client.Create(ctx, &pc); err != nil {
 			return fail(err)
 		}
+	}
+	// The webhook's informers must have seen the classes before tests expect them.
+	for {
+		served.Cluster.Invalidate()
+		c, err := served.Cluster.Cluster(ctx)
+		if err == nil && len(c.PriorityClasses) >= len(classes) {
+			break
+		}
+		if time.Now().After(deadline) {
+			return fail(fmt.Errorf("the webhook never saw the priority classes: %v", err))
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 	return e, nil
 }

@@ -6,11 +6,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	tesserav1 "github.com/tessera-gpu/tessera/api/v1alpha1"
 	"github.com/tessera-gpu/tessera/test/testenv"
+	"github.com/tessera-gpu/tessera/webhooks"
 )
 
 // BenchmarkPodCreateOverhead measures end-to-end pod creates through the real API
@@ -52,6 +54,16 @@ func BenchmarkPodCreateOverhead(b *testing.B) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+	calls := func() float64 {
+		var n float64
+		for _, kind := range []string{"Pod"} {
+			for _, r := range []string{webhooks.ResultAllowed, webhooks.ResultPatched, webhooks.ResultWarned, webhooks.ResultDenied, webhooks.ResultError} {
+				n += testutil.ToFloat64(served.Mutating.Metrics.Requests().WithLabelValues("CREATE", kind, r))
+			}
+		}
+		return n
+	}
+	before := calls()
 	var without, with []time.Duration
 	b.ResetTimer()
 	for b.Loop() {
@@ -64,6 +76,7 @@ func BenchmarkPodCreateOverhead(b *testing.B) {
 	b.ReportMetric(p99w, "p99-with-ms")
 	b.ReportMetric(p99w-p99o, "p99-overhead-ms")
 	b.ReportMetric(p50(with)-p50(without), "p50-overhead-ms")
+	b.ReportMetric((calls()-before)/float64(len(with)), "webhook-calls/create")
 }
 
 func queueB(b *testing.B, name string) {

@@ -15,7 +15,9 @@ chosen := c if {
 	c := lib.namespace_annotation("tessera.dev/priority-class")
 } else := default_class
 
+# Only classes that exist are set: the API server resolves the name to a priority.
 mutate.priorityClassName := chosen if {
 	lib.managed
 	object.get(input.workload, "priorityClassName", "") == ""
+	object.get(object.get(input, "cluster", {}), "priorityClasses", {})[chosen]
 }

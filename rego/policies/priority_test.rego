@@ -6,7 +6,10 @@ base := {
 	"kind": "Pod",
 	"namespace": {"annotations": {}},
 	"workload": {"queue": "train", "podRequests": {"nvidia.com/gpu": 1}},
-	"cluster": {"queues": {"train": {}, "prod": {"priorityClassName": "production-high"}}},
+	"cluster": {
+		"queues": {"train": {}, "prod": {"priorityClassName": "production-high"}},
+		"priorityClasses": {"production-high": 100, "batch-normal": 50, "offline-low": 0},
+	},
 }
 
 test_default_batch_normal if {
@@ -25,5 +28,10 @@ test_namespace_default if {
 
 test_existing_class_kept if {
 	inp := object.union(base, {"workload": {"queue": "train", "priorityClassName": "offline-low", "podRequests": {"nvidia.com/gpu": 1}}})
+	not priority.mutate.priorityClassName with input as inp
+}
+
+test_missing_class_not_set if {
+	inp := json.patch(base, [{"op": "replace", "path": "/cluster/priorityClasses", "value": {"production-high": 100}}])
 	not priority.mutate.priorityClassName with input as inp
 }
