@@ -1,6 +1,8 @@
 package webhooks_test
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -9,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/yaml"
 
 	tesserav1 "github.com/tessera-gpu/tessera/api/v1alpha1"
 	"github.com/tessera-gpu/tessera/policy"
@@ -119,5 +122,47 @@ func TestPolicyControllerStatusAndLastGood(t *testing.T) {
 	reconcileAll()
 	if denied() {
 		t.Fatal("a deleted policy still serves")
+	}
+}
+
+// The example AdmissionPolicy shipped in deploy/ compiles with the defaults and its
+// tests pass.
+func TestShippedExamplePolicies(t *testing.T) {
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := filepath.Glob(filepath.Join(root, "deploy", "webhook", "examples", "*.yaml"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no example policies: %v", err)
+	}
+	defaults, err := rego.Defaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	engine := policy.NewEngine(time.Second, nil)
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ap tesserav1.AdmissionPolicy
+		if err := yaml.UnmarshalStrict(b, &ap); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		c, err := engine.Check(testenv.Context(t, 30*time.Second), defaults.With(webhooks.ToPolicy(&ap)))
+		if err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		results, _ := c.Test(testenv.Context(t, 30*time.Second))
+		own := 0
+		for _, r := range results {
+			if strings.HasPrefix(r.Location, webhooks.PolicyFile(ap.Name)) {
+				own++
+			}
+		}
+		if own == 0 {
+			t.Errorf("%s: the example has no tests of its own", f)
+		}
 	}
 }
