@@ -48,7 +48,7 @@
 //   - pretrain: 4 pods x 8 GPUs gangs, 2-6 h, train-prod, priority 1000; one per
 //     3-hour slot at a random time in it, plus one waiting at 0 (9 a day);
 //   - finetune: 1 or 2 pods x 8 GPUs (all-or-nothing), 1-3 h, 60% train-prod /
-//     40% train-dev, priority 500; Poisson, 1.2 an hour on average;
+//     40% train-dev, priority 500; Poisson, 0.8 an hour on average;
 //   - experiment: one pod with a 10-40 GiB slice of one GPU, 5-60 min, 80%
 //     train-dev / 20% train-prod, priority 100; Poisson, 12 an hour on average.
 //

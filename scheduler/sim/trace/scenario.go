@@ -128,7 +128,7 @@ func operatorClasses() []operatorJobClass {
 		},
 	}, {
 		// 8-GPU fine-tunes: 1 or 2 pods of 8 GPUs, 1 to 3 hours, mostly train-prod.
-		class: "finetune", ratePerHour: 1.2, backlog: 2,
+		class: "finetune", ratePerHour: 0.8, backlog: 2,
 		gen: func(r *rand.Rand, j *JobSpec) {
 			j.Queue, j.Priority = "train-prod", 500
 			if r.Float64() < 0.4 {
