@@ -1,0 +1,11 @@
+// Package snapshot converts Kubernetes objects (Nodes, GPUNodes, Queues, PodGroups,
+// batch Jobs, Namespaces and Pods) into the scheduler's framework.Snapshot. It is pure:
+// no API client, no controller-runtime; the scheduler daemon feeds it from its informer
+// cache and the simulator from YAML manifests.
+//
+// A Builder collects objects (adding one again replaces it) and Build converts them.
+// An object that cannot be converted is left out and reported as an *ObjectError naming
+// the object and the field; the rest of the snapshot is still built. Output order is
+// deterministic: nodes by name, queues by name, jobs by creation time then
+// namespace/name, tasks by pod name.
+package snapshot

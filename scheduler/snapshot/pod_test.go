@@ -1,0 +1,514 @@
+package snapshot
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	tesserav1 "github.com/tessera-gpu/tessera/api/v1alpha1"
+	"github.com/tessera-gpu/tessera/scheduler/framework"
+)
+
+func jobByName(s *framework.Snapshot, name string) *framework.Job {
+	for _, j := range s.Jobs {
+		if j.Name == name {
+			return j
+		}
+	}
+	return nil
+}
+
+func taskNames(j *framework.Job) string {
+	var n []string
+	for _, t := range j.Tasks {
+		n = append(n, t.Name)
+	}
+	return strings.Join(n, ",")
+}
+
+func TestJobIdentity(t *testing.T) {
+	cases := []struct {
+		name    string
+		add     func(b *Builder)
+		job     string
+		tasks   string
+		min     int
+		uid     string
+		errs    []string
+		setting func(t *testing.T, j *framework.Job)
+	}{
+		{name: "PodGroup by label", add: func(b *Builder) {
+			pg := makePodGroup("ns", "train", "", 2)
+			pg.Spec.MinRuntime = &metav1.Duration{Duration: time.Hour}
+			pg.Spec.MinResources = rl("tessera.dev/gpu", "8")
+			pg.Spec.Topology = &tesserav1.TopologyConstraint{Required: tesserav1.LabelRack}
+			b.AddPodGroup(pg)
+			b.AddPod(makePod("ns", "train-1").group("train").obj(), 0)
+			b.AddPod(makePod("ns", "train-0").group("train").obj(), 0)
+			b.AddPod(makePod("other", "train-x").group("train").obj(), 0) // other namespace: its own gang
+		}, job: "train", tasks: "train-0,train-1", min: 2, uid: "uid-pg-train", setting: func(t *testing.T, j *framework.Job) {
+			if j.MinRuntime != time.Hour || j.MinResources.GPU != 8000 || j.Topology.Required != tesserav1.LabelRack || j.Namespace != "ns" {
+				t.Errorf("job = %+v", j)
+			}
+		}},
+		{name: "PodGroup by Volcano annotation", add: func(b *Builder) {
+			b.AddPodGroup(makePodGroup("ns", "vc", "", 3))
+			b.AddPod(makePod("ns", "vc-0").annotate(tesserav1.VolcanoGroupName, "vc").obj(), 0)
+		}, job: "vc", tasks: "vc-0", min: 3, uid: "uid-pg-vc"},
+		{name: "label without a PodGroup object takes all its pods", add: func(b *Builder) {
+			for _, n := range []string{"g-0", "g-1", "g-2"} {
+				b.AddPod(makePod("ns", n).group("g").obj(), 0)
+			}
+		}, job: "g", tasks: "g-0,g-1,g-2", min: 3, uid: "pg:ns/g"},
+		{name: "label gang sized by Volcano min-member", add: func(b *Builder) {
+			b.AddPod(makePod("ns", "g-0").group("g").annotate(tesserav1.VolcanoGroupMinMember, "4").obj(), 0)
+		}, job: "g", tasks: "g-0", min: 4},
+		{name: "batch Job sized by pod annotation", add: func(b *Builder) {
+			b.AddJob(makeJob("ns", "bj", 5))
+			b.AddPod(makePod("ns", "bj-a").ownedByJob("bj").annotate(tesserav1.AnnotationMinAvailable, "2").obj(), 0)
+			b.AddPod(makePod("ns", "bj-b").ownedByJob("bj").obj(), 0)
+		}, job: "bj", tasks: "bj-a,bj-b", min: 2, uid: "uid-bj"},
+		{name: "batch Job sized by parallelism", add: func(b *Builder) {
+			b.AddJob(makeJob("ns", "bj", 4))
+			b.AddPod(makePod("ns", "bj-a").ownedByJob("bj").obj(), 0)
+		}, job: "bj", tasks: "bj-a", min: 4},
+		{name: "batch Job sized by its annotation", add: func(b *Builder) {
+			j := makeJob("ns", "bj", 4)
+			j.Annotations = map[string]string{tesserav1.AnnotationMinAvailable: "3"}
+			b.AddJob(j)
+			b.AddPod(makePod("ns", "bj-a").ownedByJob("bj").obj(), 0)
+		}, job: "bj", tasks: "bj-a", min: 3},
+		{name: "batch Job not added: all its pods", add: func(b *Builder) {
+			b.AddPod(makePod("ns", "bj-a").ownedByJob("bj").obj(), 0)
+			b.AddPod(makePod("ns", "bj-b").ownedByJob("bj").obj(), 0)
+		}, job: "bj", tasks: "bj-a,bj-b", min: 2},
+		{name: "bad min-available is reported and ignored", add: func(b *Builder) {
+			b.AddPod(makePod("ns", "bj-a").ownedByJob("bj").annotate(tesserav1.AnnotationMinAvailable, "zero").obj(), 0)
+		}, job: "bj", tasks: "bj-a", min: 1, errs: []string{`Pod ns/bj-a: metadata.annotations[tessera.dev/min-available]: "zero" is not a gang size`}},
+		{name: "lone pod", add: func(b *Builder) {
+			b.AddPod(makePod("ns", "solo").obj(), 0)
+		}, job: "solo", tasks: "solo", min: 1, uid: "uid-solo"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			snap, errs := buildOne(t, Options{}, tc.add)
+			wantErrs(t, errs, tc.errs...)
+			j := jobByName(snap, tc.job)
+			if j == nil {
+				t.Fatalf("no job %s in %d jobs", tc.job, len(snap.Jobs))
+			}
+			if taskNames(j) != tc.tasks || j.MinMember != tc.min || (tc.uid != "" && j.UID != tc.uid) {
+				t.Errorf("job %s: tasks %s min %d uid %s; want %s min %d uid %s", j.Name, taskNames(j), j.MinMember, j.UID, tc.tasks, tc.min, tc.uid)
+			}
+			for _, task := range j.Tasks {
+				if task.Job != j {
+					t.Errorf("task %s does not point at its job", task.Name)
+				}
+			}
+			if tc.setting != nil {
+				tc.setting(t, j)
+			}
+		})
+	}
+}
+
+func TestJobQueue(t *testing.T) {
+	cases := []struct {
+		name  string
+		add   func(b *Builder)
+		queue string
+		errs  []string
+		jobs  int
+	}{
+		{name: "PodGroup spec.queue beats pod labels", add: func(b *Builder) {
+			b.AddPodGroup(makePodGroup("ns", "g", "pgq", 1))
+			b.AddPod(makePod("ns", "p").group("g").queue("labelq").obj(), 0)
+		}, queue: "pgq", jobs: 1},
+		{name: "pod label", add: func(b *Builder) { b.AddPod(makePod("ns", "p").queue("labelq").obj(), 0) }, queue: "labelq", jobs: 1},
+		{name: "Volcano label", add: func(b *Builder) {
+			b.AddPod(makePod("ns", "p").label(tesserav1.VolcanoQueueName, "vcq").obj(), 0)
+		}, queue: "vcq", jobs: 1},
+		{name: "Volcano annotation", add: func(b *Builder) {
+			b.AddPod(makePod("ns", "p").annotate(tesserav1.VolcanoQueueName, "vcq").obj(), 0)
+		}, queue: "vcq", jobs: 1},
+		{name: "Kueue label", add: func(b *Builder) {
+			b.AddPod(makePod("ns", "p").label(tesserav1.KueueQueueName, "kq").obj(), 0)
+		}, queue: "kq", jobs: 1},
+		{name: "tessera label beats compat labels", add: func(b *Builder) {
+			b.AddPod(makePod("ns", "p").label(tesserav1.KueueQueueName, "kq").queue("labelq").obj(), 0)
+		}, queue: "labelq", jobs: 1},
+		{name: "namespace default", add: func(b *Builder) {
+			b.AddNamespace(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ns", Annotations: map[string]string{tesserav1.AnnotationQueue: "nsq"}}})
+			b.AddPod(makePod("ns", "p").obj(), 0)
+		}, queue: "nsq", jobs: 1},
+		{name: "default queue created", add: func(b *Builder) { b.AddPod(makePod("ns", "p").obj(), 0) }, queue: "default", jobs: 1},
+		{name: "unknown queue: pending pod left out", add: func(b *Builder) {
+			b.AddPod(makePod("ns", "p").queue("ghost").obj(), 0)
+		}, jobs: 0, errs: []string{`Pod ns/p: metadata.labels[tessera.dev/queue]: queue "ghost" does not exist`}},
+		{name: "unknown PodGroup queue: running pod kept without a queue", add: func(b *Builder) {
+			b.AddNode(makeNode("n").obj(), nil)
+			b.AddPodGroup(makePodGroup("ns", "g", "ghost", 2))
+			b.AddPod(makePod("ns", "g-0").group("g").on("n", epoch).obj(), 0)
+			b.AddPod(makePod("ns", "g-1").group("g").obj(), 0)
+		}, jobs: 1, errs: []string{`PodGroup ns/g: spec.queue: queue "ghost" does not exist`}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			snap, errs := buildOne(t, Options{}, func(b *Builder) {
+				for _, q := range []string{"pgq", "labelq", "vcq", "kq", "nsq"} {
+					b.AddQueue(makeQueue(q))
+				}
+				tc.add(b)
+			})
+			wantErrs(t, errs, tc.errs...)
+			if len(snap.Jobs) != tc.jobs {
+				t.Fatalf("jobs = %d, want %d", len(snap.Jobs), tc.jobs)
+			}
+			if tc.jobs == 0 {
+				return
+			}
+			j := snap.Jobs[0]
+			got := ""
+			if j.Queue != nil {
+				got = j.Queue.Name
+				if queueByName(snap, got) != j.Queue {
+					t.Errorf("job's queue %s is not in the snapshot", got)
+				}
+			}
+			if got != tc.queue {
+				t.Errorf("queue = %q, want %q", got, tc.queue)
+			}
+			if tc.queue == "" && taskNames(j) != "g-0" {
+				t.Errorf("kept tasks = %s, want the running one", taskNames(j))
+			}
+		})
+	}
+}
+
+func TestDefaultQueueOptions(t *testing.T) {
+	snap, errs := buildOne(t, Options{DefaultQueue: "batch"}, func(b *Builder) {
+		q := makeQueue("batch")
+		q.Spec.Capability = rl("tessera.dev/gpu", "2")
+		b.AddQueue(q)
+		b.AddPod(makePod("ns", "p").obj(), 0)
+	})
+	wantErrs(t, errs)
+	if len(snap.Queues) != 1 || snap.Jobs[0].Queue.Capability.GPU != 2000 {
+		t.Errorf("queues = %d, job queue %+v", len(snap.Queues), snap.Jobs[0].Queue)
+	}
+	snap, _ = buildOne(t, Options{}, func(b *Builder) { b.AddQueue(makeQueue("a")) })
+	if len(snap.Queues) != 1 {
+		t.Errorf("default queue created without a job using it")
+	}
+}
+
+func TestForeignPods(t *testing.T) {
+	snap, errs := buildOne(t, Options{}, func(b *Builder) {
+		b.AddNode(makeNode("n").gpus(2, "T4", 15109).obj(), nil)
+		b.AddPod(makePod("ns", "unbound").scheduler("default-scheduler").obj(), 0)
+		b.AddPod(makePod("ns", "done").scheduler("default-scheduler").on("n", epoch).phase(corev1.PodSucceeded).obj(), 0)
+		b.AddPod(makePod("ns", "running").scheduler("").req(tesserav1.ResourceNvidiaGPU, "1").on("n", epoch).obj(), 9)
+		b.AddPod(makePod("ns", "mine").scheduler("volcano").obj(), 0)
+	})
+	wantErrs(t, errs)
+	if len(snap.Jobs) != 1 {
+		t.Fatalf("jobs = %d, want only the running foreign pod", len(snap.Jobs))
+	}
+	j := snap.Jobs[0]
+	task := j.Tasks[0]
+	if j.Name != "running" || j.Queue != nil || !j.Inqueue || j.Priority != 9 || task.Preemptible || task.Status != framework.TaskRunning || task.Node != snap.Nodes[0] || task.GPUs.Len() != 1 {
+		t.Errorf("foreign job = %+v, task %+v", j, task)
+	}
+	if len(snap.Queues) != 0 {
+		t.Errorf("queues = %d; a foreign pod needs none", len(snap.Queues))
+	}
+	snap, _ = buildOne(t, Options{SchedulerName: "volcano"}, func(b *Builder) {
+		b.AddPod(makePod("ns", "mine").scheduler("volcano").obj(), 0)
+	})
+	if len(snap.Jobs) != 1 {
+		t.Errorf("SchedulerName option not honoured")
+	}
+}
+
+func TestTaskRequests(t *testing.T) {
+	withInit := makePod("ns", "p").req(corev1.ResourceCPU, "2").obj()
+	withInit.Spec.Containers = append(withInit.Spec.Containers, corev1.Container{Name: "side", Resources: corev1.ResourceRequirements{
+		Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), "example.com/fpga": resource.MustParse("1")}}})
+	withInit.Spec.InitContainers = []corev1.Container{{Name: "init", Resources: corev1.ResourceRequirements{
+		Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("5"), corev1.ResourceMemory: resource.MustParse("100Mi")}}}}
+	withInit.Spec.Overhead = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("250m")}
+
+	limitsOnly := makePod("ns", "p").obj()
+	limitsOnly.Spec.Containers[0].Resources.Limits = rl("nvidia.com/gpu", "2", "cpu", "3")
+	limitsOnly.Spec.Containers[0].Resources.Requests = nil
+
+	slice := makePod("ns", "p").obj()
+	slice.Spec.Containers = append(slice.Spec.Containers, corev1.Container{Name: "cuda", Resources: corev1.ResourceRequirements{
+		Requests: rl("tessera.dev/gpu-memory", "20480")}})
+
+	twoSlices := slice.DeepCopy()
+	twoSlices.Spec.Containers[0].Resources.Requests[tesserav1.ResourceGPUMemory] = resource.MustParse("1024")
+
+	cases := []struct {
+		name      string
+		pod       *corev1.Pod
+		whole     bool
+		cpu       int64
+		mem       int64
+		scalar    int64
+		gpu       framework.GPURequest
+		container string
+		err       string
+	}{
+		{name: "plain", pod: makePod("ns", "p").obj(), cpu: 1000, mem: 1 << 30, container: "main"},
+		{name: "init max, sidecar sum, overhead", pod: withInit, cpu: 5250, mem: 1 << 30, scalar: 1, container: "main"},
+		{name: "limits only", pod: limitsOnly, cpu: 3000, gpu: framework.GPURequest{Count: 2}, container: "main"},
+		{name: "whole GPUs", pod: makePod("ns", "p").gpu("4").obj(), cpu: 1000, mem: 1 << 30, gpu: framework.GPURequest{Count: 4}, container: "main"},
+		{name: "memory slice names its container", pod: slice, cpu: 1000, mem: 1 << 30, gpu: framework.GPURequest{MemoryMiB: 20480}, container: "cuda"},
+		{name: "slice as a whole GPU", pod: slice, whole: true, cpu: 1000, mem: 1 << 30, gpu: framework.GPURequest{Count: 1}, container: "cuda"},
+		{name: "fractional GPU", pod: makePod("ns", "p").gpu("0.5").obj(),
+			err: "Pod ns/p: spec.containers[0].resources.requests[tessera.dev/gpu]: 500m is not a whole number of GPUs; ask tessera.dev/gpu-memory"},
+		{name: "negative GPU", pod: makePod("ns", "p").gpu("-1").obj(), err: "is negative"},
+		{name: "both GPU resources", pod: makePod("ns", "p").gpu("1").req(tesserav1.ResourceNvidiaGPU, "1").obj(), err: "asks both tessera.dev/gpu and nvidia.com/gpu"},
+		{name: "slice and whole GPUs", pod: makePod("ns", "p").gpu("1").gpuMemory("1024").obj(), err: "asks whole GPUs and a tessera.dev/gpu-memory slice"},
+		{name: "two slices", pod: twoSlices, err: `spec.containers[1].resources.requests[tessera.dev/gpu-memory]: container "main" asks a GPU memory slice too`},
+		{name: "slice in bytes", pod: makePod("ns", "p").gpuMemory("20Gi").obj(), err: "is not a GPU memory slice in MiB"},
+		{name: "negative cpu", pod: makePod("ns", "p").req(corev1.ResourceCPU, "-1").obj(), err: "requests[cpu]: is negative"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			snap, errs := buildOne(t, Options{WholeGPUs: tc.whole}, func(b *Builder) { b.AddPod(tc.pod, 0) })
+			if tc.err != "" {
+				wantErrs(t, errs, tc.err)
+				if len(snap.Jobs) != 0 {
+					t.Errorf("faulty pod kept")
+				}
+				return
+			}
+			wantErrs(t, errs)
+			task := snap.Jobs[0].Tasks[0]
+			r := task.Request
+			if r.MilliCPU != tc.cpu || r.Memory != tc.mem || r.Pods != 1 || r.GPU != 0 || r.Scalar["example.com/fpga"] != tc.scalar {
+				t.Errorf("request = %v (pods %d, gpu %d), want cpu %d memory %d", r, r.Pods, r.GPU, tc.cpu, tc.mem)
+			}
+			if task.GPU.Count != tc.gpu.Count || task.GPU.MemoryMiB != tc.gpu.MemoryMiB || task.GPU.Milli != 0 || task.Container != tc.container {
+				t.Errorf("gpu = %+v container %q, want %+v %q", task.GPU, task.Container, tc.gpu, tc.container)
+			}
+			if _, nvidia := r.Scalar[tesserav1.ResourceNvidiaGPU]; nvidia {
+				t.Errorf("nvidia.com/gpu left in the scalars")
+			}
+		})
+	}
+}
+
+func TestTaskSpecCopied(t *testing.T) {
+	p := makePod("ns", "p").obj()
+	p.Spec.NodeSelector = map[string]string{tesserav1.LabelGPUModel: "H100"}
+	p.Spec.Tolerations = []corev1.Toleration{{Key: "gpu", Operator: corev1.TolerationOpExists}}
+	p.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{}}
+	snap, _ := buildOne(t, Options{}, func(b *Builder) { b.AddPod(p, 0) })
+	task := snap.Jobs[0].Tasks[0]
+	if task.NodeSelector[tesserav1.LabelGPUModel] != "H100" || len(task.Tolerations) != 1 || task.Affinity == nil || task.Key() != "ns/p" || task.UID != "uid-p" || len(task.GPU.Models) != 0 {
+		t.Errorf("task = %+v", task)
+	}
+}
+
+func TestTaskStatusAndPlacement(t *testing.T) {
+	start := epoch.Add(-time.Hour)
+	deleting := makePod("ns", "deleting").gpu("1").on("n", start).obj()
+	deleting.DeletionTimestamp = &metav1.Time{Time: epoch}
+	pendingDeleted := makePod("ns", "gone").obj()
+	pendingDeleted.DeletionTimestamp = &metav1.Time{Time: epoch}
+	sliceAssign := makePod("ns", "slice").gpuMemory("40960").on("n", start).obj()
+	sliceAssign.Annotations = map[string]string{tesserav1.AnnotationGPUAssign: tesserav1.GPUAssignment{Node: "n",
+		Containers: []tesserav1.ContainerGPUs{{Container: "main", UUIDs: []string{uuid("n", 6)}, MemoryMiB: 40960}}}.Encode()}
+
+	snap, errs := buildOne(t, Options{}, func(b *Builder) {
+		b.AddNode(makeNode("n").obj(), gpuNode("n", 8))
+		b.AddPod(makePod("ns", "assigned").gpu("2").on("n", start).assign("n", uuid("n", 5), uuid("n", 7)).obj(), 0)
+		b.AddPod(makePod("ns", "picked").gpu("4").on("n", start).obj(), 0) // placed after the assigned pods
+		b.AddPod(deleting, 0)
+		b.AddPod(sliceAssign, 0)
+		b.AddPod(makePod("ns", "done").gpu("8").on("n", start).phase(corev1.PodSucceeded).obj(), 0)
+		b.AddPod(makePod("ns", "failed").gpu("8").on("n", start).phase(corev1.PodFailed).obj(), 0)
+		b.AddPod(makePod("ns", "waiting").gpu("1").obj(), 0)
+		b.AddPod(pendingDeleted, 0)
+		b.AddPod(makePod("ns", "lost").on("ghost-node", start).obj(), 0)
+		b.AddPod(makePod("ns", "lost-done").on("ghost-node", start).phase(corev1.PodSucceeded).obj(), 0)
+	})
+	wantErrs(t, errs, `Pod ns/lost: spec.nodeName: node "ghost-node" is not in the snapshot`)
+	n := snap.Nodes[0]
+	want := map[string]struct {
+		status framework.TaskStatus
+		gpus   []int
+		milli  int64
+	}{
+		"assigned":  {framework.TaskRunning, []int{5, 7}, 1000},
+		"picked":    {framework.TaskRunning, []int{1, 2, 3, 4}, 1000}, // after "deleting" took GPU 0
+		"deleting":  {framework.TaskReleasing, []int{0}, 1000},
+		"slice":     {framework.TaskRunning, []int{6}, 503},
+		"done":      {framework.TaskSucceeded, nil, 0},
+		"failed":    {framework.TaskSucceeded, nil, 0},
+		"waiting":   {framework.TaskPending, nil, 0},
+		"lost-done": {framework.TaskSucceeded, nil, 0},
+	}
+	if len(snap.Jobs) != len(want) {
+		t.Errorf("jobs = %d, want %d", len(snap.Jobs), len(want))
+	}
+	for _, j := range snap.Jobs {
+		task := j.Tasks[0]
+		w, ok := want[task.Name]
+		if !ok {
+			t.Errorf("unexpected task %s", task.Name)
+			continue
+		}
+		if task.Status != w.status || len(task.GPUs.Indices()) != len(w.gpus) || task.GPUMilli != w.milli {
+			t.Errorf("%s: status %v GPUs %v milli %d, want %v %v %d", task.Name, task.Status, task.GPUs.Indices(), task.GPUMilli, w.status, w.gpus, w.milli)
+			continue
+		}
+		for i, g := range task.GPUs.Indices() {
+			if g != w.gpus[i] {
+				t.Errorf("%s: GPUs %v, want %v", task.Name, task.GPUs.Indices(), w.gpus)
+			}
+		}
+		if task.Status.Holds() != (task.Node == n) {
+			t.Errorf("%s: node %v, holds %v", task.Name, task.Node, task.Status.Holds())
+		}
+		if task.Status == framework.TaskRunning && !task.StartTime.Equal(start) {
+			t.Errorf("%s: start %v", task.Name, task.StartTime)
+		}
+		if task.Status.Holds() != j.Inqueue && task.Status != framework.TaskSucceeded {
+			t.Errorf("%s: inqueue %v", task.Name, j.Inqueue)
+		}
+	}
+	if n.Used.GPU != 7503 || n.Used.Pods != 4 || n.FreeWholeGPUs() != 0 || len(n.Tasks) != 4 {
+		t.Errorf("node used %v (pods %d), free whole %d, tasks %d", n.Used, n.Used.Pods, n.FreeWholeGPUs(), len(n.Tasks))
+	}
+}
+
+func TestBadAssignment(t *testing.T) {
+	cases := []struct {
+		name, annotation, err string
+	}{
+		{"not JSON", "{", "annotation tessera.dev/gpu-assignment"},
+		{"other node", tesserav1.GPUAssignment{Node: "m", Containers: []tesserav1.ContainerGPUs{{Container: "main", UUIDs: []string{uuid("n", 0)}}}}.Encode(), `names node "m"`},
+		{"unknown GPU", tesserav1.GPUAssignment{Node: "n", Containers: []tesserav1.ContainerGPUs{{Container: "main", UUIDs: []string{"GPU-x"}}}}.Encode(), "GPU GPU-x is not on node n"},
+		{"wrong count", tesserav1.GPUAssignment{Node: "n", Containers: []tesserav1.ContainerGPUs{{Container: "main", UUIDs: []string{uuid("n", 3)}}}}.Encode(), "names 1 GPUs, the pod asks 2 whole GPU(s)"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			snap, errs := buildOne(t, Options{}, func(b *Builder) {
+				b.AddNode(makeNode("n").obj(), gpuNode("n", 4))
+				b.AddPod(makePod("ns", "p").gpu("2").on("n", epoch).annotate(tesserav1.AnnotationGPUAssign, tc.annotation).obj(), 0)
+			})
+			wantErrs(t, errs, "Pod ns/p: metadata.annotations[tessera.dev/gpu-assignment]: "+tc.err)
+			if task := snap.Jobs[0].Tasks[0]; task.GPUs.Len() != 2 || snap.Nodes[0].Used.GPU != 2000 {
+				t.Errorf("running pod with a bad assignment not counted: GPUs %v", task.GPUs.Indices())
+			}
+		})
+	}
+	// Two pods claiming the same GPU: both are counted, the conflict is reported.
+	snap, errs := buildOne(t, Options{}, func(b *Builder) {
+		b.AddNode(makeNode("n").obj(), gpuNode("n", 2))
+		b.AddPod(makePod("ns", "a").gpu("1").on("n", epoch).assign("n", uuid("n", 0)).obj(), 0)
+		b.AddPod(makePod("ns", "b").gpu("1").on("n", epoch).assign("n", uuid("n", 0)).obj(), 0)
+		b.AddPod(makePod("ns", "c").gpu("2").on("n", epoch).obj(), 0)
+	})
+	wantErrs(t, errs, "Pod ns/b: metadata.annotations[tessera.dev/gpu-assignment]: GPU GPU-n-0 on node n is oversubscribed",
+		"Pod ns/c: spec.nodeName: node n has no free GPUs for the running pod's 2 whole GPU(s)")
+	if snap.Nodes[0].Used.GPU != 2000 || snap.Nodes[0].Used.Pods != 3 {
+		t.Errorf("used = %v", snap.Nodes[0].Used)
+	}
+}
+
+func TestPreemptible(t *testing.T) {
+	cases := []struct {
+		key, value string
+		want       bool
+	}{
+		{"", "", true},
+		{"cluster-autoscaler.kubernetes.io/safe-to-evict", "false", false},
+		{"cluster-autoscaler.kubernetes.io/safe-to-evict", "true", true},
+		{"karpenter.sh/do-not-disrupt", "true", false},
+		{"karpenter.sh/do-not-disrupt", "false", true},
+	}
+	for _, tc := range cases {
+		w := makePod("ns", "p")
+		if tc.key != "" {
+			w.annotate(tc.key, tc.value)
+		}
+		snap, _ := buildOne(t, Options{}, func(b *Builder) { b.AddPod(w.obj(), 0) })
+		if got := snap.Jobs[0].Tasks[0].Preemptible; got != tc.want {
+			t.Errorf("%s=%q: preemptible %v, want %v", tc.key, tc.value, got, tc.want)
+		}
+	}
+}
+
+func TestPriority(t *testing.T) {
+	snap, _ := buildOne(t, Options{PriorityClasses: map[string]int32{"high": 100}}, func(b *Builder) {
+		b.AddPod(makePod("ns", "arg").obj(), 5)
+		b.AddPod(makePod("ns", "spec").priority(7).obj(), 5)
+		b.AddPod(makePod("ns", "g-0").group("g").obj(), 1)
+		b.AddPod(makePod("ns", "g-1").group("g").obj(), 3)
+		pg := makePodGroup("ns", "classed", "", 1)
+		pg.Spec.PriorityClassName = "high"
+		b.AddPodGroup(pg)
+		b.AddPod(makePod("ns", "c-0").group("classed").obj(), 1)
+		unknown := makePodGroup("ns", "unknown", "", 1)
+		unknown.Spec.PriorityClassName = "nope"
+		b.AddPodGroup(unknown)
+		b.AddPod(makePod("ns", "u-0").group("unknown").obj(), 2)
+	})
+	for name, want := range map[string]int32{"arg": 5, "spec": 7, "g": 3, "classed": 100, "unknown": 2} {
+		if j := jobByName(snap, name); j == nil || j.Priority != want {
+			t.Errorf("job %s priority = %v, want %d", name, j, want)
+		}
+	}
+}
+
+func TestJobOrder(t *testing.T) {
+	snap, _ := buildOne(t, Options{}, func(b *Builder) {
+		b.AddPod(makePod("ns", "late").created(time.Minute).obj(), 0)
+		b.AddPod(makePod("ns", "b").obj(), 0)
+		b.AddPod(makePod("ns", "a").obj(), 0)
+		b.AddPod(makePod("aa", "z").obj(), 0)
+		b.AddPod(makePod("ns", "g-1").group("g").created(-time.Minute).obj(), 0)
+		b.AddPod(makePod("ns", "g-0").group("g").created(2*time.Minute).obj(), 0)
+		pg := makePodGroup("ns", "pg", "", 1)
+		pg.CreationTimestamp = metav1.NewTime(epoch.Add(-time.Hour))
+		b.AddPodGroup(pg)
+		b.AddPod(makePod("ns", "pg-0").group("pg").created(time.Hour).obj(), 0)
+	})
+	var keys []string
+	for _, j := range snap.Jobs {
+		keys = append(keys, j.Key())
+	}
+	if got := strings.Join(keys, " "); got != "ns/pg ns/g aa/z ns/a ns/b ns/late" {
+		t.Errorf("job order = %s", got)
+	}
+	if taskNames(jobByName(snap, "g")) != "g-0,g-1" {
+		t.Errorf("tasks of g = %s", taskNames(jobByName(snap, "g")))
+	}
+}
+
+func TestBadPodDoesNotSinkSnapshot(t *testing.T) {
+	snap, errs := buildOne(t, Options{}, func(b *Builder) {
+		b.AddNode(makeNode("n").gpus(8, "A100-80GB", 81920).obj(), nil)
+		b.AddNode(makeNode("bad").alloc(tesserav1.ResourceGPU, "0.5").obj(), nil)
+		b.AddPod(makePod("ns", "good").gpu("1").obj(), 0)
+		b.AddPod(makePod("ns", "bad").gpu("1.5").obj(), 0)
+		b.AddPod(makePod("ns", "").obj(), 0)
+	})
+	wantErrs(t, errs, "Node bad:", "Pod ns/: metadata.name: is empty", "Pod ns/bad: spec.containers[0].resources.requests[tessera.dev/gpu]")
+	if len(snap.Nodes) != 1 || len(snap.Jobs) != 1 || snap.Jobs[0].Name != "good" {
+		t.Errorf("snapshot: %d nodes, %d jobs", len(snap.Nodes), len(snap.Jobs))
+	}
+	var oe *ObjectError
+	if !asObjectError(errs[2], &oe) || oe.Kind != "Pod" || oe.Namespace != "ns" || oe.Name != "bad" {
+		t.Errorf("error is not an ObjectError naming the pod: %#v", errs[2])
+	}
+}

@@ -1,0 +1,116 @@
+package snapshot
+
+import (
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/tessera-gpu/tessera/scheduler/framework"
+)
+
+func queueByName(s *framework.Snapshot, name string) *framework.Queue {
+	for _, q := range s.Queues {
+		if q.Name == name {
+			return q
+		}
+	}
+	return nil
+}
+
+func TestQueueSpec(t *testing.T) {
+	no := false
+	snap, errs := buildOne(t, Options{}, func(b *Builder) {
+		b.AddQueue(makeQueue("plain"))
+		q := makeQueue("full")
+		q.Spec.Weight, q.Spec.Priority, q.Spec.Reclaimable = 3, 7, &no
+		q.Spec.Deserved = rl("tessera.dev/gpu", "4", "cpu", "10")
+		q.Spec.Capability = rl("nvidia.com/gpu", "8", "example.com/fpga", "2")
+		q.Spec.Guarantee = rl("tessera.dev/gpu", "1")
+		b.AddQueue(q)
+		// Tasks and nodes that use scalar resources: every queue must admit them unless it caps them.
+		b.AddNode(makeNode("n").alloc("rdma/hca", "4").alloc("example.com/fpga", "4").obj(), nil)
+		b.AddPod(makePod("ns", "p").req("rdma/hca", "1").queue("plain").obj(), 0)
+	})
+	wantErrs(t, errs)
+	plain := queueByName(snap, "plain")
+	if plain.Weight != 1 || !plain.Reclaimable || plain.HasDeserved || !plain.Deserved.IsZero() || !plain.Guarantee.IsZero() {
+		t.Errorf("plain = %+v", plain)
+	}
+	full := queueByName(snap, "full")
+	if full.Weight != 3 || full.Priority != 7 || full.Reclaimable || !full.HasDeserved || full.Deserved.GPU != 4000 || full.Deserved.MilliCPU != 10000 || full.Guarantee.GPU != 1000 {
+		t.Errorf("full = %+v", full)
+	}
+	unl := framework.Unlimited.MilliCPU
+	for _, c := range []struct {
+		q    *framework.Queue
+		name corev1.ResourceName
+		want int64
+	}{
+		{plain, corev1.ResourceCPU, unl}, {plain, corev1.ResourceMemory, unl}, {plain, "tessera.dev/gpu", unl}, {plain, corev1.ResourcePods, unl},
+		{plain, "rdma/hca", unl}, {plain, "example.com/fpga", unl},
+		{full, "tessera.dev/gpu", 8000}, {full, "example.com/fpga", 2}, {full, corev1.ResourceCPU, unl}, {full, "rdma/hca", unl},
+	} {
+		if got := c.q.Capability.Get(c.name); got != c.want {
+			t.Errorf("%s capability[%s] = %d, want %d", c.q.Name, c.name, got, c.want)
+		}
+	}
+	// A task asking an extended resource fits an unlimited capability, and a capped one
+	// is capped.
+	task := snap.Jobs[0].Tasks[0]
+	task.Request.Scalar["example.com/fpga"] = 3
+	if ok, res := task.Request.FitsIn(&framework.Resources{}, &plain.Capability); !ok {
+		t.Errorf("task does not fit an unlimited capability: %s", res)
+	}
+	if ok, res := task.Request.FitsIn(&framework.Resources{}, &full.Capability); ok || res != "example.com/fpga" {
+		t.Errorf("task fits a capped capability: %v %s", ok, res)
+	}
+}
+
+func TestQueueParents(t *testing.T) {
+	cases := []struct {
+		name     string
+		parents  map[string]string // queue -> parent
+		want     map[string]string // queue -> resolved parent
+		children map[string][]string
+		errs     []string
+	}{
+		{name: "tree", parents: map[string]string{"root": "", "b": "root", "a": "root", "leaf": "a"},
+			want:     map[string]string{"root": "", "a": "root", "b": "root", "leaf": "a"},
+			children: map[string][]string{"root": {"a", "b"}, "a": {"leaf"}}},
+		{name: "unknown parent", parents: map[string]string{"a": "ghost"}, want: map[string]string{"a": ""},
+			errs: []string{`Queue a: spec.parent: queue "ghost" does not exist`}},
+		{name: "cycle", parents: map[string]string{"a": "b", "b": "c", "c": "a", "d": "a"},
+			want: map[string]string{"a": "", "b": "", "c": "", "d": "a"}, children: map[string][]string{"a": {"d"}},
+			errs: []string{"queues form a cycle a -> b -> c -> a"}},
+		{name: "self", parents: map[string]string{"a": "a"}, want: map[string]string{"a": ""}, errs: []string{"cycle a -> a"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			snap, errs := buildOne(t, Options{}, func(b *Builder) {
+				for name, parent := range tc.parents {
+					q := makeQueue(name)
+					q.Spec.Parent = parent
+					b.AddQueue(q)
+				}
+			})
+			wantErrs(t, errs, tc.errs...)
+			for name, parent := range tc.want {
+				q := queueByName(snap, name)
+				got := ""
+				if q.Parent != nil {
+					got = q.Parent.Name
+				}
+				if got != parent {
+					t.Errorf("parent of %s = %q, want %q", name, got, parent)
+				}
+				var kids []string
+				for _, c := range q.Children {
+					kids = append(kids, c.Name)
+				}
+				if want := tc.children[name]; len(kids) != len(want) || (len(want) > 0 && kids[0] != want[0]) {
+					t.Errorf("children of %s = %v, want %v", name, kids, want)
+				}
+			}
+		})
+	}
+}
