@@ -7,7 +7,7 @@ CONTROLLER_GEN := $(GO) run sigs.k8s.io/controller-tools/cmd/controller-gen@v0.2
 STATICCHECK   := $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 GENERATED     := api deploy/crds
 
-.PHONY: all build test unit integration k8s-binaries lint generate verify demo clean
+.PHONY: all build test unit integration rules-test k8s-binaries lint generate verify demo clean
 
 all: build
 
@@ -18,9 +18,16 @@ build:
 k8s-binaries:
 	@hack/k8s-binaries.sh >/dev/null
 
-## test: unit and integration tests; integration runs against a real kube-apiserver + etcd
-test: k8s-binaries
+## test: unit and integration tests (integration against a real kube-apiserver + etcd),
+## Rego tests (through go test) and Prometheus rule tests (promtool)
+test: k8s-binaries rules-test
 	KUBEBUILDER_ASSETS="$$(hack/k8s-binaries.sh)" TESSERA_REQUIRE_K8S=1 $(GO) test -count=1 ./...
+
+## rules-test: promtool unit tests of every alerting rule file that has a *.test.yaml
+rules-test:
+	@hack/ensure-promtool.sh
+	@set -e; for t in $$(git ls-files --cached --others --exclude-standard 'deploy/*.test.yaml'); do \
+	  (cd $$(dirname $$t) && promtool test rules $$(basename $$t)); done
 
 unit:
 	$(GO) test -count=1 $$($(GO) list ./... | grep -v /test/)
