@@ -242,10 +242,14 @@ func objectName(req *admissionv1.AdmissionRequest) string {
 	}
 	var m struct {
 		Metadata struct {
+			Name         string `json:"name"`
 			GenerateName string `json:"generateName"`
 		} `json:"metadata"`
 	}
 	_ = json.Unmarshal(req.Object.Raw, &m)
+	if m.Metadata.Name != "" {
+		return m.Metadata.Name
+	}
 	return m.Metadata.GenerateName
 }
 

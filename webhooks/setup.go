@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
@@ -64,6 +65,10 @@ func Setup(ctx context.Context, mgr manager.Manager, opts Options) (*Webhooks, e
 	cc := &CachedCluster{Reader: mgr.GetCache()}
 	if err := invalidateOn(ctx, mgr, cc, &tesserav1.Queue{}, &tesserav1.GPUNode{}, &schedulingv1.PriorityClass{}); err != nil {
 		return nil, err
+	}
+	// Namespaces are read per request; start their informer now, not on the first request.
+	if _, err := mgr.GetCache().GetInformer(ctx, &corev1.Namespace{}); err != nil {
+		return nil, fmt.Errorf("namespace informer: %w", err)
 	}
 	if err := ctrl.NewControllerManagedBy(mgr).
 		Named("admissionpolicy").

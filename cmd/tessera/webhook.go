@@ -6,21 +6,22 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
-
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 
 	tesserav1 "github.com/tessera-gpu/tessera/api/v1alpha1"
 	"github.com/tessera-gpu/tessera/webhooks"
@@ -130,7 +131,12 @@ func runWebhook(ctx context.Context, f webhookFlags) error {
 			return err
 		}
 		if _, err := direct.Ensure(ctx); err != nil {
-			return fmt.Errorf("webhook certificate: %w", err)
+			// Missing webhook configurations are injected later by the certificate loop;
+			// without a certificate on disk the server cannot start at all.
+			if _, statErr := os.Stat(filepath.Join(f.certDir, corev1.TLSCertKey)); statErr != nil {
+				return fmt.Errorf("webhook certificate: %w", err)
+			}
+			log.Error(err, "webhook certificate set up partly; retrying in the background")
 		}
 		if err := mgr.Add(certs); err != nil {
 			return err

@@ -84,16 +84,21 @@ func (m *Manager) DNSNames() []string {
 	return append([]string{s, s + "." + ns, s + "." + ns + ".svc", s + "." + ns + ".svc.cluster.local"}, m.ExtraDNSNames...)
 }
 
+// retryInterval is how soon Start tries again after a failed check.
+const retryInterval = 10 * time.Second
+
 // Start implements manager.Runnable.
 func (m *Manager) Start(ctx context.Context) error {
 	for {
+		wait := orDefault(m.CheckInterval, defaultInterval)
 		if _, err := m.Ensure(ctx); err != nil {
-			m.Log.Error(err, "webhook certificate check failed; retrying", "secret", m.Namespace+"/"+m.SecretName)
+			m.Log.Error(err, "webhook certificate check failed; retrying", "secret", m.Namespace+"/"+m.SecretName, "in", retryInterval)
+			wait = min(wait, retryInterval)
 		}
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-m.clock().After(orDefault(m.CheckInterval, defaultInterval)):
+		case <-m.clock().After(wait):
 		}
 	}
 }
