@@ -41,13 +41,16 @@ var pluginRegistry = map[string]factory{
 	proportion.Name:     noArgs(func() framework.Plugin { return proportion.New() }),
 	leastallocated.Name: noArgs(func() framework.Plugin { return leastallocated.LeastAllocated{} }),
 	topology.Name:       noArgs(func() framework.Plugin { return topology.New() }),
-	gpufit.Name:         noArgs(func() framework.Plugin { return gpufit.New() }),
-	fgd.Name:            noArgs(func() framework.Plugin { return fgd.New() }),
-	bestfit.Name:        noArgs(func() framework.Plugin { return bestfit.BestFit{} }),
-	dotprod.Name:        noArgs(func() framework.Plugin { return dotprod.DotProduct{} }),
-	gpupacking.Name:     noArgs(func() framework.Plugin { return gpupacking.GPUPacking{} }),
-	gpuclustering.Name:  noArgs(func() framework.Plugin { return gpuclustering.GPUClustering{} }),
-	random.Name:         noArgs(func() framework.Plugin { return random.Random{} }),
+	gpufit.Name: func(args map[string]string) (framework.Plugin, error) {
+		g := gpufit.New()
+		return g, g.Configure(args)
+	},
+	fgd.Name:           noArgs(func() framework.Plugin { return fgd.New() }),
+	bestfit.Name:       noArgs(func() framework.Plugin { return bestfit.BestFit{} }),
+	dotprod.Name:       noArgs(func() framework.Plugin { return dotprod.DotProduct{} }),
+	gpupacking.Name:    noArgs(func() framework.Plugin { return gpupacking.GPUPacking{} }),
+	gpuclustering.Name: noArgs(func() framework.Plugin { return gpuclustering.GPUClustering{} }),
+	random.Name:        noArgs(func() framework.Plugin { return random.Random{} }),
 	binpack.Name: func(args map[string]string) (framework.Plugin, error) {
 		b := binpack.New()
 		return b, b.Configure(args)

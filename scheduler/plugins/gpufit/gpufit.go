@@ -3,11 +3,14 @@
 // pods could no longer use after the placement) and adds what FGD misses: GPU share
 // that the node's remaining CPU cannot feed at the workload's CPU-per-GPU ratio counts
 // as fragmented too, so CPU-only and CPU-heavy pods stop stranding GPUs. The gradient is
-// rounded to bands of 0.2 GPU and ties go to the fuller node, so whole nodes stay free.
+// rounded to bands (0.2 GPU by default) and ties go to the fuller node, so whole nodes
+// stay free. Arguments: gpufit.bandMilli, gpufit.cpuStrandWeight.
 package gpufit
 
 import (
+	"fmt"
 	"math"
+	"strconv"
 
 	"github.com/tessera-gpu/tessera/scheduler/framework"
 	"github.com/tessera-gpu/tessera/scheduler/plugins/fgd"
@@ -17,11 +20,21 @@ import (
 // Name is the plugin's name in configuration.
 const Name = "gpufit"
 
-// bandMilli is the width of one score band of the fragmentation gradient, in milli-GPUs.
-const bandMilli = 200
+// Defaults of the plugin's arguments.
+const (
+	// DefaultBandMilli is the width of one score band of the fragmentation gradient.
+	DefaultBandMilli = 200
+	// DefaultCPUStrandWeight weighs GPU share stranded by CPU against FGD fragmentation.
+	DefaultCPUStrandWeight = 1.0
+)
 
 // GPUFit is the placer.
 type GPUFit struct {
+	// BandMilli (gpufit.bandMilli) and CPUStrandWeight (gpufit.cpuStrandWeight) tune the
+	// score; see the defaults.
+	BandMilli       float64
+	CPUStrandWeight float64
+
 	workload framework.Workload
 	cache    nodecache.Cache
 	// cpuPerGPU is the workload's mean CPU request per GPU (milli-CPU per milli-GPU).
@@ -33,8 +46,26 @@ var (
 	_ framework.SnapshotObserver = (*GPUFit)(nil)
 )
 
-// New returns the plugin.
-func New() *GPUFit { return &GPUFit{} }
+// New returns the plugin with default arguments.
+func New() *GPUFit { return &GPUFit{BandMilli: DefaultBandMilli, CPUStrandWeight: DefaultCPUStrandWeight} }
+
+// Configure reads gpufit.bandMilli and gpufit.cpuStrandWeight.
+func (g *GPUFit) Configure(args map[string]string) error {
+	for k, v := range args {
+		f, err := strconv.ParseFloat(v, 64)
+		switch {
+		case k != "gpufit.bandMilli" && k != "gpufit.cpuStrandWeight":
+			return fmt.Errorf("unknown gpufit argument %s; known: gpufit.bandMilli, gpufit.cpuStrandWeight", k)
+		case err != nil || f < 0 || (k == "gpufit.bandMilli" && f == 0):
+			return fmt.Errorf("gpufit argument %s: %q must be a positive number", k, v)
+		case k == "gpufit.bandMilli":
+			g.BandMilli = f
+		default:
+			g.CPUStrandWeight = f
+		}
+	}
+	return nil
+}
 
 // Name implements framework.Plugin.
 func (*GPUFit) Name() string { return Name }
@@ -72,7 +103,7 @@ func (g *GPUFit) PlaceGPUs(t *framework.Task, n *framework.Node) (framework.GPUS
 			gpus := framework.PickGPUs(&t.GPU, n)
 			return nodecache.Verdict{GPUs: gpus, Score: packing(n), OK: gpus != 0 || !t.GPU.Any()}
 		}
-		v := fgd.GradientOf(t, n, g.measure, func(delta float64) float64 { return math.Round(delta / bandMilli) })
+		v := fgd.GradientOf(t, n, g.measure, func(delta float64) float64 { return math.Round(delta / g.BandMilli) })
 		if v.OK {
 			v.Score += packing(n)
 		}
@@ -89,7 +120,7 @@ func (g *GPUFit) measure(n *framework.Node) float64 {
 		free := float64(n.FreeGPUMilli())
 		fed := float64(n.Allocatable.MilliCPU-n.Used.MilliCPU) / g.cpuPerGPU
 		if free > fed {
-			f += free - fed
+			f += g.CPUStrandWeight * (free - fed)
 		}
 	}
 	return f
