@@ -1,0 +1,216 @@
+package sim
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/tessera-gpu/tessera/scheduler"
+	"github.com/tessera-gpu/tessera/scheduler/framework"
+	"github.com/tessera-gpu/tessera/scheduler/sim/trace"
+	"github.com/tessera-gpu/tessera/scheduler/snapshot"
+)
+
+// ManifestPriorityClasses are the priority classes YAML mode knows (Tessera's deployed
+// classes); a pod naming another class, or none, has priority 0 unless spec.priority is set.
+var ManifestPriorityClasses = map[string]int32{"production-high": 100, "batch-normal": 50, "offline-low": 0}
+
+// maxManifestSessions bounds the sessions RunManifests runs.
+const maxManifestSessions = 10
+
+// Placement is where a pod runs: bound in the manifests or by the simulated scheduler.
+type Placement struct {
+	Pod  string // namespace/name
+	Node string
+	// GPUs are the UUIDs of the pod's GPUs.
+	GPUs []string
+	// Existing is true for pods the manifests already bound to a node.
+	Existing bool
+}
+
+// PendingPod is a pod that stays pending, and why.
+type PendingPod struct {
+	Pod     string // namespace/name
+	Reason  string // a framework reason code, or "Invalid" for pods that could not be read
+	Message string
+}
+
+// ManifestsResult is what the scheduler would do with a cluster described in YAML.
+type ManifestsResult struct {
+	Placements []Placement
+	Pending    []PendingPod
+	// AllocatedGPUPct is the share of the cluster's GPUs held after scheduling.
+	AllocatedGPUPct float64
+	// Problems are the objects other than pods that were left out or partly ignored.
+	Problems []string
+}
+
+// RunManifests builds a snapshot from the manifests and runs scheduler sessions (the
+// named policy, or cfg when not nil) until a session binds nothing, at most 10 times;
+// bound pods count as running in the next session. The clock is the latest timestamp
+// in the manifests, so results depend only on the input and the seed.
+func RunManifests(m *trace.Manifests, policy string, cfg *scheduler.Config, seed int64) (ManifestsResult, error) {
+	var c scheduler.Config
+	if cfg != nil {
+		c = *cfg
+	} else {
+		var err error
+		if c, err = scheduler.Policy(policy); err != nil {
+			return ManifestsResult{}, err
+		}
+	}
+	c.Seed = seed
+	s, err := scheduler.New(c)
+	if err != nil {
+		return ManifestsResult{}, err
+	}
+	now := manifestsNow(m)
+	b := snapshot.NewBuilder(now, snapshot.Options{PriorityClasses: ManifestPriorityClasses, WholeGPUs: c.WholeGPUs})
+	for i := range m.Nodes {
+		b.AddNode(&m.Nodes[i], nil)
+	}
+	for i := range m.Queues {
+		b.AddQueue(&m.Queues[i])
+	}
+	for i := range m.PodGroups {
+		b.AddPodGroup(&m.PodGroups[i])
+	}
+	for i := range m.Pods {
+		b.AddPod(&m.Pods[i], ManifestPriorityClasses[m.Pods[i].Spec.PriorityClassName])
+	}
+	snap, errs := b.Build()
+	var res ManifestsResult
+	for _, e := range errs {
+		var oe *snapshot.ObjectError
+		if errors.As(e, &oe) && oe.Kind == "Pod" && !podPresent(snap, oe.Namespace+"/"+oe.Name) {
+			res.Pending = append(res.Pending, PendingPod{Pod: oe.Namespace + "/" + oe.Name, Reason: "Invalid", Message: e.Error()})
+			continue
+		}
+		res.Problems = append(res.Problems, e.Error())
+	}
+	if len(snap.Nodes) == 0 {
+		return res, fmt.Errorf("the manifests describe no usable node")
+	}
+	existing := map[*framework.Task]bool{}
+	for _, n := range snap.Nodes {
+		for _, t := range n.Tasks {
+			existing[t] = true
+		}
+	}
+	for range maxManifestSessions {
+		r := s.RunSession(snap)
+		for _, bd := range r.Bindings {
+			bd.Task.Status = framework.TaskRunning
+			bd.Task.StartTime = now
+		}
+		if len(r.Bindings) == 0 {
+			break
+		}
+	}
+	var alloc, total int64
+	for _, n := range snap.Nodes {
+		alloc += n.Used.GPU
+		total += n.Allocatable.GPU
+		for _, t := range n.Tasks {
+			p := Placement{Pod: t.Key(), Node: n.Name, Existing: existing[t]}
+			for _, i := range t.GPUs.Indices() {
+				p.GPUs = append(p.GPUs, n.GPUs[i].UUID)
+			}
+			res.Placements = append(res.Placements, p)
+		}
+	}
+	if total > 0 {
+		res.AllocatedGPUPct = 100 * float64(alloc) / float64(total)
+	}
+	for _, j := range snap.Jobs {
+		for _, t := range j.Tasks {
+			if t.Status != framework.TaskPending {
+				continue
+			}
+			pp := PendingPod{Pod: t.Key(), Reason: "Pending", Message: "no session decided about the pod"}
+			if j.Pending != nil {
+				pp.Reason, pp.Message = j.Pending.Code, j.Pending.Message
+			}
+			res.Pending = append(res.Pending, pp)
+		}
+	}
+	slices.SortFunc(res.Placements, func(a, b Placement) int { return strings.Compare(a.Pod, b.Pod) })
+	slices.SortFunc(res.Pending, func(a, b PendingPod) int { return strings.Compare(a.Pod, b.Pod) })
+	return res, nil
+}
+
+// podPresent reports whether the pod made it into the snapshot despite an error (an
+// ignored annotation, GPUs picked for a bad assignment).
+func podPresent(snap *framework.Snapshot, key string) bool {
+	for _, j := range snap.Jobs {
+		for _, t := range j.Tasks {
+			if t.Key() == key {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// manifestsNow is the latest creation or start time in the manifests, or the Unix
+// epoch when they carry none.
+func manifestsNow(m *trace.Manifests) time.Time {
+	now := time.Unix(0, 0).UTC()
+	later := func(t time.Time) {
+		if t.After(now) {
+			now = t
+		}
+	}
+	for i := range m.Pods {
+		later(m.Pods[i].CreationTimestamp.Time)
+		if st := m.Pods[i].Status.StartTime; st != nil {
+			later(st.Time)
+		}
+	}
+	for i := range m.PodGroups {
+		later(m.PodGroups[i].CreationTimestamp.Time)
+	}
+	return now
+}
+
+// WriteManifestsResult prints the placements, the pending pods and the allocation as
+// aligned tables.
+func WriteManifestsResult(w io.Writer, r ManifestsResult) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "POD\tNODE\tGPUS\tSTATE")
+	for _, p := range r.Placements {
+		gpus := strings.Join(p.GPUs, ",")
+		if gpus == "" {
+			gpus = "-"
+		}
+		state := "scheduled"
+		if p.Existing {
+			state = "running"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", p.Pod, p.Node, gpus, state)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if len(r.Pending) > 0 {
+		tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "\nPENDING POD\tREASON\tMESSAGE")
+		for _, p := range r.Pending {
+			fmt.Fprintf(tw, "%s\t%s\t%s\n", p.Pod, p.Reason, p.Message)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	for _, p := range r.Problems {
+		if _, err := fmt.Fprintf(w, "warning: %s\n", p); err != nil {
+			return err
+		}
+	}
+	_, err := fmt.Fprintf(w, "\nallocated GPUs: %.1f%%\n", r.AllocatedGPUPct)
+	return err
+}

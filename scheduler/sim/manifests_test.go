@@ -1,0 +1,137 @@
+package sim
+
+import (
+	"bytes"
+	"math"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/tessera-gpu/tessera/scheduler"
+	"github.com/tessera-gpu/tessera/scheduler/sim/trace"
+)
+
+func readSmallManifests(t *testing.T) *trace.Manifests {
+	t.Helper()
+	m, err := trace.ReadManifests("testdata/manifests-small.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func TestRunManifests(t *testing.T) {
+	m := readSmallManifests(t)
+	r, err := RunManifests(m, "tessera", nil, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	placed := map[string]Placement{}
+	used := map[string]string{}
+	for _, p := range r.Placements {
+		placed[p.Pod] = p
+		for _, g := range p.GPUs {
+			if !strings.HasPrefix(g, "GPU-"+p.Node+"-") {
+				t.Errorf("%s on %s got GPU %s of another node", p.Pod, p.Node, g)
+			}
+			if other, dup := used[g]; dup {
+				t.Errorf("GPU %s given to %s and %s", g, other, p.Pod)
+			}
+			used[g] = p.Pod
+		}
+	}
+	if got := len(r.Placements); got != 4 {
+		t.Errorf("placements = %+v, want serving, notebook, pair-0, pair-1", r.Placements)
+	}
+	if s := placed["prod/serving"]; !s.Existing || s.Node != "gpu-1" || !reflect.DeepEqual(s.GPUs, []string{"GPU-gpu-1-0"}) {
+		t.Errorf("running pod = %+v, want it kept on its assigned GPU", s)
+	}
+	for _, pod := range []string{"team/pair-0", "team/pair-1"} {
+		if p := placed[pod]; p.Existing || len(p.GPUs) != 4 {
+			t.Errorf("%s = %+v, want 4 GPUs scheduled", pod, p)
+		}
+	}
+	if p := placed["team/notebook"]; len(p.GPUs) != 1 {
+		t.Errorf("notebook = %+v, want a slice of one GPU", p)
+	}
+	want := map[string]string{"team/half-gpu": "Invalid", "team/huge-0": "NotEnqueued", "team/huge-1": "NotEnqueued", "team/huge-2": "NotEnqueued"}
+	if len(r.Pending) != len(want) {
+		t.Fatalf("pending = %+v", r.Pending)
+	}
+	for _, p := range r.Pending {
+		if want[p.Pod] != p.Reason {
+			t.Errorf("%s: reason %q, want %q", p.Pod, p.Reason, want[p.Pod])
+		}
+		if p.Reason == "NotEnqueued" && (!strings.Contains(p.Message, "gang needs gpu=24 but queue research has capability") || !strings.Contains(p.Message, "gpu=12")) {
+			t.Errorf("%s: message %q does not explain the capability", p.Pod, p.Message)
+		}
+		if p.Reason == "Invalid" && !strings.Contains(p.Message, "requests[tessera.dev/gpu]: 500m is not a whole number") {
+			t.Errorf("%s: message %q", p.Pod, p.Message)
+		}
+	}
+	// 1 running + 8 for the pair + a 10240 MiB slice of an 81920 MiB GPU (125 milli) over 16 GPUs.
+	if wantPct := 100 * 9125.0 / 16000; math.Abs(r.AllocatedGPUPct-wantPct) > 1e-9 {
+		t.Errorf("allocated = %.3f%%, want %.3f%%", r.AllocatedGPUPct, wantPct)
+	}
+	if len(r.Problems) != 0 {
+		t.Errorf("problems = %v", r.Problems)
+	}
+	again, err := RunManifests(readSmallManifests(t), "tessera", nil, 1)
+	if err != nil || !reflect.DeepEqual(r, again) {
+		t.Errorf("a second run differs: %+v\n%+v", r, again)
+	}
+}
+
+func TestRunManifestsPolicies(t *testing.T) {
+	m := readSmallManifests(t)
+	// Without gangs and queues the huge gang's pods are tried one by one; with whole
+	// GPUs only, the notebook takes a whole GPU.
+	r, err := RunManifests(m, "kube-default", nil, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if math.Abs(r.AllocatedGPUPct-100*10.0/16) > 1e-9 {
+		t.Errorf("kube-default allocated %.2f%%, want 62.5%%", r.AllocatedGPUPct)
+	}
+	for _, p := range r.Pending {
+		if strings.HasPrefix(p.Pod, "team/huge-") && p.Reason != "Unschedulable" {
+			t.Errorf("%s: %s, want Unschedulable", p.Pod, p.Reason)
+		}
+	}
+	cfg, _ := scheduler.Policy("fgd")
+	if _, err := RunManifests(m, "ignored", &cfg, 3); err != nil {
+		t.Errorf("explicit config: %v", err)
+	}
+	if _, err := RunManifests(m, "no-such-policy", nil, 1); err == nil || !strings.Contains(err.Error(), `unknown policy "no-such-policy"`) {
+		t.Errorf("unknown policy: %v", err)
+	}
+	if _, err := RunManifests(&trace.Manifests{Pods: m.Pods}, "tessera", nil, 1); err == nil {
+		t.Errorf("manifests without nodes accepted")
+	}
+}
+
+func TestWriteManifestsResult(t *testing.T) {
+	r := ManifestsResult{
+		Placements:      []Placement{{Pod: "a/x", Node: "n1", GPUs: []string{"GPU-1", "GPU-2"}}, {Pod: "b/long-name", Node: "n2", Existing: true}},
+		Pending:         []PendingPod{{Pod: "a/y", Reason: "GangIncomplete", Message: "1/2 placed"}},
+		AllocatedGPUPct: 12.5,
+		Problems:        []string{"Queue q: spec.parent: queue \"p\" does not exist"},
+	}
+	var buf bytes.Buffer
+	if err := WriteManifestsResult(&buf, r); err != nil {
+		t.Fatal(err)
+	}
+	want := `POD          NODE  GPUS         STATE
+a/x          n1    GPU-1,GPU-2  scheduled
+b/long-name  n2    -            running
+
+PENDING POD  REASON          MESSAGE
+a/y          GangIncomplete  1/2 placed
+warning: Queue q: spec.parent: queue "p" does not exist
+
+allocated GPUs: 12.5%
+`
+	if buf.String() != want {
+		t.Errorf("output:\n%s\nwant:\n%s", buf.String(), want)
+	}
+}
