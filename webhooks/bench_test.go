@@ -23,7 +23,10 @@ func BenchmarkAdmission(b *testing.B) {
 	}
 	serve := func(h http.Handler) {
 		rec := httptest.NewRecorder()
-		req := httptest.NewRequest(http.MethodPost, "/", bytes.NewReader(body))
+		req, err := http.NewRequest(http.MethodPost, "/", bytes.NewReader(body))
+		if err != nil {
+			b.Fatal(err)
+		}
 		req.Header.Set("Content-Type", "application/json")
 		h.ServeHTTP(rec, req)
 		if rec.Code != http.StatusOK {
