@@ -61,9 +61,9 @@ func (s *Session) minRequest(j *framework.Job) framework.Resources {
 // neverFits says why a queue (or a parent) can never hold req, or "".
 func neverFits(q *framework.Queue, req *framework.Resources) string {
 	for _, a := range q.Ancestors() {
-		if ok, res := req.FitsIn(&framework.Resources{}, &a.Capability); !ok {
-			return fmt.Sprintf("gang needs %s but queue %s has capability %s", req.String(), a.Name, a.Capability.String()) +
-				fmt.Sprintf(" (%s); raise the capability or shrink the gang", res)
+		if ok, res := req.FitsCapability(&framework.Resources{}, &a.Capability); !ok {
+			return fmt.Sprintf("gang needs %s %s but queue %s has capability %s %s; raise the capability or shrink the gang",
+				framework.FormatDim(res, req), framework.UnitOf(res), a.Name, framework.FormatDim(res, &a.Capability), framework.UnitOf(res))
 		}
 	}
 	return ""

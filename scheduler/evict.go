@@ -254,7 +254,7 @@ func (s *Session) withinCapability(q *framework.Queue, restored []op) bool {
 		sum.Add(&o.task.Placed)
 	}
 	for _, a := range q.Ancestors() {
-		if ok, _ := sum.FitsIn(&a.Allocated, &a.Capability); !ok {
+		if ok, _ := sum.FitsCapability(&a.Allocated, &a.Capability); !ok {
 			return false
 		}
 	}

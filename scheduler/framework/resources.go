@@ -90,6 +90,45 @@ func (r *Resources) FitsIn(used, limit *Resources) (bool, corev1.ResourceName) {
 	return true, ""
 }
 
+// FitsCapability is FitsIn against a queue capability: extended resources that the
+// capability does not name are not limited.
+func (r *Resources) FitsCapability(used, capability *Resources) (bool, corev1.ResourceName) {
+	if r.Scalar == nil {
+		return r.FitsIn(used, capability)
+	}
+	limit := *capability
+	limit.Scalar = make(map[corev1.ResourceName]int64, len(r.Scalar))
+	for k := range r.Scalar {
+		if v, ok := capability.Scalar[k]; ok {
+			limit.Scalar[k] = v
+		} else {
+			limit.Scalar[k] = Unlimited.MilliCPU
+		}
+	}
+	return r.FitsIn(used, &limit)
+}
+
+// FormatDim prints one dimension of r in the unit people use for it: CPUs, Mi, GPUs.
+func FormatDim(name corev1.ResourceName, r *Resources) string {
+	switch name {
+	case corev1.ResourceCPU:
+		return fmt.Sprintf("%g", float64(r.MilliCPU)/1000)
+	case corev1.ResourceMemory:
+		return fmt.Sprintf("%dMi", r.Memory>>20)
+	case tesserav1.ResourceGPU, tesserav1.ResourceNvidiaGPU:
+		return FormatGPU(r.GPU)
+	}
+	return fmt.Sprint(r.Get(name))
+}
+
+// UnitOf names a dimension in messages ("GPU" for GPUs, else the resource name).
+func UnitOf(name corev1.ResourceName) string {
+	if name == tesserav1.ResourceGPU || name == tesserav1.ResourceNvidiaGPU {
+		return "GPU"
+	}
+	return string(name)
+}
+
 // LessEqual reports whether r <= o in every dimension (missing scalars in o count as 0).
 func (r *Resources) LessEqual(o *Resources) bool {
 	ok, _ := r.FitsIn(&Resources{}, o)

@@ -62,7 +62,7 @@ func TestRunManifests(t *testing.T) {
 		if want[p.Pod] != p.Reason {
 			t.Errorf("%s: reason %q, want %q", p.Pod, p.Reason, want[p.Pod])
 		}
-		if p.Reason == "NotEnqueued" && (!strings.Contains(p.Message, "gang needs gpu=24 but queue research has capability") || !strings.Contains(p.Message, "gpu=12")) {
+		if p.Reason == "NotEnqueued" && !strings.Contains(p.Message, "gang needs 24 GPU but queue research has capability 12 GPU") {
 			t.Errorf("%s: message %q does not explain the capability", p.Pod, p.Message)
 		}
 		if p.Reason == "Invalid" && !strings.Contains(p.Message, "requests[tessera.dev/gpu]: 500m is not a whole number") {

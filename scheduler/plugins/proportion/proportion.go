@@ -8,10 +8,7 @@ package proportion
 import (
 	"cmp"
 
-	corev1 "k8s.io/api/core/v1"
-
 	"fmt"
-	tesserav1 "github.com/tessera-gpu/tessera/api/v1alpha1"
 	"math"
 
 	"github.com/tessera-gpu/tessera/scheduler/framework"
@@ -168,9 +165,9 @@ func (p *Proportion) CompareQueues(a, b *framework.Queue) int {
 // and the guarantees of other queues.
 func (p *Proportion) Admit(q *framework.Queue, req *framework.Resources) (bool, string) {
 	for _, a := range q.Ancestors() {
-		if ok, res := req.FitsIn(&a.Allocated, &a.Capability); !ok {
+		if ok, res := req.FitsCapability(&a.Allocated, &a.Capability); !ok {
 			return false, fmt.Sprintf("queue %s at capability %s/%s %s, job needs %s more",
-				a.Name, formatDim(res, &a.Allocated), formatDim(res, &a.Capability), unit(res), formatDim(res, req))
+				a.Name, framework.FormatDim(res, &a.Allocated), framework.FormatDim(res, &a.Capability), framework.UnitOf(res), framework.FormatDim(res, req))
 		}
 	}
 	// Capacity guaranteed to other queues and not used by them is not available.
@@ -223,23 +220,4 @@ func (p *Proportion) CanReclaim(reclaimer *framework.Queue, req *framework.Resou
 	ve := p.Entitled(victim)
 	// The victim must hold more than its entitlement in a dimension the reclaimer needs.
 	return (req.GPU > 0 && left.GPU >= ve.GPU) || (req.GPU == 0 && left.MilliCPU >= ve.MilliCPU && left.Memory >= ve.Memory)
-}
-
-func unit(name corev1.ResourceName) string {
-	if name == tesserav1.ResourceGPU {
-		return "GPU"
-	}
-	return string(name)
-}
-
-func formatDim(name corev1.ResourceName, r *framework.Resources) string {
-	switch name {
-	case corev1.ResourceCPU:
-		return fmt.Sprintf("%g", float64(r.MilliCPU)/1000)
-	case corev1.ResourceMemory:
-		return fmt.Sprintf("%dMi", r.Memory>>20)
-	case tesserav1.ResourceGPU:
-		return framework.FormatGPU(r.GPU)
-	}
-	return fmt.Sprint(r.Get(name))
 }
