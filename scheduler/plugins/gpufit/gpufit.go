@@ -47,7 +47,9 @@ var (
 )
 
 // New returns the plugin with default arguments.
-func New() *GPUFit { return &GPUFit{BandMilli: DefaultBandMilli, CPUStrandWeight: DefaultCPUStrandWeight} }
+func New() *GPUFit {
+	return &GPUFit{BandMilli: DefaultBandMilli, CPUStrandWeight: DefaultCPUStrandWeight}
+}
 
 // Configure reads gpufit.bandMilli and gpufit.cpuStrandWeight.
 func (g *GPUFit) Configure(args map[string]string) error {
