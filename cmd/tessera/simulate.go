@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,17 +12,19 @@ import (
 	"github.com/tessera-gpu/tessera/scheduler"
 	"github.com/tessera-gpu/tessera/scheduler/sim"
 	"github.com/tessera-gpu/tessera/scheduler/sim/report"
+	"github.com/tessera-gpu/tessera/scheduler/sim/trace"
 )
 
 func init() { register(newSimulateCommand) }
 
 func newSimulateCommand() *cobra.Command {
 	var (
-		o        sim.Options
-		policies string
-		format   string
-		htmlPath string
-		configs  []string
+		o         sim.Options
+		policies  string
+		format    string
+		htmlPath  string
+		configs   []string
+		manifests string
 	)
 	cmd := &cobra.Command{
 		Use:   "simulate",
@@ -59,9 +62,13 @@ openb CSV format (--nodes, --pods), or a built-in scenario (--scenario operator)
 				return fmt.Errorf("--format %q: use table or json", format)
 			}
 			if policies == "" {
-				policies = "bestfit,fgd,tessera"
-				if o.Mode == sim.ModeReplay {
+				switch {
+				case manifests != "":
+					policies = "tessera"
+				case o.Mode == sim.ModeReplay:
 					policies = "kube-default,tessera"
+				default:
+					policies = "bestfit,fgd,tessera"
 				}
 			}
 			for _, p := range strings.Split(policies, ",") {
@@ -76,6 +83,9 @@ openb CSV format (--nodes, --pods), or a built-in scenario (--scenario operator)
 					return err
 				}
 				o.Custom[strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))] = cfg
+			}
+			if manifests != "" {
+				return simulateManifests(cmd, manifests, o.Policies, o.Custom, format)
 			}
 			o.Progress = cmd.ErrOrStderr()
 			results, err := sim.Run(o)
@@ -114,6 +124,7 @@ openb CSV format (--nodes, --pods), or a built-in scenario (--scenario operator)
 	f.StringVar(&o.NodesFile, "nodes", "", "node list CSV (openb format: sn,cpu_milli,memory_mib,gpu,model)")
 	f.StringVar(&o.PodsFile, "pods", "", "pod list CSV (openb format)")
 	f.StringVar(&o.Scenario, "scenario", "", "built-in scenario: operator")
+	f.StringVar(&manifests, "manifests", "", "YAML of Nodes, Pods, Queues and PodGroups: show where each pending pod would go, or why not")
 	f.StringVar(&o.Mode, "mode", "", "fillup or replay (default fillup for traces, replay for scenarios)")
 	f.Float64Var(&o.Arrive, "arrive", 1.3, "fill-up: GPU request to arrive, as a multiple of cluster GPUs")
 	f.StringVar(&policies, "policy", "", "comma-separated policies: "+strings.Join(scheduler.PolicyNames(), ", "))
@@ -122,4 +133,46 @@ openb CSV format (--nodes, --pods), or a built-in scenario (--scenario operator)
 	f.StringVar(&htmlPath, "report", "", "write a self-contained HTML report with charts to this file")
 	f.StringArrayVar(&configs, "config", nil, "scheduler configuration file to run as an extra policy (repeatable)")
 	return cmd
+}
+
+// simulateManifests schedules the pending pods of a YAML cluster description with each
+// policy and prints the placements and the reasons of pods left pending.
+func simulateManifests(cmd *cobra.Command, path string, policies []string, custom map[string]scheduler.Config, format string) error {
+	m, err := trace.ReadManifests(path)
+	if err != nil {
+		return err
+	}
+	type run struct {
+		Policy string              `json:"policy"`
+		Result sim.ManifestsResult `json:"result"`
+	}
+	var runs []run
+	for _, p := range policies {
+		r, err := sim.RunManifests(m, p, nil, sim.FirstSeed)
+		if err != nil {
+			return err
+		}
+		runs = append(runs, run{p, r})
+	}
+	for name, cfg := range custom {
+		r, err := sim.RunManifests(m, name, &cfg, sim.FirstSeed)
+		if err != nil {
+			return err
+		}
+		runs = append(runs, run{name, r})
+	}
+	out := cmd.OutOrStdout()
+	if format == "json" {
+		enc := json.NewEncoder(out)
+		enc.SetIndent("", "  ")
+		return enc.Encode(map[string]any{"manifests": path, "runs": runs})
+	}
+	for _, r := range runs {
+		fmt.Fprintf(out, "%s — %s\n", path, r.Policy)
+		if err := sim.WriteManifestsResult(out, r.Result); err != nil {
+			return err
+		}
+		fmt.Fprintln(out)
+	}
+	return nil
 }

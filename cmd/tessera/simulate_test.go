@@ -52,3 +52,19 @@ func TestSimulateRejectsBadFlags(t *testing.T) {
 		}
 	}
 }
+
+func TestSimulateManifests(t *testing.T) {
+	root := newRootCommand()
+	var out bytes.Buffer
+	root.SetOut(&out)
+	root.SetErr(&bytes.Buffer{})
+	root.SetArgs([]string{"simulate", "--manifests", "../../scheduler/sim/testdata/manifests-small.yaml"})
+	if err := root.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"team/pair-0", "scheduled", "NotEnqueued", "gang needs 24 GPU but queue research has capability 12 GPU"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+}
