@@ -118,8 +118,8 @@ func operatorClasses() []operatorJobClass {
 	return []operatorJobClass{{
 		// 32-GPU pretraining gangs: 4 pods x 8 GPUs, 2 to 6 hours, train-prod, high
 		// priority; one is waiting at 0 and one more is submitted at a random time in
-		// each 3-hour slot (they dominate the demand, so their count is not left to chance).
-		class: "pretrain", every: 3 * 3600, backlog: 1,
+		// each 4-hour slot (they weigh much in the demand, so their count is not left to chance).
+		class: "pretrain", every: 4 * 3600, backlog: 1,
 		gen: func(r *rand.Rand, j *JobSpec) {
 			j.Queue, j.Priority = "train-prod", 1000
 			j.Tasks, j.MinMember, j.GPUsPerTask = 4, 4, 8
@@ -140,9 +140,9 @@ func operatorClasses() []operatorJobClass {
 			j.Duration = uniform(r, 1*3600, 3*3600)
 		},
 	}, {
-		// Single-GPU experiments needing 10-40 GiB of an 80 GiB card, 5 minutes to an
-		// hour, mostly train-dev, low priority.
-		class: "experiment", ratePerHour: 12, backlog: 10,
+		// Single-GPU experiments and notebooks needing 10-40 GiB of an 80 GiB card, 1 to
+		// 3 hours, mostly train-dev, low priority.
+		class: "experiment", ratePerHour: 20, backlog: 30,
 		gen: func(r *rand.Rand, j *JobSpec) {
 			j.Queue, j.Priority = "train-dev", 100
 			if r.Float64() < 0.2 {
@@ -151,7 +151,7 @@ func operatorClasses() []operatorJobClass {
 			j.Tasks, j.MinMember, j.GPUsPerTask = 1, 1, 0
 			j.GPUMemoryMiB = int64(10+r.IntN(31)) * 1024
 			j.MilliCPU, j.MemoryMiB = 4000, 32*1024
-			j.Duration = uniform(r, 5*60, 3600)
+			j.Duration = uniform(r, 3600, 3*3600)
 		},
 	}}
 }
