@@ -59,7 +59,7 @@ func TestOperatorScenario(t *testing.T) {
 				t.Errorf("finetune %+v", j)
 			}
 		case "experiment":
-			if j.GPUsPerTask != 0 || j.Tasks != 1 || j.GPUMemoryMiB < 10*1024 || j.GPUMemoryMiB > 40*1024 || j.Duration > 3600 || j.Priority != 100 {
+			if j.GPUsPerTask != 0 || j.Tasks != 1 || j.GPUMemoryMiB < 10*1024 || j.GPUMemoryMiB > 40*1024 || j.Duration < 3600 || j.Duration > 3*3600 || j.Priority != 100 {
 				t.Errorf("experiment %+v", j)
 			}
 		default:
@@ -69,7 +69,7 @@ func TestOperatorScenario(t *testing.T) {
 			t.Errorf("job %s in queue %q", j.Name, j.Queue)
 		}
 	}
-	if classes["pretrain"] != 9 || classes["finetune"] < 10 || classes["experiment"] < 150 {
+	if classes["pretrain"] != 7 || classes["finetune"] < 10 || classes["experiment"] < 300 {
 		t.Errorf("job mix %v", classes)
 	}
 
