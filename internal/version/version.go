@@ -1,4 +1,3 @@
-// Package version carries the build's version, set with -ldflags at build time.
 package version
 
 import (

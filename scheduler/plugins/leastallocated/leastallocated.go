@@ -1,5 +1,3 @@
-// Package leastallocated is kube-scheduler's default LeastAllocated strategy: prefer
-// the node with the most free CPU and memory after placing the task (spreading).
 package leastallocated
 
 import "github.com/tessera-gpu/tessera/scheduler/framework"
