@@ -121,3 +121,5 @@ func (r *GPURequest) NominalMilli(refMemoryMiB int64) int64 {
 	}
 	return 0
 }
+
+func trailingZeros(v uint64) int { return bits.TrailingZeros64(v) }

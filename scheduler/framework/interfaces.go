@@ -1,5 +1,7 @@
 package framework
 
+import "time"
+
 // Plugin is anything the session calls; its name appears in config and in reasons.
 type Plugin interface {
 	Name() string
@@ -74,5 +76,5 @@ type ReclaimPolicy interface {
 // VictimFilter rejects jobs that must not be evicted now (min runtime, disruption budgets).
 type VictimFilter interface {
 	Plugin
-	Evictable(j *Job, now Time) bool
+	Evictable(j *Job, now time.Time) bool
 }

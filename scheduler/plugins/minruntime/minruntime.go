@@ -21,7 +21,7 @@ var _ framework.VictimFilter = MinRuntime{}
 func (MinRuntime) Name() string { return Name }
 
 // Evictable implements framework.VictimFilter.
-func (m MinRuntime) Evictable(j *framework.Job, now framework.Time) bool {
+func (m MinRuntime) Evictable(j *framework.Job, now time.Time) bool {
 	d := j.MinRuntime
 	if d == 0 {
 		d = m.Default
