@@ -161,14 +161,15 @@ func replaySection(b *strings.Builder, trace string, ss []Summary, results []Res
 	}
 	b.WriteString("</tbody></table>\n")
 	legend(b, ss, colors)
-	var alloc, nodes, waits []series
+	var alloc, util, nodes, waits []series
 	tMax, nMax := 0.0, 1.0
 	for _, s := range ss {
 		runs := runsOf(results, s)
-		grid, a, n := meanTimeSeries(runs)
+		grid, a, u, n := meanTimeSeries(runs)
 		if len(grid) > 0 {
 			tMax = max(tMax, grid[len(grid)-1])
 			alloc = append(alloc, series{name: s.Policy, color: colors[s.Policy], xs: grid, ys: a})
+			util = append(util, series{name: s.Policy, color: colors[s.Policy], xs: grid, ys: u})
 			nodes = append(nodes, series{name: s.Policy, color: colors[s.Policy], xs: grid, ys: n})
 			for _, v := range n {
 				nMax = max(nMax, v)
@@ -180,6 +181,8 @@ func replaySection(b *strings.Builder, trace string, ss []Summary, results []Res
 	if len(alloc) > 0 {
 		lineChart{title: "GPU allocation over time (mean over seeds)", xLabel: "time, hours", yLabel: "allocated GPUs, %",
 			xMax: tMax, yMax: 100, step: true, series: alloc}.render(b)
+		lineChart{title: "Useful GPU utilisation over time (mean over seeds)", xLabel: "time, hours", yLabel: "GPUs doing work, %",
+			xMax: tMax, yMax: 100, step: true, series: util}.render(b)
 		lineChart{title: "GPU nodes over time (mean over seeds)", xLabel: "time, hours", yLabel: "GPU nodes",
 			xMax: tMax, yMax: nMax * 1.1, step: true, series: nodes}.render(b)
 	}
@@ -223,19 +226,20 @@ func runsOf(results []Result, s Summary) []Result {
 // meanTimeSeries resamples each run's allocation and node series onto a common grid
 // from 0 to the shortest run's last sample (a sample holds until the next one) and
 // averages them.
-func meanTimeSeries(runs []Result) (grid, alloc, nodes []float64) {
+func meanTimeSeries(runs []Result) (grid, alloc, util, nodes []float64) {
 	end := math.Inf(1)
 	for _, r := range runs {
 		if len(r.Replay.Times) == 0 {
-			return nil, nil, nil
+			return nil, nil, nil, nil
 		}
 		end = min(end, r.Replay.Times[len(r.Replay.Times)-1])
 	}
 	if len(runs) == 0 || end <= 0 {
-		return nil, nil, nil
+		return nil, nil, nil, nil
 	}
 	grid = make([]float64, timeGridSteps+1)
 	alloc = make([]float64, len(grid))
+	util = make([]float64, len(grid))
 	nodes = make([]float64, len(grid))
 	for i := range grid {
 		grid[i] = end * float64(i) / timeGridSteps
@@ -253,12 +257,15 @@ func meanTimeSeries(runs []Result) (grid, alloc, nodes []float64) {
 			if j < len(rp.AllocPct) {
 				alloc[i] += rp.AllocPct[j] / float64(len(runs))
 			}
+			if j < len(rp.UtilPct) {
+				util[i] += rp.UtilPct[j] / float64(len(runs))
+			}
 			if j < len(rp.Nodes) {
 				nodes[i] += float64(rp.Nodes[j]) / float64(len(runs))
 			}
 		}
 	}
-	return grid, alloc, nodes
+	return grid, alloc, util, nodes
 }
 
 // waitHistogram returns the % of jobs (pooled over runs) in each wait bin.

@@ -310,8 +310,8 @@ func TestWriteHTML(t *testing.T) {
 			t.Errorf("page contains %q", bad)
 		}
 	}
-	if n := strings.Count(page, "<svg"); n != 5 { // 2 fill-up charts + 3 replay charts
-		t.Errorf("%d charts, want 5", n)
+	if n := strings.Count(page, "<svg"); n != 6 { // 2 fill-up charts + 4 replay charts
+		t.Errorf("%d charts, want 6", n)
 	}
 	if strings.Count(page, "<svg") != strings.Count(page, "</svg>") {
 		t.Error("unbalanced svg elements")
