@@ -208,3 +208,37 @@ func TestAdmissionMetrics(t *testing.T) {
 		}
 	}
 }
+
+// The mutating handler validates pods itself, on the pod as its own patch leaves it:
+// denials come back without a patch, warnings with it.
+func TestMutatingHandlerValidatesPods(t *testing.T) {
+	mut, _ := handlers(t)
+	mut.ValidateOnMutate = map[string]bool{KindPod: true}
+	cases := []struct {
+		name    string
+		pod     *corev1.Pod
+		allowed bool
+		patched bool
+		msg     string
+		warn    string
+	}{
+		{"defaulted and valid", makePod("a").gpu("1").obj(), true, true, "", ""},
+		{"unknown queue denied", makePod("b").gpu("1").queue("nope").obj(), false, false, `queue "nope" does not exist`, ""},
+		{"slice over the largest GPU denied", makePod("c").res(tesserav1.ResourceGPUMemory, "90000", true).queue("train").obj(), false, false, "81920 MiB", ""},
+		{"request without limit warned and patched", makePod("d").res(tesserav1.ResourceGPUMemory, "1024", false).queue("train").obj(), true, true, "", "without a limit"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			resp := mut.Admit(context.Background(), request(t, admissionv1.Create, tc.pod))
+			if resp.Allowed != tc.allowed || (len(resp.Patch) > 0) != tc.patched {
+				t.Fatalf("allowed=%v patched=%v, want %v %v (%v)", resp.Allowed, len(resp.Patch) > 0, tc.allowed, tc.patched, resp.Result)
+			}
+			if tc.msg != "" && (resp.Result == nil || !strings.Contains(resp.Result.Message, tc.msg)) {
+				t.Fatalf("result %v lacks %q", resp.Result, tc.msg)
+			}
+			if tc.warn != "" && !strings.Contains(strings.Join(resp.Warnings, "\n"), tc.warn) {
+				t.Fatalf("warnings %v lack %q", resp.Warnings, tc.warn)
+			}
+		})
+	}
+}

@@ -82,7 +82,8 @@ func Setup(ctx context.Context, mgr manager.Manager, opts Options) (*Webhooks, e
 		Engine:     engine,
 		Cluster:    cc,
 		Controller: pc,
-		Mutating:   &Handler{Mutating: true, Evaluator: engine, Cluster: cc, Metrics: wm, Log: log.WithName("mutating")},
+		Mutating: &Handler{Mutating: true, ValidateOnMutate: map[string]bool{KindPod: true}, Evaluator: engine, Cluster: cc,
+			Metrics: wm, Log: log.WithName("mutating")},
 		Validating: &Handler{Evaluator: engine, Cluster: cc, Policies: pc, Metrics: wm, Log: log.WithName("validating")},
 	}
 	srv := mgr.GetWebhookServer()
