@@ -36,22 +36,12 @@ func WriteHTML(w io.Writer, title string, results []Result, summaries []Summary)
 	fmt.Fprintf(b, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"+
 		"<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>%s</title><style>%s</style></head><body>\n", esc(title), pageCSS)
 	fmt.Fprintf(b, "<header><h1>%s</h1><p class=\"sub\">%s</p></header>\n", esc(title), esc(subtitle(results, summaries)))
-	for _, tr := range traces(summaries) {
-		var fill, replay []Summary
-		for _, s := range summaries {
-			switch {
-			case s.Trace != tr:
-			case s.Replay != nil:
-				replay = append(replay, s)
-			default:
-				fill = append(fill, s)
-			}
+	for _, g := range byTrace(summaries) {
+		if len(g.fill) > 0 {
+			fillSection(b, g.trace, g.fill, colors)
 		}
-		if len(fill) > 0 {
-			fillSection(b, tr, fill, colors)
-		}
-		if len(replay) > 0 {
-			replaySection(b, tr, replay, results, colors)
+		if len(g.replay) > 0 {
+			replaySection(b, g.trace, g.replay, results, colors)
 		}
 	}
 	runsSection(b, results)
@@ -81,7 +71,7 @@ func subtitle(results []Result, ss []Summary) string {
 	for _, r := range results {
 		seeds[r.Seed] = true
 	}
-	return fmt.Sprintf("%d runs · policies: %s · %d seeds · traces: %s", len(results), strings.Join(policies, ", "), len(seeds), strings.Join(traces(ss), ", "))
+	return fmt.Sprintf("%d runs · policies: %s · %d seeds · traces: %s", len(results), strings.Join(policies, ", "), len(seeds), strings.Join(traceNames(ss), ", "))
 }
 
 func legend(b *strings.Builder, ss []Summary, colors map[string]string) {
@@ -332,3 +322,12 @@ svg.chart{width:100%;height:auto;border:1px solid var(--line);border-radius:8px;
 details summary{cursor:pointer;font-weight:600;margin:24px 0 8px}
 footer{margin-top:28px;color:var(--muted);font-size:12px;border-top:1px solid var(--line);padding-top:10px}
 `
+
+func traceNames(ss []Summary) []string {
+	groups := byTrace(ss)
+	out := make([]string, len(groups))
+	for i, g := range groups {
+		out[i] = g.trace
+	}
+	return out
+}

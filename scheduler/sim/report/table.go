@@ -20,19 +20,10 @@ func WriteTable(w io.Writer, results []Result, summaries []Summary) error {
 		summaries = Summarize(results)
 	}
 	ew := &errWriter{w: w}
-	for i, tr := range traces(summaries) {
+	for i, g := range byTrace(summaries) {
+		tr, fill, replay := g.trace, g.fill, g.replay
 		if i > 0 {
 			ew.printf("\n")
-		}
-		var fill, replay []Summary
-		for _, s := range summaries {
-			switch {
-			case s.Trace != tr:
-			case s.Replay != nil:
-				replay = append(replay, s)
-			default:
-				fill = append(fill, s)
-			}
 		}
 		if len(fill) > 0 {
 			ew.printf("%s — fill-up, %s\n", tr, runsNote(fill))
@@ -91,13 +82,27 @@ func writeAligned(w io.Writer, rows [][]string) {
 }
 
 // traces returns the distinct traces of the summaries in first-seen order.
-func traces(summaries []Summary) []string {
-	var out []string
-	seen := map[string]bool{}
+// traceGroup is the summaries of one trace, split into fill-up and replay runs.
+type traceGroup struct {
+	trace        string
+	fill, replay []Summary
+}
+
+// byTrace groups summaries by trace, in the order traces first appear.
+func byTrace(summaries []Summary) []traceGroup {
+	var out []traceGroup
+	index := map[string]int{}
 	for _, s := range summaries {
-		if !seen[s.Trace] {
-			seen[s.Trace] = true
-			out = append(out, s.Trace)
+		i, ok := index[s.Trace]
+		if !ok {
+			i = len(out)
+			index[s.Trace] = i
+			out = append(out, traceGroup{trace: s.Trace})
+		}
+		if s.Replay != nil {
+			out[i].replay = append(out[i].replay, s)
+		} else {
+			out[i].fill = append(out[i].fill, s)
 		}
 	}
 	return out
