@@ -45,10 +45,12 @@ lint:
 generate:
 	$(CONTROLLER_GEN) object paths=./api/... crd:crdVersions=v1 output:crd:artifacts:config=deploy/crds
 
-## verify: fail when generated files are stale
-verify: generate
-	@if [ -n "$$(git status --porcelain -- $(GENERATED))" ]; then \
-	  echo "generated files are stale; run 'make generate' and commit:"; git status --porcelain -- $(GENERATED); exit 1; fi
+## verify: fail when generated files are stale (regenerating changes them)
+verify:
+	@state() { git status --porcelain -- $(GENERATED); git diff -- $(GENERATED) | sha256sum; }; \
+	  before=$$(state); $(MAKE) -s generate; after=$$(state); \
+	  if [ "$$before" != "$$after" ]; then \
+	    echo "generated files are stale; run 'make generate' and commit:"; git status --porcelain -- $(GENERATED); exit 1; fi
 
 ## demo: the built-in operator scenario (kube-default vs tessera) and the Alibaba openb
 ## trace (bestfit vs fgd vs tessera, 3 seeds), with HTML reports in out/

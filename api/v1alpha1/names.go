@@ -47,15 +47,14 @@ const (
 // DefaultQueue is the queue of a workload that names none.
 const DefaultQueue = "default"
 
-// Condition types and reasons shared by the kinds.
+// Condition types shared by the kinds. A PodGroup's Scheduled=False condition carries
+// the scheduler's reason code (scheduler/framework: Unschedulable, GangIncomplete,
+// QueueCapabilityExceeded, ...) and its message.
 const (
-	ConditionReady       = "Ready"
-	ConditionScheduled   = "Scheduled"
-	ConditionCompiled    = "Compiled"
-	ConditionHealthy     = "Healthy"
-	ReasonUnschedulable  = "Unschedulable"
-	ReasonQueueCapacity  = "QueueCapacityExceeded"
-	ReasonGangIncomplete = "GangIncomplete"
+	ConditionReady     = "Ready"
+	ConditionScheduled = "Scheduled"
+	ConditionCompiled  = "Compiled"
+	ConditionHealthy   = "Healthy"
 )
 
 // DefaultTopologyLevels are the node labels, narrowest first, that group nodes into

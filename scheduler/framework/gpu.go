@@ -26,9 +26,6 @@ func (g *GPU) FreeMilli() int64 {
 	return MilliPerGPU - g.UsedMilli
 }
 
-// FreeMemoryMiB is the unallocated GPU memory.
-func (g *GPU) FreeMemoryMiB() int64 { return g.FreeMilli() * g.MemoryMiB / MilliPerGPU }
-
 // GPUSet is a set of GPU indices on one node (a node has at most 64 GPUs).
 type GPUSet uint64
 

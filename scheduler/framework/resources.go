@@ -219,19 +219,3 @@ func FromResourceList(rl corev1.ResourceList) Resources {
 	}
 	return r
 }
-
-// Share returns the dominant share of r over total (max over cpu, memory and GPU of
-// r/total), the DRF measure used to order queues.
-func Share(r, total *Resources) float64 {
-	s := 0.0
-	if total.MilliCPU > 0 {
-		s = math.Max(s, float64(r.MilliCPU)/float64(total.MilliCPU))
-	}
-	if total.Memory > 0 {
-		s = math.Max(s, float64(r.Memory)/float64(total.Memory))
-	}
-	if total.GPU > 0 {
-		s = math.Max(s, float64(r.GPU)/float64(total.GPU))
-	}
-	return s
-}
