@@ -64,6 +64,9 @@ func fitResources(req, used, alloc *framework.Resources) framework.FitCode {
 	case req.Pods > 0 && used.Pods+req.Pods > alloc.Pods:
 		return framework.FitPods
 	}
+	if req.Scalar == nil {
+		return framework.FitOK
+	}
 	for k, v := range req.Scalar {
 		if v > 0 && used.Scalar[k]+v > alloc.Scalar[k] {
 			return framework.FitScalar

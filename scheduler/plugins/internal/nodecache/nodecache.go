@@ -29,7 +29,7 @@ type shape struct {
 // Cache holds verdicts per node index and shape.
 type Cache struct {
 	shapes  map[shape]int
-	entries [][]entry // [node index][shape id]
+	entries [][]entry // [shape id][node index]: one task is scored on many nodes in a row
 	// lastTask and lastID skip the shape lookup while one task is scored on many nodes.
 	lastTask *framework.Task
 	lastID   int
@@ -70,15 +70,15 @@ func (c *Cache) Get(t *framework.Task, n *framework.Node, compute func() Verdict
 		}
 		c.lastTask, c.lastID = t, id
 	}
-	for len(c.entries) <= n.Index {
+	for len(c.entries) <= id {
 		c.entries = append(c.entries, nil)
 	}
-	row := c.entries[n.Index]
-	for len(row) <= id {
-		row = append(row, entry{})
+	row := c.entries[id]
+	if len(row) <= n.Index {
+		row = append(row, make([]entry, n.Index+1-len(row))...)
+		c.entries[id] = row
 	}
-	c.entries[n.Index] = row
-	e := &row[id]
+	e := &row[n.Index]
 	if e.valid && e.node == n && e.version == n.Version {
 		return e.Verdict
 	}
