@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"reflect"
 	"testing"
 )
 
@@ -13,8 +14,12 @@ func openb(t testing.TB, pods string) FillUp {
 	return FillUp{Trace: in.Name, Nodes: in.Nodes, Pods: in.Pods, Arrive: 1.3, Seed: 42}
 }
 
+// TestFillUpPolicies runs the FGD protocol on openb default with seed 42 and checks the
+// curve's invariants and the published ordering: tessera < fgd < bestfit, each baseline
+// within a point of the published reproduction (fgd 4.77, bestfit 7.14).
 func TestFillUpPolicies(t *testing.T) {
 	f := openb(t, "default")
+	unalloc := map[string]float64{}
 	for _, p := range []string{"fgd", "bestfit", "tessera"} {
 		f.Policy = p
 		r, err := RunFillUp(f)
@@ -22,5 +27,42 @@ func TestFillUpPolicies(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Logf("%-10s unallocated@100=%.2f alloc@130=%.2f frag@90=%.2f wall=%.2fs", p, r.UnallocatedPctAt100, r.AllocPctAt["130"], r.FragPctAt90, r.WallSeconds)
+		unalloc[p] = r.UnallocatedPctAt100
+		last := -1.0
+		for _, pt := range r.Curve {
+			if pt.AllocPct > pt.ArrivedPct+1e-9 || pt.AllocPct < last-1e-9 || pt.FragPct < 0 || pt.FragPct > 100 {
+				t.Fatalf("%s: bad sample %+v after allocation %.3f", p, pt, last)
+			}
+			last = pt.AllocPct
+		}
+		if got := r.Curve[len(r.Curve)-1].ArrivedPct; got < 129 || got > 131 {
+			t.Errorf("%s: arrived %.2f%%, want 130%%", p, got)
+		}
+	}
+	if !(unalloc["tessera"] < unalloc["fgd"] && unalloc["fgd"] < unalloc["bestfit"]) {
+		t.Errorf("unallocated %v: want tessera < fgd < bestfit", unalloc)
+	}
+	for p, published := range map[string]float64{"fgd": 4.77, "bestfit": 7.14} {
+		if d := unalloc[p] - published; d > 1 || d < -1 {
+			t.Errorf("%s: %.2f%% unallocated, more than a point from the published %.2f%%", p, unalloc[p], published)
+		}
+	}
+}
+
+func TestFillUpDeterministic(t *testing.T) {
+	f := openb(t, "gpushare40")
+	f.Policy = "tessera"
+	a, err := RunFillUp(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := RunFillUp(f)
+	if !reflect.DeepEqual(a.Curve, b.Curve) {
+		t.Fatal("same seed, different curves")
+	}
+	f.Seed = 43
+	c, _ := RunFillUp(f)
+	if reflect.DeepEqual(a.Curve, c.Curve) {
+		t.Fatal("seeds 42 and 43 gave the same curve")
 	}
 }
