@@ -20,7 +20,10 @@ type weightedScorer struct {
 }
 
 // Scheduler runs sessions with one configuration. It keeps reservations for starving
-// gangs between sessions; otherwise every session starts from the snapshot alone.
+// gangs, recent preemptions (so that a victim never evicts its preemptor) and the
+// tie-breaking random source between sessions; otherwise every session starts from the
+// snapshot alone. It runs one session at a time: RunSession is not safe for concurrent
+// use (the simulator builds one Scheduler per run).
 type Scheduler struct {
 	cfg          Config
 	actions      []Action
