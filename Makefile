@@ -7,7 +7,7 @@ CONTROLLER_GEN := $(GO) run sigs.k8s.io/controller-tools/cmd/controller-gen@v0.2
 STATICCHECK   := $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 GENERATED     := api deploy/crds
 
-.PHONY: all build test unit integration rules-test k8s-binaries lint generate verify demo clean
+.PHONY: all build test unit integration rules-test k8s-binaries lint generate verify demo bench clean
 
 all: build
 
@@ -58,6 +58,14 @@ demo: build
 	@mkdir -p out
 	./$(BIN) simulate --scenario operator --policy kube-default,tessera --seeds 3 --report out/demo-operator.html
 	./$(BIN) simulate --trace default --policy bestfit,fgd,tessera --seeds 3 --report out/demo-openb.html
+
+## bench: the performance targets' benchmarks (scheduler core, admission, pod-create
+## overhead through the real API server) and one timed fill-up run per policy
+bench: k8s-binaries build
+	$(GO) test ./scheduler/ -run '^$$' -bench BenchmarkAllocate -benchtime 1x -count 3 -benchmem
+	KUBEBUILDER_ASSETS="$$(hack/k8s-binaries.sh)" TESSERA_REQUIRE_K8S=1 $(GO) test ./webhooks/ -run '^$$' \
+	  -bench 'BenchmarkAdmission|BenchmarkPodCreateOverhead' -benchtime 2000x -count 3
+	./$(BIN) simulate --trace default --policy bestfit,fgd,tessera --seeds 3
 
 clean:
 	rm -rf bin
