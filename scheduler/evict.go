@@ -16,7 +16,9 @@ type preempt struct{}
 func (preempt) Name() string { return "preempt" }
 
 func (preempt) Execute(s *Session) {
-	s.evictForFailed(func(j, v *framework.Job) bool {
+	// Victims of the same queue also free its capability, so jobs held back by their
+	// queue's capability may preempt too.
+	s.evictForFailed(true, func(j, v *framework.Job) bool {
 		return v.Queue == j.Queue && v.Priority < j.Priority
 	}, nil, "preempted by higher-priority job %s")
 }
@@ -31,7 +33,7 @@ func (reclaim) Execute(s *Session) {
 	if s.reclaim == nil {
 		return
 	}
-	s.evictForFailed(func(j, v *framework.Job) bool {
+	s.evictForFailed(false, func(j, v *framework.Job) bool {
 		return v.Queue != nil && j.Queue != nil && v.Queue != j.Queue
 	}, func(j, v *framework.Job) bool {
 		req := s.minRequest(j)
@@ -42,7 +44,9 @@ func (reclaim) Execute(s *Session) {
 
 // evictForFailed tries, for each job allocate could not place, to make room by evicting
 // candidate victims. eligible is static; check is re-evaluated as victims are evicted.
-func (s *Session) evictForFailed(eligible, check func(j, v *framework.Job) bool, reason string) {
+// Jobs held back by their queue's capability take part only when sameQueue is set
+// (evicting from other queues cannot make room under it).
+func (s *Session) evictForFailed(sameQueue bool, eligible, check func(j, v *framework.Job) bool, reason string) {
 	var running []*framework.Job
 	for _, v := range s.Snap.Jobs {
 		if s.evictable(v) {
@@ -55,7 +59,8 @@ func (s *Session) evictForFailed(eligible, check func(j, v *framework.Job) bool,
 	s.forgetGoneJobs()
 	s.sortJobs(s.failed)
 	for _, j := range s.failed {
-		if j.Count(framework.TaskPending) == 0 || j.Pending == nil || j.Pending.Code == framework.ReasonQueueCapability || j.Pending.Code == framework.ReasonNotEnqueued {
+		if j.Count(framework.TaskPending) == 0 || j.Pending == nil || j.Pending.Code == framework.ReasonNotEnqueued ||
+			(j.Pending.Code == framework.ReasonQueueCapability && !sameQueue) {
 			continue
 		}
 		evictedBy := s.evictedBy[j.Key()]
