@@ -45,16 +45,16 @@
 // 5/10 GPUs of a 20-GPU cluster) scaled x4 to the 80 GPUs: 60/80 and 20/40. Over 24
 // virtual hours, with a backlog waiting at time 0:
 //
-//   - pretrain: 4 pods x 8 GPUs gangs, 2-6 h, train-prod, priority 1000; one per
-//     8-hour slot at a random time in it, plus one waiting at 0 (4 a day);
+//   - pretrain: 4 pods x 8 GPUs gangs, 2-6 h, train-prod, priority 1000; one at a
+//     random time of the day, plus one waiting at 0;
 //   - finetune: 1 or 2 pods x 8 GPUs (all-or-nothing), 1-3 h, 60% train-prod /
 //     40% train-dev, priority 500; Poisson, 0.8 an hour on average;
 //   - experiment: one pod (a notebook or a small training run) with a 10-40 GiB
 //     slice of one GPU, 1-3 h, 80% train-dev / 20% train-prod, priority 100;
-//     Poisson, 40 an hour on average, 60 waiting at 0. They are most of the pods:
+//     Poisson, 55 an hour on average, 60 waiting at 0. They are most of the pods:
 //     whole GPUs for them are where a scheduler without GPU sharing loses. The mix
 //     is weighted towards them as in the report, whose cluster ran at 43% GPU
-//     utilisation under the default scheduler.
+//     utilisation under the default scheduler (this mix gives it 49%, seeds 42-51).
 //
 // Poisson rates follow a daily cycle (x0.6 at midnight, x1.4 at noon), so demand
 // exceeds the cluster at peaks and falls below it at night.

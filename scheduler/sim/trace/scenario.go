@@ -118,8 +118,8 @@ func operatorClasses() []operatorJobClass {
 	return []operatorJobClass{{
 		// 32-GPU pretraining gangs: 4 pods x 8 GPUs, 2 to 6 hours, train-prod, high
 		// priority; one is waiting at 0 and one more is submitted at a random time in
-		// each 8-hour slot (they weigh much in the demand, so their count is not left to chance).
-		class: "pretrain", every: 8 * 3600, backlog: 1,
+		// the day (they weigh much in the demand, so their count is not left to chance).
+		class: "pretrain", every: 24 * 3600, backlog: 1,
 		gen: func(r *rand.Rand, j *JobSpec) {
 			j.Queue, j.Priority = "train-prod", 1000
 			j.Tasks, j.MinMember, j.GPUsPerTask = 4, 4, 8
@@ -142,7 +142,7 @@ func operatorClasses() []operatorJobClass {
 	}, {
 		// Single-GPU experiments and notebooks needing 10-40 GiB of an 80 GiB card, 1 to
 		// 3 hours, mostly train-dev, low priority.
-		class: "experiment", ratePerHour: 40, backlog: 60,
+		class: "experiment", ratePerHour: 55, backlog: 60,
 		gen: func(r *rand.Rand, j *JobSpec) {
 			j.Queue, j.Priority = "train-dev", 100
 			if r.Float64() < 0.2 {

@@ -69,7 +69,7 @@ func TestOperatorScenario(t *testing.T) {
 			t.Errorf("job %s in queue %q", j.Name, j.Queue)
 		}
 	}
-	if classes["pretrain"] != 4 || classes["finetune"] < 10 || classes["experiment"] < 600 {
+	if classes["pretrain"] != 2 || classes["finetune"] < 10 || classes["experiment"] < 1000 {
 		t.Errorf("job mix %v", classes)
 	}
 
