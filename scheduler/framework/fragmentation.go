@@ -4,7 +4,10 @@ package framework
 // the FGD paper (Weng et al., USENIX ATC '23) measures GPU fragmentation.
 type PodShape struct {
 	MilliCPU int64
-	GPU      GPURequest
+	// Memory is the shape's mean memory request in bytes (0 when unknown); FGD's
+	// measure ignores it.
+	Memory int64
+	GPU    GPURequest
 	// P is the shape's probability; a workload's probabilities sum to 1.
 	P float64
 }

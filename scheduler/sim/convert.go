@@ -57,11 +57,24 @@ func podJob(p *trace.PodSpec, wholeGPUs bool) *framework.Job {
 }
 
 // workload turns the trace's typical shapes into the scheduler's workload.
-func workload(shapes []trace.Shape) framework.Workload {
+func workload(shapes []trace.Shape, pods []trace.PodSpec) framework.Workload {
+	type key struct {
+		cpu, milli int64
+		gpus       int
+	}
+	mem := map[key][2]int64{}
+	for _, p := range pods {
+		k := key{p.MilliCPU, p.GPUMilli, p.NumGPU}
+		m := mem[k]
+		mem[k] = [2]int64{m[0] + p.MemoryMiB, m[1] + 1}
+	}
 	w := make(framework.Workload, len(shapes))
 	for i, s := range shapes {
 		p := trace.PodSpec{NumGPU: s.NumGPU, GPUMilli: s.GPUMilli, GPUModels: s.Models()}
 		w[i] = framework.PodShape{MilliCPU: s.MilliCPU, GPU: gpuRequest(&p, false), P: s.P}
+		if m := mem[key{s.MilliCPU, s.GPUMilli, s.NumGPU}]; m[1] > 0 {
+			w[i].Memory = m[0] / m[1] << 20
+		}
 	}
 	return w
 }

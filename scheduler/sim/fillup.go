@@ -59,7 +59,7 @@ func RunFillUp(f FillUp) (report.Result, error) {
 	if len(arrivals) == 0 {
 		return report.Result{}, fmt.Errorf("%s: no pod asks for a GPU", f.Trace)
 	}
-	snap := &framework.Snapshot{Nodes: nodes, Workload: workload(trace.TypicalShapes(f.Pods, TypicalCoverage))}
+	snap := &framework.Snapshot{Nodes: nodes, Workload: workload(trace.TypicalShapes(f.Pods, TypicalCoverage), f.Pods)}
 	frag := make([]float64, len(nodes))
 	var fragTotal float64
 	for i, n := range nodes {

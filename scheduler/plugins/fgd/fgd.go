@@ -64,6 +64,7 @@ func GradientOf(t *framework.Task, n *framework.Node, measure func(*framework.No
 	before := measure(n)
 	after := func(gpus framework.GPUSet, milli int64) float64 {
 		n.Used.MilliCPU += t.Request.MilliCPU
+		n.Used.Memory += t.Request.Memory
 		for _, i := range gpus.Indices() {
 			n.GPUs[i].UsedMilli += milli
 		}
@@ -72,6 +73,7 @@ func GradientOf(t *framework.Task, n *framework.Node, measure func(*framework.No
 			n.GPUs[i].UsedMilli -= milli
 		}
 		n.Used.MilliCPU -= t.Request.MilliCPU
+		n.Used.Memory -= t.Request.Memory
 		return f
 	}
 	switch {

@@ -32,6 +32,7 @@ type GPUFit struct {
 	cache    nodecache.Cache
 	// cpuPerGPU is the workload's mean CPU request per GPU (milli-CPU per milli-GPU).
 	cpuPerGPU float64
+	memPerGPU float64
 }
 
 var (
@@ -73,7 +74,7 @@ func (g *GPUFit) OnSessionOpen(s *framework.Snapshot) {
 	}
 	g.workload = s.Workload
 	g.cache.Reset()
-	var cpu, gpu float64
+	var cpu, gpu, mem float64
 	for _, m := range g.workload {
 		if m.GPU.Count > 0 {
 			gpu += m.P * float64(m.GPU.Count*framework.MilliPerGPU)
@@ -83,10 +84,12 @@ func (g *GPUFit) OnSessionOpen(s *framework.Snapshot) {
 			continue
 		}
 		cpu += m.P * float64(m.MilliCPU)
+		mem += m.P * float64(m.Memory)
 	}
-	g.cpuPerGPU = 0
+	g.cpuPerGPU, g.memPerGPU = 0, 0
 	if gpu > 0 {
 		g.cpuPerGPU = cpu / gpu
+		g.memPerGPU = mem / gpu
 	}
 }
 
@@ -114,6 +117,9 @@ func (g *GPUFit) measure(n *framework.Node) float64 {
 	if g.cpuPerGPU > 0 {
 		free := float64(n.FreeGPUMilli())
 		fed := float64(n.Allocatable.MilliCPU-n.Used.MilliCPU) / g.cpuPerGPU
+		if g.memPerGPU > 0 {
+			fed = min(fed, float64(n.Allocatable.Memory-n.Used.Memory)/g.memPerGPU)
+		}
 		if free > fed {
 			f += g.CPUStrandWeight * (free - fed)
 		}

@@ -21,9 +21,9 @@ type entry struct {
 }
 
 type shape struct {
-	cpu, milli, mem int64
-	count           int
-	models          string
+	cpu, memory, milli, mem int64
+	count                   int
+	models                  string
 }
 
 // Cache holds verdicts per node index and shape.
@@ -43,7 +43,7 @@ func (c *Cache) Reset() {
 }
 
 func shapeOf(t *framework.Task) shape {
-	s := shape{cpu: t.Request.MilliCPU, milli: t.GPU.Milli, mem: t.GPU.MemoryMiB, count: t.GPU.Count}
+	s := shape{cpu: t.Request.MilliCPU, memory: t.Request.Memory, milli: t.GPU.Milli, mem: t.GPU.MemoryMiB, count: t.GPU.Count}
 	if len(t.GPU.Models) > 0 {
 		s.models = fmt.Sprint(t.GPU.Models)
 	}
@@ -55,7 +55,8 @@ func shapeOf(t *framework.Task) shape {
 func (c *Cache) NewSession() { c.lastTask = nil }
 
 // Get returns the cached verdict for t on n, computing it when n changed since.
-// compute must depend only on the node's allocation and the task's CPU and GPU request.
+// compute must depend only on the node's allocation and the task's CPU, memory and GPU
+// request.
 func (c *Cache) Get(t *framework.Task, n *framework.Node, compute func() Verdict) Verdict {
 	if c.shapes == nil {
 		c.shapes = map[shape]int{}
