@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	jsonpatch "github.com/evanphx/json-patch/v5"
 	"github.com/go-logr/logr"
 	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -168,7 +167,13 @@ func (h *Handler) decide(ctx context.Context, req *admissionv1.AdmissionRequest)
 		return fail(http.StatusBadRequest, err)
 	}
 	phase := policy.PhaseValidate
-	if h.Mutating {
+	validateHere := h.Mutating && h.ValidateOnMutate[req.Kind.Kind]
+	switch {
+	case validateHere:
+		// One evaluation: each policy's mutations and, on the workload as the policies
+		// before it left it, its denials and warnings.
+		phase = policy.PhaseAll
+	case h.Mutating:
 		phase = policy.PhaseMutate
 	}
 	dec, err = h.Evaluator.Evaluate(ctx, policy.Input{Phase: phase, Kind: req.Kind.Kind, Document: doc, Shared: cluster.Shared})
@@ -192,13 +197,8 @@ func (h *Handler) decide(ctx context.Context, req *admissionv1.AdmissionRequest)
 			pt := admissionv1.PatchTypeJSONPatch
 			resp.Patch, resp.PatchType = patch, &pt
 		}
-		if h.ValidateOnMutate[req.Kind.Kind] {
-			v, vdec, result, err := h.validatePatched(ctx, req, ns, cluster.Shared, patch)
-			if err != nil {
-				return fail(http.StatusInternalServerError, err)
-			}
-			dec.Denials, dec.Warnings, dec.DryRun = vdec.Denials, vdec.Warnings, vdec.DryRun
-			dec.Evaluated = append(dec.Evaluated, vdec.Evaluated...)
+		if validateHere {
+			v, result := validationResponse(dec)
 			if !v.Allowed {
 				return v, dec, result, nil
 			}
@@ -211,30 +211,6 @@ func (h *Handler) decide(ctx context.Context, req *admissionv1.AdmissionRequest)
 			return resp, dec, ResultAllowed, nil
 		}
 		return resp, dec, ResultPatched, nil
-	}
-	resp, result := validationResponse(dec)
-	return resp, dec, result, nil
-}
-
-// validatePatched runs the validation rules on the object as the patch leaves it.
-func (h *Handler) validatePatched(ctx context.Context, req *admissionv1.AdmissionRequest, ns *Namespace, shared *policy.Shared, patch []byte) (*admissionv1.AdmissionResponse, policy.Decision, string, error) {
-	patched := *req
-	if len(patch) > 0 {
-		p, err := jsonpatch.DecodePatch(patch)
-		if err != nil {
-			return nil, policy.Decision{}, "", err
-		}
-		if patched.Object.Raw, err = p.Apply(req.Object.Raw); err != nil {
-			return nil, policy.Decision{}, "", fmt.Errorf("apply own patch: %w", err)
-		}
-	}
-	doc, err := BuildInput(&patched, ns)
-	if err != nil {
-		return nil, policy.Decision{}, "", err
-	}
-	dec, err := h.Evaluator.Evaluate(ctx, policy.Input{Phase: policy.PhaseValidate, Kind: req.Kind.Kind, Document: doc, Shared: shared})
-	if err != nil {
-		return nil, dec, "", fmt.Errorf("policy evaluation failed (policy set %s): %w", h.Evaluator.Version(), err)
 	}
 	resp, result := validationResponse(dec)
 	return resp, dec, result, nil

@@ -242,3 +242,54 @@ func TestMutatingHandlerValidatesPods(t *testing.T) {
 		})
 	}
 }
+
+// Validating inside the mutating call (one evaluation of every rule) decides pods as the
+// validating handler does on the pod the mutating handler's patch produces.
+func TestValidateOnMutateMatchesValidatingHandler(t *testing.T) {
+	mut, val := handlers(t)
+	fused := &Handler{Mutating: true, ValidateOnMutate: map[string]bool{KindPod: true}, Evaluator: mut.Evaluator, Cluster: mut.Cluster}
+	withNS := func(p *corev1.Pod, ns string) *corev1.Pod { p.Namespace = ns; return p }
+	pods := []*corev1.Pod{
+		makePod("a").gpu("1").obj(),
+		makePod("b").gpu("1").queue("nope").obj(),
+		makePod("c").gpu("1").queue("prod").obj(),
+		makePod("d").res(tesserav1.ResourceGPUMemory, "90000", true).queue("train").obj(),
+		makePod("e").res(tesserav1.ResourceGPUMemory, "1024", false).queue("train").obj(),
+		makePod("f").res(tesserav1.ResourceGPUMemory, "1024", false).obj(),
+		withNS(makePod("g").gpu("2").obj(), "rewrite"),
+		withNS(makePod("h").gpu("64").obj(), "rewrite"),
+		makePod("i").gpu("64").queue("train").obj(),
+		withNS(makePod("j").res(corev1.ResourceCPU, "1", true).obj(), "plain"),
+	}
+	for _, pod := range pods {
+		t.Run(pod.Namespace+"/"+pod.Name, func(t *testing.T) {
+			req := request(t, admissionv1.Create, pod)
+			got := fused.Admit(context.Background(), req)
+			// The two-call path: mutate, apply the patch, validate the result.
+			m := mut.Admit(context.Background(), req)
+			patched := *req
+			if len(m.Patch) > 0 {
+				p, err := jsonpatch.DecodePatch(m.Patch)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if patched.Object.Raw, err = p.Apply(req.Object.Raw); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want := val.Admit(context.Background(), &patched)
+			if got.Allowed != want.Allowed {
+				t.Fatalf("fused allowed=%v, two calls allowed=%v (%v / %v)", got.Allowed, want.Allowed, got.Result, want.Result)
+			}
+			if !want.Allowed && got.Result.Message != want.Result.Message {
+				t.Fatalf("denial messages differ:\n fused:     %s\n two calls: %s", got.Result.Message, want.Result.Message)
+			}
+			if strings.Join(got.Warnings, "\n") != strings.Join(want.Warnings, "\n") {
+				t.Fatalf("warnings differ: %q vs %q", got.Warnings, want.Warnings)
+			}
+			if got.Allowed && string(got.Patch) != string(m.Patch) {
+				t.Fatalf("patches differ: %s vs %s", got.Patch, m.Patch)
+			}
+		})
+	}
+}
