@@ -33,8 +33,9 @@ type PolicyChecker interface {
 
 // Handler answers AdmissionReviews. One Handler is mutating (patches) or validating
 // (denials and warnings). For the kinds in ValidateOnMutate the mutating handler also
-// runs the validation rules on the patched object and denies there, so that the most
-// frequent request, a pod create, costs one webhook call instead of two; the shipped
+// denies and warns: it evaluates every rule at once, each policy seeing the workload as
+// the policies before it left it, so that the most frequent request, a pod create,
+// costs one webhook call and one evaluation instead of two of each; the shipped
 // ValidatingWebhookConfiguration leaves those kinds out. With reinvocationPolicy
 // IfNeeded, mutations by later webhooks are validated when Tessera's runs again.
 type Handler struct {
