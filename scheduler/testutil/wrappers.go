@@ -79,6 +79,18 @@ func (w *NodeWrapper) Taint(k, v string) *NodeWrapper {
 	return w
 }
 
+// UsedCPU marks milli millicores as already requested on the node.
+func (w *NodeWrapper) UsedCPU(milli int64) *NodeWrapper { w.n.Used.MilliCPU = milli; return w }
+
+// UsedGPUs marks GPU i as having usedMilli[i] of its share allocated (no tasks behind it),
+// for scoring tests that need a partly filled node.
+func (w *NodeWrapper) UsedGPUs(usedMilli ...int64) *NodeWrapper {
+	for i, m := range usedMilli {
+		w.n.GPUs[i].UsedMilli = m
+	}
+	return w
+}
+
 // Unschedulable cordons the node.
 func (w *NodeWrapper) Unschedulable() *NodeWrapper { w.n.Unschedulable = true; return w }
 

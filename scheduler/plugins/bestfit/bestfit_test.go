@@ -11,13 +11,7 @@ import (
 
 // node is a 128-CPU, 8-GPU node with usedCPU millicores and the given GPU shares in use.
 func node(usedCPU int64, usedMilli ...int64) *framework.Node {
-	n := testutil.MakeNode("n").GPUs(8, "A100-80GB").Obj()
-	n.Used.MilliCPU = usedCPU
-	for i, m := range usedMilli {
-		n.GPUs[i].UsedMilli = m
-	}
-	n.Refresh()
-	return n
+	return testutil.MakeNode("n").GPUs(8, "A100-80GB").UsedCPU(usedCPU).UsedGPUs(usedMilli...).Obj()
 }
 
 func TestPlaceGPUs(t *testing.T) {

@@ -10,13 +10,7 @@ import (
 )
 
 func node(usedCPU int64, usedMilli ...int64) *framework.Node {
-	n := testutil.MakeNode("n").GPUs(8, "A100-80GB").Obj()
-	n.Used.MilliCPU = usedCPU
-	for i, m := range usedMilli {
-		n.GPUs[i].UsedMilli = m
-	}
-	n.Refresh()
-	return n
+	return testutil.MakeNode("n").GPUs(8, "A100-80GB").UsedCPU(usedCPU).UsedGPUs(usedMilli...).Obj()
 }
 
 func TestPlaceGPUs(t *testing.T) {

@@ -16,12 +16,7 @@ var workload = framework.Workload{
 }
 
 func node(usedMilli ...int64) *framework.Node {
-	n := testutil.MakeNode("n").GPUs(2, "A100-80GB").Obj()
-	for i, m := range usedMilli {
-		n.GPUs[i].UsedMilli = m
-	}
-	n.Refresh()
-	return n
+	return testutil.MakeNode("n").GPUs(2, "A100-80GB").UsedGPUs(usedMilli...).Obj()
 }
 
 func TestPlaceGPUs(t *testing.T) {

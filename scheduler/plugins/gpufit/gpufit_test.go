@@ -10,12 +10,7 @@ import (
 )
 
 func node(gpus int, usedMilli ...int64) *framework.Node {
-	n := testutil.MakeNode("n").GPUs(gpus, "A100-80GB").Obj()
-	for i, m := range usedMilli {
-		n.GPUs[i].UsedMilli = m
-	}
-	n.Refresh()
-	return n
+	return testutil.MakeNode("n").GPUs(gpus, "A100-80GB").UsedGPUs(usedMilli...).Obj()
 }
 
 func TestDoesNotFit(t *testing.T) {
