@@ -154,3 +154,24 @@ func Context(t testing.TB, d time.Duration) context.Context {
 	t.Cleanup(cancel)
 	return ctx
 }
+
+// Main starts one API server for a test package, hands it to ready, runs the tests and
+// exits. Without binaries the tests run with no Env (and should skip), unless
+// TESSERA_REQUIRE_K8S=1 makes that a failure.
+func Main(m *testing.M, opts Options, ready func(*Env)) {
+	e, err := New(opts)
+	if err != nil {
+		if os.Getenv("TESSERA_REQUIRE_K8S") == "1" {
+			fmt.Fprintln(os.Stderr, "real API server required:", err)
+			os.Exit(1)
+		}
+		fmt.Fprintln(os.Stderr, "skipping API server tests:", err)
+		os.Exit(m.Run())
+	}
+	ready(e)
+	code := m.Run()
+	if err := e.Stop(); err != nil {
+		fmt.Fprintln(os.Stderr, "stop API server:", err)
+	}
+	os.Exit(code)
+}

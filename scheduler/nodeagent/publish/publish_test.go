@@ -3,7 +3,6 @@ package publish
 import (
 	"context"
 	"fmt"
-	"os"
 	"testing"
 	"time"
 
@@ -22,19 +21,7 @@ import (
 var env *testenv.Env
 
 func TestMain(m *testing.M) {
-	e, err := testenv.New(testenv.Options{})
-	if err != nil {
-		if os.Getenv("TESSERA_REQUIRE_K8S") == "1" {
-			fmt.Fprintln(os.Stderr, "real API server required:", err)
-			os.Exit(1)
-		}
-		fmt.Fprintln(os.Stderr, "skipping API server tests:", err)
-		os.Exit(m.Run())
-	}
-	env = e
-	code := m.Run()
-	_ = e.Stop()
-	os.Exit(code)
+	testenv.Main(m, testenv.Options{}, func(e *testenv.Env) { env = e })
 }
 
 func publisher(t *testing.T, node string) (*Publisher, context.Context) {
