@@ -2,8 +2,9 @@ package scheduler
 
 import (
 	"fmt"
+	"maps"
 	"os"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 
@@ -154,20 +155,6 @@ func LoadConfig(path string) (Config, error) {
 	return c, nil
 }
 
-func knownPlugins() string {
-	names := make([]string, 0, len(pluginRegistry))
-	for n := range pluginRegistry {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return strings.Join(names, ", ")
-}
+func knownPlugins() string { return strings.Join(slices.Sorted(maps.Keys(pluginRegistry)), ", ") }
 
-func knownActions() string {
-	names := make([]string, 0, len(actionRegistry))
-	for n := range actionRegistry {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return strings.Join(names, ", ")
-}
+func knownActions() string { return strings.Join(slices.Sorted(maps.Keys(actionRegistry)), ", ") }

@@ -34,14 +34,10 @@ type FillUp struct {
 // fails and is not retried. Every node is scored for every pod.
 func RunFillUp(f FillUp) (report.Result, error) {
 	start := time.Now()
-	var err error
-	var cfg scheduler.Config
-	if f.Config != nil {
-		cfg = *f.Config
-	} else if cfg, err = scheduler.Policy(f.Policy); err != nil {
+	cfg, err := configFor(f.Policy, f.Config, f.Seed)
+	if err != nil {
 		return report.Result{}, err
 	}
-	cfg.Seed = f.Seed
 	cfg.PercentageOfNodesToScore = 100
 	s, err := scheduler.New(cfg)
 	if err != nil {

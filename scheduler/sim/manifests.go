@@ -54,16 +54,10 @@ type ManifestsResult struct {
 // bound pods count as running in the next session. The clock is the latest timestamp
 // in the manifests, so results depend only on the input and the seed.
 func RunManifests(m *trace.Manifests, policy string, cfg *scheduler.Config, seed int64) (ManifestsResult, error) {
-	var c scheduler.Config
-	if cfg != nil {
-		c = *cfg
-	} else {
-		var err error
-		if c, err = scheduler.Policy(policy); err != nil {
-			return ManifestsResult{}, err
-		}
+	c, err := configFor(policy, cfg, seed)
+	if err != nil {
+		return ManifestsResult{}, err
 	}
-	c.Seed = seed
 	s, err := scheduler.New(c)
 	if err != nil {
 		return ManifestsResult{}, err

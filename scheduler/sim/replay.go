@@ -130,14 +130,10 @@ func (c *completions) Pop() any {
 // scheduler without gangs binds piecemeal hold GPUs without doing work.
 func RunReplay(rp Replay) (report.Result, error) {
 	wall := time.Now()
-	var err error
-	var cfg scheduler.Config
-	if rp.Config != nil {
-		cfg = *rp.Config
-	} else if cfg, err = scheduler.Policy(rp.Policy); err != nil {
+	cfg, err := configFor(rp.Policy, rp.Config, rp.Seed)
+	if err != nil {
 		return report.Result{}, err
 	}
-	cfg.Seed = rp.Seed
 	s, err := scheduler.New(cfg)
 	if err != nil {
 		return report.Result{}, err

@@ -38,6 +38,21 @@ type Options struct {
 	Progress io.Writer
 }
 
+// configFor is cfg when set, else the named policy's configuration, with the run's seed.
+func configFor(policy string, cfg *scheduler.Config, seed int64) (scheduler.Config, error) {
+	c := scheduler.Config{}
+	if cfg != nil {
+		c = *cfg
+	} else {
+		var err error
+		if c, err = scheduler.Policy(policy); err != nil {
+			return c, err
+		}
+	}
+	c.Seed = seed
+	return c, nil
+}
+
 // run is one (policy, seed) pair.
 type run struct {
 	policy string

@@ -1,6 +1,7 @@
 package trace
 
 import (
+	"maps"
 	"slices"
 	"strings"
 )
@@ -43,12 +44,7 @@ func GPUModelMemoryMiB(model string) (int64, bool) {
 
 // GPUModelNames returns the known GPU model names, sorted.
 func GPUModelNames() []string {
-	names := make([]string, 0, len(gpuModelMemoryMiB))
-	for n := range gpuModelMemoryMiB {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	return names
+	return slices.Sorted(maps.Keys(gpuModelMemoryMiB))
 }
 
 // MilliToMiB converts a share of one GPU in thousandths (the trace's gpu_milli) into

@@ -2,6 +2,7 @@ package trace
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -63,12 +64,7 @@ var scenarios = map[string]func(seed int64) Scenario{
 
 // ScenarioNames returns the names of the built-in scenarios, sorted.
 func ScenarioNames() []string {
-	names := make([]string, 0, len(scenarios))
-	for n := range scenarios {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	return names
+	return slices.Sorted(maps.Keys(scenarios))
 }
 
 // BuildScenario returns the named built-in scenario generated with the given seed;
