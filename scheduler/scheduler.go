@@ -41,8 +41,6 @@ type Scheduler struct {
 	observers    []framework.SnapshotObserver
 	rng          *rand.Rand
 	firstTie     bool
-	// gatesAdmission is set when the enqueue action runs; otherwise every job is eligible.
-	gatesAdmission bool
 	// reservations maps node name to the key of the job it is held for.
 	reservations map[string]string
 	// gated is set when an enqueue action admits jobs; without one every job is admitted.
@@ -65,7 +63,6 @@ func New(cfg Config) (*Scheduler, error) {
 			return nil, fmt.Errorf("actions: unknown action %q; known: %s", name, knownActions())
 		}
 		s.actions = append(s.actions, a)
-		s.gatesAdmission = s.gatesAdmission || name == "enqueue"
 		s.gated = s.gated || name == "enqueue"
 	}
 	for ti, tier := range cfg.Tiers {

@@ -231,14 +231,13 @@ type Queue struct {
 	Weight      int32
 	Priority    int32
 	Reclaimable bool
-	// Deserved, Capability and Guarantee come from the spec; HasDeserved tells whether
-	// deserved was set (otherwise it is computed from weights).
-	Deserved    Resources
-	HasDeserved bool
-	Capability  Resources
-	Guarantee   Resources
-	Parent      *Queue
-	Children    []*Queue
+	// Deserved, Capability and Guarantee come from the spec; what no queue deserves is
+	// split by weight.
+	Deserved   Resources
+	Capability Resources
+	Guarantee  Resources
+	Parent     *Queue
+	Children   []*Queue
 	// Allocated is what the queue's (and its children's) tasks hold.
 	Allocated Resources
 	// Request is Allocated plus what pending tasks ask for.

@@ -145,7 +145,7 @@ func RunReplay(rp Replay) (report.Result, error) {
 	for _, q := range in.Queues {
 		fq := &framework.Queue{Name: q.Name, Weight: q.Weight, Reclaimable: q.Reclaimable, Capability: framework.Unlimited}
 		if q.DeservedGPUs > 0 {
-			fq.Deserved.GPU, fq.HasDeserved = q.DeservedGPUs*framework.MilliPerGPU, true
+			fq.Deserved.GPU = q.DeservedGPUs * framework.MilliPerGPU
 		}
 		if q.CapabilityGPUs > 0 {
 			fq.Capability.GPU = q.CapabilityGPUs * framework.MilliPerGPU

@@ -24,7 +24,7 @@ func convertQueue(q *tesserav1.Queue) *framework.Queue {
 		Capability:  capability(q.Spec.Capability),
 	}
 	if len(q.Spec.Deserved) > 0 {
-		out.Deserved, out.HasDeserved = framework.FromResourceList(q.Spec.Deserved), true
+		out.Deserved = framework.FromResourceList(q.Spec.Deserved)
 	}
 	return out
 }

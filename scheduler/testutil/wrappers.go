@@ -114,7 +114,7 @@ func (w *QueueWrapper) Weight(v int32) *QueueWrapper { w.q.Weight = v; return w 
 
 // DeservedGPUs sets deserved GPUs.
 func (w *QueueWrapper) DeservedGPUs(g int64) *QueueWrapper {
-	w.q.Deserved.GPU, w.q.HasDeserved = g*framework.MilliPerGPU, true
+	w.q.Deserved.GPU = g * framework.MilliPerGPU
 	return w
 }
 
