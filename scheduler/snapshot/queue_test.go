@@ -33,11 +33,11 @@ func TestQueueSpec(t *testing.T) {
 	})
 	wantErrs(t, errs)
 	plain := queueByName(snap, "plain")
-	if plain.Weight != 1 || !plain.Reclaimable || plain.HasDeserved || !plain.Deserved.IsZero() || !plain.Guarantee.IsZero() {
+	if plain.Weight != 1 || !plain.Reclaimable || !plain.Deserved.IsZero() || !plain.Guarantee.IsZero() {
 		t.Errorf("plain = %+v", plain)
 	}
 	full := queueByName(snap, "full")
-	if full.Weight != 3 || full.Priority != 7 || full.Reclaimable || !full.HasDeserved || full.Deserved.GPU != 4000 || full.Deserved.MilliCPU != 10000 || full.Guarantee.GPU != 1000 {
+	if full.Weight != 3 || full.Priority != 7 || full.Reclaimable || full.Deserved.GPU != 4000 || full.Deserved.MilliCPU != 10000 || full.Guarantee.GPU != 1000 {
 		t.Errorf("full = %+v", full)
 	}
 	unl := framework.Unlimited.MilliCPU
