@@ -15,6 +15,12 @@ type PodShape struct {
 // Workload is the typical pods that fragmentation is measured against.
 type Workload []PodShape
 
+// Same reports whether w and o are the same slice (not merely equal), so that plugins
+// can keep what they derived from a workload until the snapshot carries another.
+func (w Workload) Same(o Workload) bool {
+	return len(w) == len(o) && (len(w) == 0 || &w[0] == &o[0])
+}
+
 // FragmentedMilli is how much of a node's free GPU share shape m cannot use: all of it
 // when m cannot run on the node at all (CPU-only shapes included), else the free share
 // of the GPUs that have less free than m needs per GPU.

@@ -30,14 +30,10 @@ func (*FGD) Name() string { return Name }
 // OnSessionOpen implements framework.SnapshotObserver.
 func (f *FGD) OnSessionOpen(s *framework.Snapshot) {
 	f.cache.NewSession()
-	if !sameWorkload(f.workload, s.Workload) {
+	if !f.workload.Same(s.Workload) {
 		f.workload = s.Workload
 		f.cache.Reset()
 	}
-}
-
-func sameWorkload(a, b framework.Workload) bool {
-	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
 }
 
 func sigmoid(x float64) float64 { return 1 / (1 + math.Exp(-x)) }

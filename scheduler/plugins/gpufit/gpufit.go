@@ -69,7 +69,7 @@ func (*GPUFit) Name() string { return Name }
 // OnSessionOpen implements framework.SnapshotObserver.
 func (g *GPUFit) OnSessionOpen(s *framework.Snapshot) {
 	g.cache.NewSession()
-	if len(g.workload) == len(s.Workload) && (len(s.Workload) == 0 || &g.workload[0] == &s.Workload[0]) {
+	if g.workload.Same(s.Workload) {
 		return
 	}
 	g.workload = s.Workload
