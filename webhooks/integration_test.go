@@ -68,32 +68,7 @@ func webhookEnv(t testing.TB) *testenv.Env {
 }
 
 func startWebhookEnv() (*testenv.Env, error) {
-	root, err := testenv.RepoRoot()
-	if err != nil {
-		return nil, err
-	}
-	docs, err := readYAML(filepath.Join(root, "deploy", "webhook", "webhooks.yaml"))
-	if err != nil {
-		return nil, err
-	}
-	var opts testenv.Options
-	for _, d := range docs {
-		switch {
-		case strings.Contains(d, "kind: MutatingWebhookConfiguration"):
-			var c admissionregistrationv1.MutatingWebhookConfiguration
-			if err := yaml.UnmarshalStrict([]byte(d), &c); err != nil {
-				return nil, err
-			}
-			opts.Webhooks = append(opts.Webhooks, &c)
-		case strings.Contains(d, "kind: ValidatingWebhookConfiguration"):
-			var c admissionregistrationv1.ValidatingWebhookConfiguration
-			if err := yaml.UnmarshalStrict([]byte(d), &c); err != nil {
-				return nil, err
-			}
-			opts.ValidatingWebhooks = append(opts.ValidatingWebhooks, &c)
-		}
-	}
-	e, err := testenv.New(opts)
+	e, classes, err := apiServerForWebhooks()
 	if err != nil {
 		return nil, err
 	}
@@ -121,37 +96,15 @@ func startWebhookEnv() (*testenv.Env, error) {
 			fmt.Fprintln(os.Stderr, "webhook manager:", err)
 		}
 	}()
-	addr := net.JoinHostPort(wo.LocalServingHost, strconv.Itoa(wo.LocalServingPort))
 	deadline := time.Now().Add(60 * time.Second)
-	for {
-		conn, err := tls.Dial("tcp", addr, &tls.Config{InsecureSkipVerify: true}) //nolint:gosec // readiness probe only
-		if err == nil {
-			_ = conn.Close()
-			break
-		}
-		if time.Now().After(deadline) {
-			return fail(fmt.Errorf("webhook server on %s did not come up: %w", addr, err))
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	classes, err := readYAML(filepath.Join(root, "deploy", "priorityclasses.yaml"))
-	if err != nil {
+	if err := waitServing(e, deadline); err != nil {
 		return fail(err)
-	}
-	for _, d := range classes {
-		var pc schedulingv1.PriorityClass
-		if err := yaml.UnmarshalStrict([]byte(d), &pc); err != nil {
-			return fail(err)
-		}
-		if err := e.Client.Create(ctx, &pc); err != nil {
-			return fail(err)
-		}
 	}
 	// The webhook's informers must have seen the classes before tests expect them.
 	for {
 		served.Cluster.Invalidate()
 		c, err := served.Cluster.Cluster(ctx)
-		if err == nil && len(c.PriorityClasses) >= len(classes) {
+		if err == nil && len(c.PriorityClasses) >= classes {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -160,6 +113,71 @@ func startWebhookEnv() (*testenv.Env, error) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	return e, nil
+}
+
+// apiServerForWebhooks starts an API server with the webhook configurations shipped in
+// deploy/webhook, pointed at the local serving port of e.Webhook, and the priority
+// classes of deploy/; it returns how many classes it created.
+func apiServerForWebhooks() (*testenv.Env, int, error) {
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		return nil, 0, err
+	}
+	docs, err := readYAML(filepath.Join(root, "deploy", "webhook", "webhooks.yaml"))
+	if err != nil {
+		return nil, 0, err
+	}
+	var opts testenv.Options
+	for _, d := range docs {
+		switch {
+		case strings.Contains(d, "kind: MutatingWebhookConfiguration"):
+			var c admissionregistrationv1.MutatingWebhookConfiguration
+			if err := yaml.UnmarshalStrict([]byte(d), &c); err != nil {
+				return nil, 0, err
+			}
+			opts.Webhooks = append(opts.Webhooks, &c)
+		case strings.Contains(d, "kind: ValidatingWebhookConfiguration"):
+			var c admissionregistrationv1.ValidatingWebhookConfiguration
+			if err := yaml.UnmarshalStrict([]byte(d), &c); err != nil {
+				return nil, 0, err
+			}
+			opts.ValidatingWebhooks = append(opts.ValidatingWebhooks, &c)
+		}
+	}
+	e, err := testenv.New(opts)
+	if err != nil {
+		return nil, 0, err
+	}
+	classes, err := readYAML(filepath.Join(root, "deploy", "priorityclasses.yaml"))
+	for _, d := range classes {
+		if err != nil {
+			break
+		}
+		var pc schedulingv1.PriorityClass
+		if err = yaml.UnmarshalStrict([]byte(d), &pc); err == nil {
+			err = e.Client.Create(context.Background(), &pc)
+		}
+	}
+	if err != nil {
+		_ = e.Stop()
+		return nil, 0, err
+	}
+	return e, len(classes), nil
+}
+
+// waitServing waits until the webhook server of e accepts TLS connections.
+func waitServing(e *testenv.Env, deadline time.Time) error {
+	addr := net.JoinHostPort(e.Webhook.LocalServingHost, strconv.Itoa(e.Webhook.LocalServingPort))
+	for {
+		conn, err := tls.Dial("tcp", addr, &tls.Config{InsecureSkipVerify: true}) //nolint:gosec // readiness probe only
+		if err == nil {
+			return conn.Close()
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("webhook server on %s did not come up: %w", addr, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 func isAlreadyExists(err error) bool { return apierrors.IsAlreadyExists(err) }

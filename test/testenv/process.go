@@ -1,0 +1,48 @@
+package testenv
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+)
+
+// WriteKubeconfig writes a kubeconfig for the environment's admin user to path, for
+// processes (Tessera's own binary) that talk to this API server as they would to a
+// cluster.
+func (e *Env) WriteKubeconfig(path string) error {
+	c := e.Config
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["testenv"] = &clientcmdapi.Cluster{Server: c.Host, CertificateAuthorityData: c.CAData}
+	kc.AuthInfos["admin"] = &clientcmdapi.AuthInfo{
+		ClientCertificateData: c.CertData, ClientKeyData: c.KeyData, Token: c.BearerToken,
+	}
+	kc.Contexts["testenv"] = &clientcmdapi.Context{Cluster: "testenv", AuthInfo: "admin"}
+	kc.CurrentContext = "testenv"
+	if err := clientcmd.WriteToFile(*kc, path); err != nil {
+		return fmt.Errorf("write kubeconfig: %w", err)
+	}
+	return nil
+}
+
+// BuildTessera builds the tessera binary from this checkout into a temporary
+// directory and returns its path.
+func BuildTessera(tb testing.TB) string {
+	tb.Helper()
+	root, err := RepoRoot()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	bin := filepath.Join(tb.TempDir(), "tessera")
+	cmd := exec.Command("go", "build", "-o", bin, "./cmd/tessera")
+	cmd.Dir = root
+	cmd.Stderr = os.Stderr
+	if err := cmd.Run(); err != nil {
+		tb.Fatalf("build tessera: %v", err)
+	}
+	return bin
+}
