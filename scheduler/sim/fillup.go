@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/tessera-gpu/tessera/scheduler"
@@ -85,5 +86,39 @@ func RunFillUp(f FillUp) (report.Result, error) {
 			f.OnPod()
 		}
 	}
-	return report.NewFillUpResult(f.Policy, f.Trace, f.Seed, curve, time.Since(start)), nil
+	res := report.NewFillUpResult(f.Policy, f.Trace, f.Seed, curve, time.Since(start))
+	res.OfflineUnallocatedPctAt100 = offlineUnallocatedPct(arrivals, capacity)
+	return res, nil
+}
+
+// offlineUnallocatedPct is the unallocated % of cluster GPUs at 100% arrived that an
+// offline packer would leave: the GPU shares that arrived by then, packed first-fit
+// decreasing onto whole GPUs with every arrival known in advance, whole-GPU pods on
+// the other GPUs. Shares are what an online policy cannot pack perfectly (an 810-milli
+// share leaves 190 that few pods fit), so this is the reference the policies are
+// measured against. It ignores CPU, memory, GPU models and node boundaries.
+func offlineUnallocatedPct(arrivals []trace.PodSpec, capacity int64) float64 {
+	var shares []int64
+	var arrived int64
+	for i := 0; i < len(arrivals) && arrived < capacity; i++ {
+		arrived += arrivals[i].GPURequestMilli()
+		if arrivals[i].IsShare() {
+			shares = append(shares, arrivals[i].GPUMilli)
+		}
+	}
+	slices.Sort(shares)
+	slices.Reverse(shares)
+	var used []int64 // per GPU opened for shares
+	var waste int64
+	for _, m := range shares {
+		i := slices.IndexFunc(used, func(u int64) bool { return u+m <= framework.MilliPerGPU })
+		if i < 0 {
+			used = append(used, m)
+			waste += framework.MilliPerGPU - m
+			continue
+		}
+		used[i] += m
+		waste -= m
+	}
+	return 100 * float64(min(waste, capacity)) / float64(capacity)
 }

@@ -3,6 +3,8 @@ package sim
 import (
 	"reflect"
 	"testing"
+
+	"github.com/tessera-gpu/tessera/scheduler/sim/trace"
 )
 
 func openb(t testing.TB, pods string) FillUp {
@@ -20,6 +22,7 @@ func openb(t testing.TB, pods string) FillUp {
 func TestFillUpPolicies(t *testing.T) {
 	f := openb(t, "default")
 	unalloc := map[string]float64{}
+	var ref float64
 	for _, p := range []string{"fgd", "bestfit", "tessera"} {
 		f.Policy = p
 		r, err := RunFillUp(f)
@@ -28,6 +31,10 @@ func TestFillUpPolicies(t *testing.T) {
 		}
 		t.Logf("%-10s unallocated@100=%.2f alloc@130=%.2f frag@90=%.2f wall=%.2fs", p, r.UnallocatedPctAt100, r.AllocPctAt["130"], r.FragPctAt90, r.WallSeconds)
 		unalloc[p] = r.UnallocatedPctAt100
+		if ref != 0 && r.OfflineUnallocatedPctAt100 != ref {
+			t.Errorf("%s: offline reference %.3f, another policy had %.3f for the same arrivals", p, r.OfflineUnallocatedPctAt100, ref)
+		}
+		ref = r.OfflineUnallocatedPctAt100
 		last := -1.0
 		for _, pt := range r.Curve {
 			if pt.AllocPct > pt.ArrivedPct+1e-9 || pt.AllocPct < last-1e-9 || pt.FragPct < 0 || pt.FragPct > 100 {
@@ -39,6 +46,9 @@ func TestFillUpPolicies(t *testing.T) {
 			t.Errorf("%s: arrived %.2f%%, want 130%%", p, got)
 		}
 	}
+	if !(ref > 0 && ref <= unalloc["tessera"]) {
+		t.Errorf("offline reference %.2f%%, want in (0, tessera's %.2f%%]", ref, unalloc["tessera"])
+	}
 	if !(unalloc["tessera"] < unalloc["fgd"] && unalloc["fgd"] < unalloc["bestfit"]) {
 		t.Errorf("unallocated %v: want tessera < fgd < bestfit", unalloc)
 	}
@@ -46,6 +56,20 @@ func TestFillUpPolicies(t *testing.T) {
 		if d := unalloc[p] - published; d > 1 || d < -1 {
 			t.Errorf("%s: %.2f%% unallocated, more than a point from the published %.2f%%", p, unalloc[p], published)
 		}
+	}
+}
+
+// TestOfflineUnallocatedPct packs a small arrival list by hand: shares sorted 810, 500,
+// 470, 470, 160 pack as [810 160] [500 470] [470], wasting 30 + 30 + 530 of the 5000
+// milli; the last two pods arrive after 100%.
+func TestOfflineUnallocatedPct(t *testing.T) {
+	pod := func(n int, milli int64) trace.PodSpec { return trace.PodSpec{NumGPU: n, GPUMilli: milli} }
+	arrivals := []trace.PodSpec{pod(1, 470), pod(1, 810), pod(2, 1000), pod(1, 160), pod(1, 500), pod(1, 470), pod(0, 0), pod(1, 1000), pod(1, 590), pod(1, 250)}
+	if got, want := offlineUnallocatedPct(arrivals, 5000), 100*590.0/5000; got != want {
+		t.Errorf("offline unallocated %.3f%%, want %.3f%%", got, want)
+	}
+	if got := offlineUnallocatedPct([]trace.PodSpec{pod(4, 1000)}, 4000); got != 0 {
+		t.Errorf("whole GPUs only: %.3f%%, want 0", got)
 	}
 }
 

@@ -97,6 +97,9 @@ func fillSection(b *strings.Builder, trace string, ss []Summary, colors map[stri
 			esc(pm(s.MeanFragPctAt90, s.StddevFragPctAt90, s.Runs)), s.MeanWallSeconds)
 	}
 	b.WriteString("</tbody></table>\n")
+	if note := offlineNote(ss); note != "" {
+		fmt.Fprintf(b, "<p class=\"note\">%s</p>\n", esc(note))
+	}
 	xMax := 100.0
 	var alloc, frag []series
 	for _, s := range ss {
@@ -318,6 +321,7 @@ svg.chart{width:100%;height:auto;border:1px solid var(--line);border-radius:8px;
 .axis-label{font-size:12px;fill:var(--muted)}
 .series{fill:none;stroke-width:2;stroke-linejoin:round}
 .guide{stroke:#afb8c1;stroke-width:1;stroke-dasharray:4 4}
+.note{color:var(--muted);font-size:13px;margin:4px 0 12px}
 .guide-label{font-size:11px;fill:#8c959f;text-anchor:end}
 details summary{cursor:pointer;font-weight:600;margin:24px 0 8px}
 footer{margin-top:28px;color:var(--muted);font-size:12px;border-top:1px solid var(--line);padding-top:10px}

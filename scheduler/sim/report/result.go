@@ -23,6 +23,10 @@ type Result struct {
 	// FragPctAt90 is the fragmented GPU milli (FGD definition) as % of cluster GPUs at 90% arrived.
 	FragPctAt90 float64 `json:"frag_pct_at_90"`
 	WallSeconds float64 `json:"wall_seconds"`
+	// OfflineUnallocatedPctAt100 is the unallocated % at 100% arrived of an offline
+	// packing of the same arrivals (fill-up mode): the reference a policy is measured
+	// against.
+	OfflineUnallocatedPctAt100 float64 `json:"offline_unallocated_pct_at_100,omitempty"`
 	// Curve is the run's allocation and fragmentation against arrived request (fill-up
 	// mode), in order of ArrivedPct; it feeds the HTML charts and is not in the JSON.
 	Curve []Point `json:"-"`
@@ -79,6 +83,9 @@ type Summary struct {
 	MeanFragPctAt90   float64            `json:"mean_frag_pct_at_90"`
 	StddevFragPctAt90 float64            `json:"stddev_frag_pct_at_90"`
 	MeanWallSeconds   float64            `json:"mean_wall_seconds"`
+	// MeanOfflineUnallocatedPctAt100 averages Result.OfflineUnallocatedPctAt100.
+	MeanOfflineUnallocatedPctAt100   float64 `json:"mean_offline_unallocated_pct_at_100,omitempty"`
+	StddevOfflineUnallocatedPctAt100 float64 `json:"stddev_offline_unallocated_pct_at_100,omitempty"`
 	// Curve is the mean of the runs' binned curves (BinCurve) at each whole arrived
 	// percent they all reach; not in the JSON.
 	Curve []Point `json:"-"`
@@ -134,6 +141,7 @@ func summarizeGroup(policy, trace string, rs []Result) Summary {
 	s.MeanUnallocatedPctAt100, s.StddevUnallocatedPctAt100 = MeanStddev(pick(func(r Result) float64 { return r.UnallocatedPctAt100 }))
 	s.MeanFragPctAt90, s.StddevFragPctAt90 = MeanStddev(pick(func(r Result) float64 { return r.FragPctAt90 }))
 	s.MeanWallSeconds, _ = MeanStddev(pick(func(r Result) float64 { return r.WallSeconds }))
+	s.MeanOfflineUnallocatedPctAt100, s.StddevOfflineUnallocatedPctAt100 = MeanStddev(pick(func(r Result) float64 { return r.OfflineUnallocatedPctAt100 }))
 	s.MeanAllocPctAt = map[string]float64{}
 	for _, r := range rs {
 		for k, v := range r.AllocPctAt {

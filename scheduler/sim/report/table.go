@@ -35,6 +35,9 @@ func WriteTable(w io.Writer, results []Result, summaries []Summary) error {
 					pm(s.MeanFragPctAt90, s.StddevFragPctAt90, s.Runs), fmt.Sprintf("%.2f", s.MeanWallSeconds)})
 			}
 			writeAligned(ew, rows)
+			if note := offlineNote(fill); note != "" {
+				ew.printf("%s\n", note)
+			}
 		}
 		if len(replay) > 0 {
 			ew.printf("%s — replay, %s\n", tr, runsNote(replay))
@@ -106,6 +109,19 @@ func byTrace(summaries []Summary) []traceGroup {
 		}
 	}
 	return out
+}
+
+// offlineNote describes the offline reference of a trace's fill-up runs, or is empty
+// when they carry none. Every policy sees the same arrivals per seed, so the first
+// summary with a reference speaks for all.
+func offlineNote(fill []Summary) string {
+	for _, s := range fill {
+		if s.MeanOfflineUnallocatedPctAt100 > 0 {
+			return fmt.Sprintf("offline reference: %s%% of GPUs unallocated at 100%% arrived (the same arrivals known in advance, GPU shares packed first-fit decreasing)",
+				pm(s.MeanOfflineUnallocatedPctAt100, s.StddevOfflineUnallocatedPctAt100, s.Runs))
+		}
+	}
+	return ""
 }
 
 func runsNote(ss []Summary) string {
