@@ -19,7 +19,6 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -179,8 +178,6 @@ func waitServing(e *testenv.Env, deadline time.Time) error {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
-
-func isAlreadyExists(err error) bool { return apierrors.IsAlreadyExists(err) }
 
 func readYAML(path string) ([]string, error) {
 	b, err := os.ReadFile(path)
