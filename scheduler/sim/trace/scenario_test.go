@@ -118,3 +118,32 @@ func TestUnknownScenario(t *testing.T) {
 		t.Errorf("names %v", got)
 	}
 }
+
+// Each queue's demand at the day's peak (jobs as if started on arrival, mean over seeds
+// 42-51 of the 11:00-13:00 average) must fit its capability: a queue capped below its
+// team's steady demand starves jobs under any scheduler that enforces quotas.
+func TestOperatorScenarioQueuesFitCapability(t *testing.T) {
+	peak := map[string]float64{}
+	const seeds = 10
+	for seed := int64(42); seed < 42+seeds; seed++ {
+		s, _ := BuildScenario("operator", seed)
+		for t0 := int64(11 * 3600); t0 < 13*3600; t0 += 600 {
+			for _, j := range s.Jobs {
+				if j.Arrival <= t0 && t0 < j.Arrival+j.Duration {
+					d := float64(j.GPUMemoryMiB) / 81920
+					if j.GPUsPerTask > 0 {
+						d = float64(j.GPUs())
+					}
+					peak[j.Queue] += d / 12 / seeds
+				}
+			}
+		}
+	}
+	s, _ := BuildScenario("operator", 42)
+	for _, q := range s.Queues {
+		t.Logf("%s: %.1f GPUs at the peak, capability %d", q.Name, peak[q.Name], q.CapabilityGPUs)
+		if peak[q.Name] > float64(q.CapabilityGPUs) {
+			t.Errorf("%s: %.1f GPUs of demand at the peak exceed its capability of %d", q.Name, peak[q.Name], q.CapabilityGPUs)
+		}
+	}
+}
