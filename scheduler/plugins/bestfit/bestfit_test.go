@@ -1,7 +1,6 @@
 package bestfit_test
 
 import (
-	"slices"
 	"testing"
 
 	"github.com/tessera-gpu/tessera/scheduler/framework"
@@ -15,28 +14,14 @@ func node(usedCPU int64, usedMilli ...int64) *framework.Node {
 }
 
 func TestPlaceGPUs(t *testing.T) {
-	tests := []struct {
-		name     string
-		task     *framework.Task
-		node     *framework.Node
-		wantGPUs []int
-		want     float64
-		ok       bool
-	}{
+	tests := []testutil.PlacementCase{
 		// 100 x (1 - (0.5 x (96000-8000)/128000 + 0.5 x (4000-2000)/8000)) = 53.125
-		{"whole GPUs", testutil.MakeJob("j").CPU(8000).GPU(2).Obj().Tasks[0], node(32000, 1000, 1000, 1000, 1000), []int{4, 5}, 53, true},
+		testutil.Placement("whole GPUs", testutil.MakeJob("j").CPU(8000).GPU(2).Obj().Tasks[0], node(32000, 1000, 1000, 1000, 1000), []int{4, 5}, 53, true),
 		// best-fitting GPU is 1 (600 free); 100 x (1 - (0.5 x 127000/128000 + 0.5 x 6500/8000)) = 9.77
-		{"share to the best-fitting GPU", testutil.MakeJob("j").CPU(1000).Share(500).Obj().Tasks[0], node(0, 600, 400), []int{1}, 9, true},
+		testutil.Placement("share to the best-fitting GPU", testutil.MakeJob("j").CPU(1000).Share(500).Obj().Tasks[0], node(0, 600, 400), []int{1}, 9, true),
 		// 100 x (1 - (0.5 x 64000/128000 + 0.5 x 8000/8000)) = 25
-		{"cpu only", testutil.MakeJob("j").CPU(64000).Obj().Tasks[0], node(0), nil, 25, true},
-		{"does not fit", testutil.MakeJob("j").GPU(3).Obj().Tasks[0], node(0, 1000, 1000, 1000, 1000, 1000, 1000), nil, 0, false},
+		testutil.Placement("cpu only", testutil.MakeJob("j").CPU(64000).Obj().Tasks[0], node(0), nil, 25, true),
+		testutil.Placement("does not fit", testutil.MakeJob("j").GPU(3).Obj().Tasks[0], node(0, 1000, 1000, 1000, 1000, 1000, 1000), nil, 0, false),
 	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			gpus, score, ok := bestfit.BestFit{}.PlaceGPUs(tc.task, tc.node)
-			if ok != tc.ok || score != tc.want || !slices.Equal(gpus.Indices(), append([]int{}, tc.wantGPUs...)) {
-				t.Fatalf("got %v %v %v, want %v %v %v", gpus.Indices(), score, ok, tc.wantGPUs, tc.want, tc.ok)
-			}
-		})
-	}
+	testutil.CheckPlacements(t, bestfit.BestFit{}, tests)
 }

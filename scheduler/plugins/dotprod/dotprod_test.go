@@ -1,7 +1,6 @@
 package dotprod_test
 
 import (
-	"slices"
 	"testing"
 
 	"github.com/tessera-gpu/tessera/scheduler/framework"
@@ -14,30 +13,16 @@ func node(usedCPU int64, usedMilli ...int64) *framework.Node {
 }
 
 func TestPlaceGPUs(t *testing.T) {
-	tests := []struct {
-		name     string
-		task     *framework.Task
-		node     *framework.Node
-		wantGPUs []int
-		want     float64
-		ok       bool
-	}{
+	tests := []testutil.PlacementCase{
 		// dot = (96000/128000 x 8000/128000 + 4000/8000 x 2000/8000) / 2 = 0.0859375 -> 91.4
-		{"whole GPUs", testutil.MakeJob("j").CPU(8000).GPU(2).Obj().Tasks[0], node(32000, 1000, 1000, 1000, 1000), []int{4, 5}, 91, true},
+		testutil.Placement("whole GPUs", testutil.MakeJob("j").CPU(8000).GPU(2).Obj().Tasks[0], node(32000, 1000, 1000, 1000, 1000), []int{4, 5}, 91, true),
 		// dot = (1 x 1000/128000 + 7000/8000 x 500/8000) / 2 = 0.03125 -> 96.875
-		{"share", testutil.MakeJob("j").CPU(1000).Share(500).Obj().Tasks[0], node(0, 600, 400), []int{1}, 96, true},
+		testutil.Placement("share", testutil.MakeJob("j").CPU(1000).Share(500).Obj().Tasks[0], node(0, 600, 400), []int{1}, 96, true),
 		// dot = (1 x 64000/128000 + 1 x 0) / 2 = 0.25
-		{"cpu only", testutil.MakeJob("j").CPU(64000).Obj().Tasks[0], node(0), nil, 75, true},
-		{"does not fit", testutil.MakeJob("j").Share(500).Obj().Tasks[0], node(0, 600, 600, 600, 600, 600, 600, 600, 600), nil, 0, false},
+		testutil.Placement("cpu only", testutil.MakeJob("j").CPU(64000).Obj().Tasks[0], node(0), nil, 75, true),
+		testutil.Placement("does not fit", testutil.MakeJob("j").Share(500).Obj().Tasks[0], node(0, 600, 600, 600, 600, 600, 600, 600, 600), nil, 0, false),
 	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			gpus, score, ok := dotprod.DotProduct{}.PlaceGPUs(tc.task, tc.node)
-			if ok != tc.ok || score != tc.want || !slices.Equal(gpus.Indices(), append([]int{}, tc.wantGPUs...)) {
-				t.Fatalf("got %v %v %v, want %v %v %v", gpus.Indices(), score, ok, tc.wantGPUs, tc.want, tc.ok)
-			}
-		})
-	}
+	testutil.CheckPlacements(t, dotprod.DotProduct{}, tests)
 }
 
 // TestPrefersComplementaryNode: a CPU-heavy pod goes where CPU is scarce and GPUs are

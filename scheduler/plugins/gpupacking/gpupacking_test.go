@@ -1,7 +1,6 @@
 package gpupacking_test
 
 import (
-	"slices"
 	"testing"
 
 	"github.com/tessera-gpu/tessera/scheduler/framework"
@@ -16,32 +15,18 @@ func node(usedMilli ...int64) *framework.Node {
 func TestPlaceGPUs(t *testing.T) {
 	share := func(m int64) *framework.Task { return testutil.MakeJob("s").Share(m).Obj().Tasks[0] }
 	whole := func(c int) *framework.Task { return testutil.MakeJob("w").GPU(c).Obj().Tasks[0] }
-	tests := []struct {
-		name     string
-		task     *framework.Task
-		node     *framework.Node
-		wantGPUs []int
-		want     float64
-		ok       bool
-	}{
+	tests := []testutil.PlacementCase{
 		// Band 1, shared GPUs: 100 - freePercent/10, at least 50.
-		{"share on a nearly full GPU", share(300), node(600), []int{0}, 96, true},
-		{"share on a nearly free GPU", share(300), node(100), []int{0}, 91, true},
-		{"share takes the least free GPU", share(300), node(100, 600), []int{1}, 96, true},
+		testutil.Placement("share on a nearly full GPU", share(300), node(600), []int{0}, 96, true),
+		testutil.Placement("share on a nearly free GPU", share(300), node(100), []int{0}, 91, true),
+		testutil.Placement("share takes the least free GPU", share(300), node(100, 600), []int{1}, 96, true),
 		// Band 2, a free GPU of a used node: 50 - free GPUs used, at least 33.
-		{"share needs a free GPU of a used node", share(300), node(900), []int{1}, 49, true},
-		{"whole GPUs of a used node", whole(2), node(1000, 1000), []int{2, 3}, 48, true},
+		testutil.Placement("share needs a free GPU of a used node", share(300), node(900), []int{1}, 49, true),
+		testutil.Placement("whole GPUs of a used node", whole(2), node(1000, 1000), []int{2, 3}, 48, true),
 		// Band 3, idle node: max(33 - free GPUs, free GPUs).
-		{"idle node", whole(1), node(), []int{0}, 25, true},
-		{"does not fit", whole(7), node(1000, 1000), nil, 0, false},
-		{"cpu only", testutil.MakeJob("c").Obj().Tasks[0], node(500), nil, 0, true},
+		testutil.Placement("idle node", whole(1), node(), []int{0}, 25, true),
+		testutil.Placement("does not fit", whole(7), node(1000, 1000), nil, 0, false),
+		testutil.Placement("cpu only", testutil.MakeJob("c").Obj().Tasks[0], node(500), nil, 0, true),
 	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			gpus, score, ok := gpupacking.GPUPacking{}.PlaceGPUs(tc.task, tc.node)
-			if ok != tc.ok || score != tc.want || !slices.Equal(gpus.Indices(), append([]int{}, tc.wantGPUs...)) {
-				t.Fatalf("got %v %v %v, want %v %v %v", gpus.Indices(), score, ok, tc.wantGPUs, tc.want, tc.ok)
-			}
-		})
-	}
+	testutil.CheckPlacements(t, gpupacking.GPUPacking{}, tests)
 }
