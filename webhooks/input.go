@@ -38,7 +38,7 @@ type Namespace struct {
 //	operation, kind
 //	namespace: {name, labels, annotations}
 //	workload:  {name, labels, annotations, queue, schedulerName, priorityClassName,
-//	            replicas, minAvailable, containers: [{name, init, requests, limits}],
+//	            replicas, minAvailable, containers: [{name, image, init, requests, limits}],
 //	            podRequests, gangRequests, deserved, capability}
 //
 // Quantities become numbers (int64 when whole, else float64; GPU memory in MiB).
@@ -188,6 +188,7 @@ func podSpec(w map[string]any, spec *corev1.PodSpec) {
 func container(c *corev1.Container, init bool) map[string]any {
 	return map[string]any{
 		"name":     c.Name,
+		"image":    c.Image,
 		"init":     init,
 		"requests": resources(c.Resources.Requests),
 		"limits":   resources(c.Resources.Limits),

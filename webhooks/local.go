@@ -142,3 +142,6 @@ func kindOf(obj runtime.Object) (metav1.GroupVersionKind, metav1.Object, error) 
 func tesseraKind(kind string) metav1.GroupVersionKind {
 	return metav1.GroupVersionKind{Group: tesserav1.GroupVersion.Group, Version: tesserav1.GroupVersion.Version, Kind: kind}
 }
+
+// DenialMessage is the policies' reasons (sim.Admitter's denial contract).
+func (e *DeniedError) DenialMessage() string { return e.Messages }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -8,11 +9,14 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/tessera-gpu/tessera/scheduler"
 	"github.com/tessera-gpu/tessera/scheduler/sim"
 	"github.com/tessera-gpu/tessera/scheduler/sim/report"
 	"github.com/tessera-gpu/tessera/scheduler/sim/trace"
+	"github.com/tessera-gpu/tessera/webhooks"
 )
 
 func init() { register(newSimulateCommand) }
@@ -25,6 +29,7 @@ func newSimulateCommand() *cobra.Command {
 		htmlPath  string
 		configs   []string
 		manifests string
+		admission bool
 	)
 	cmd := &cobra.Command{
 		Use:   "simulate",
@@ -85,7 +90,7 @@ openb CSV format (--nodes, --pods), or a built-in scenario (--scenario operator)
 				o.Custom[strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))] = cfg
 			}
 			if manifests != "" {
-				return simulateManifests(cmd, manifests, o.Policies, o.Custom, format)
+				return simulateManifests(cmd, manifests, admission, o.Policies, o.Custom, format)
 			}
 			o.Progress = cmd.ErrOrStderr()
 			results, err := sim.Run(o)
@@ -124,7 +129,8 @@ openb CSV format (--nodes, --pods), or a built-in scenario (--scenario operator)
 	f.StringVar(&o.NodesFile, "nodes", "", "node list CSV (openb format: sn,cpu_milli,memory_mib,gpu,model)")
 	f.StringVar(&o.PodsFile, "pods", "", "pod list CSV (openb format)")
 	f.StringVar(&o.Scenario, "scenario", "", "built-in scenario: operator")
-	f.StringVar(&manifests, "manifests", "", "YAML of Nodes, Pods, Queues and PodGroups: show where each pending pod would go, or why not")
+	f.StringVar(&manifests, "manifests", "", "YAML of Nodes, Namespaces, Pods, Jobs, Queues, PodGroups and AdmissionPolicies: show where each pending pod would go, or why not")
+	f.BoolVar(&admission, "admission", true, "manifests: pass Queues, PodGroups, Jobs and unbound Pods through the admission policies (the defaults plus the manifests' AdmissionPolicies) first, as the webhooks would")
 	f.StringVar(&o.Mode, "mode", "", "fillup or replay (default fillup for traces, replay for scenarios)")
 	f.Float64Var(&o.Arrive, "arrive", 1.3, "fill-up: GPU request to arrive, as a multiple of cluster GPUs")
 	f.StringVar(&policies, "policy", "", "comma-separated policies: "+strings.Join(scheduler.PolicyNames(), ", "))
@@ -136,11 +142,20 @@ openb CSV format (--nodes, --pods), or a built-in scenario (--scenario operator)
 }
 
 // simulateManifests schedules the pending pods of a YAML cluster description with each
-// policy and prints the placements and the reasons of pods left pending.
-func simulateManifests(cmd *cobra.Command, path string, policies []string, custom map[string]scheduler.Config, format string) error {
+// policy and prints the placements and the reasons of pods left pending; with
+// admission, the objects first pass the admission policies as they would the webhooks.
+func simulateManifests(cmd *cobra.Command, path string, admission bool, policies []string, custom map[string]scheduler.Config, format string) error {
 	m, err := trace.ReadManifests(path)
 	if err != nil {
 		return err
+	}
+	var admitted *sim.AdmissionResult
+	if admission {
+		var res sim.AdmissionResult
+		if m, res, err = admitManifests(cmd.Context(), m); err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		admitted = &res
 	}
 	type run struct {
 		Policy string              `json:"policy"`
@@ -165,7 +180,12 @@ func simulateManifests(cmd *cobra.Command, path string, policies []string, custo
 	if format == "json" {
 		enc := json.NewEncoder(out)
 		enc.SetIndent("", "  ")
-		return enc.Encode(map[string]any{"manifests": path, "runs": runs})
+		return enc.Encode(map[string]any{"manifests": path, "admission": admitted, "runs": runs})
+	}
+	if admitted != nil {
+		if err := sim.WriteAdmissionResult(out, *admitted); err != nil {
+			return err
+		}
 	}
 	for _, r := range runs {
 		fmt.Fprintf(out, "%s — %s\n", path, r.Policy)
@@ -175,4 +195,27 @@ func simulateManifests(cmd *cobra.Command, path string, policies []string, custo
 		fmt.Fprintln(out)
 	}
 	return nil
+}
+
+// admitManifests passes the manifests through Tessera's admission policies (the
+// defaults plus the manifests' AdmissionPolicies) on the cluster they describe: its
+// queues, its nodes' GPUs, its namespaces and Tessera's priority classes.
+func admitManifests(ctx context.Context, m *trace.Manifests) (*trace.Manifests, sim.AdmissionResult, error) {
+	classes := make([]schedulingv1.PriorityClass, 0, len(sim.ManifestPriorityClasses))
+	for name, value := range sim.ManifestPriorityClasses {
+		classes = append(classes, schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Value: value})
+	}
+	namespaces := make([]*webhooks.Namespace, len(m.Namespaces))
+	for i, ns := range m.Namespaces {
+		namespaces[i] = &webhooks.Namespace{Name: ns.Name, Labels: ns.Labels, Annotations: ns.Annotations}
+	}
+	cluster, err := webhooks.NewStaticCluster(m.Queues, sim.ManifestGPUNodes(m), classes, namespaces...)
+	if err != nil {
+		return nil, sim.AdmissionResult{}, err
+	}
+	local, err := webhooks.NewLocal(ctx, m.AdmissionPolicies, cluster)
+	if err != nil {
+		return nil, sim.AdmissionResult{}, err
+	}
+	return sim.AdmitManifests(ctx, m, local)
 }

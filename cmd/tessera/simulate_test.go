@@ -62,9 +62,66 @@ func TestSimulateManifests(t *testing.T) {
 	if err := root.Execute(); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"team/pair-0", "scheduled", "NotEnqueued", "gang needs 24 GPU but queue research has capability 12 GPU"} {
+	for _, want := range []string{"team/pair-0", "scheduled", "NotEnqueued", "gang needs 24 GPU but queue research has capability 12 GPU",
+		"admission warning: Pod team/notebook"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}
+	}
+}
+
+// The manifests pass the admission policies first, the defaults and their own
+// AdmissionPolicy: a plain GPU pod is defaulted onto Tessera and placed, an oversized
+// slice and a :latest image are denied. Without admission, no pod is Tessera's.
+func TestSimulateManifestsAdmission(t *testing.T) {
+	run := func(args ...string) string {
+		root := newRootCommand()
+		var out bytes.Buffer
+		root.SetOut(&out)
+		root.SetErr(&bytes.Buffer{})
+		root.SetArgs(append([]string{"simulate", "--manifests", "../../scheduler/sim/testdata/manifests-admission.yaml"}, args...))
+		if err := root.Execute(); err != nil {
+			t.Fatal(err)
+		}
+		return out.String()
+	}
+	with := run()
+	for _, want := range []string{
+		"team/plain  gpu-0", "scheduled",
+		"Pod team/too-big", "largest GPU in the cluster has 81920 MiB",
+		"Pod team/floating", "no-latest: container main uses a :latest image",
+	} {
+		if !strings.Contains(with, want) {
+			t.Errorf("with admission, output lacks %q:\n%s", want, with)
+		}
+	}
+	without := run("--admission=false")
+	if strings.Contains(without, "scheduled") || !strings.Contains(without, `Pod team/plain: spec.schedulerName "" is not tessera`) {
+		t.Errorf("without admission:\n%s", without)
+	}
+
+	var doc struct {
+		Admission struct {
+			Denied []struct{ Object, Message string } `json:"denied"`
+		} `json:"admission"`
+	}
+	if err := json.Unmarshal([]byte(run("--format", "json")), &doc); err != nil || len(doc.Admission.Denied) != 2 {
+		t.Errorf("JSON admission: %v %+v", err, doc)
+	}
+}
+
+func TestSimulateManifestsBadPolicy(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "m.yaml")
+	src := "apiVersion: v1\nkind: Node\nmetadata:\n  name: n\n---\napiVersion: tessera.dev/v1alpha1\nkind: AdmissionPolicy\n" +
+		"metadata:\n  name: broken\nspec:\n  targets: [Pod]\n  rego: |\n    package tessera.broken\n    deny contains x if {\n"
+	if err := os.WriteFile(path, []byte(src), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	root := newRootCommand()
+	root.SetOut(&bytes.Buffer{})
+	root.SetErr(&bytes.Buffer{})
+	root.SetArgs([]string{"simulate", "--manifests", path})
+	if err := root.Execute(); err == nil || !strings.Contains(err.Error(), "admissionpolicy/broken.rego:") {
+		t.Fatalf("err %v; want the compiler's file:row message", err)
 	}
 }

@@ -2,7 +2,9 @@
 // (package scheduler) over cluster traces on a virtual clock, deterministically per
 // seed. Fill-up mode follows the FGD paper's protocol (pods arrive until their GPU
 // request reaches a multiple of the cluster and never leave); replay mode plays jobs'
-// arrivals and completions through queues, gangs, preemption and backfill.
+// arrivals and completions through queues, gangs, preemption and backfill. Manifests
+// mode schedules a cluster described in YAML, after passing its objects through the
+// admission policies (an Admitter: the webhooks' own handlers, wired by the command).
 //
 // Inputs come from package trace and results go to package report.
 package sim

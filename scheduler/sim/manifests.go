@@ -9,6 +9,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	tesserav1 "github.com/tessera-gpu/tessera/api/v1alpha1"
 	"github.com/tessera-gpu/tessera/scheduler"
 	"github.com/tessera-gpu/tessera/scheduler/framework"
 	"github.com/tessera-gpu/tessera/scheduler/sim/trace"
@@ -67,8 +68,14 @@ func RunManifests(m *trace.Manifests, policy string, cfg *scheduler.Config, seed
 	for i := range m.Nodes {
 		b.AddNode(&m.Nodes[i], nil)
 	}
+	for i := range m.Namespaces {
+		b.AddNamespace(&m.Namespaces[i])
+	}
 	for i := range m.Queues {
 		b.AddQueue(&m.Queues[i])
+	}
+	for i := range m.Jobs {
+		b.AddJob(&m.Jobs[i])
 	}
 	for i := range m.PodGroups {
 		b.AddPodGroup(&m.PodGroups[i])
@@ -88,6 +95,12 @@ func RunManifests(m *trace.Manifests, policy string, cfg *scheduler.Config, seed
 	}
 	if len(snap.Nodes) == 0 {
 		return res, fmt.Errorf("the manifests describe no usable node")
+	}
+	for i := range m.Pods {
+		if p := &m.Pods[i]; p.Spec.NodeName == "" && p.Spec.SchedulerName != tesserav1.SchedulerName {
+			res.Problems = append(res.Problems, fmt.Sprintf("Pod %s/%s: spec.schedulerName %q is not %s, so another scheduler places it (the admission policies set %s on GPU workloads)",
+				p.Namespace, p.Name, p.Spec.SchedulerName, tesserav1.SchedulerName, tesserav1.SchedulerName))
+		}
 	}
 	existing := map[*framework.Task]bool{}
 	for _, n := range snap.Nodes {
@@ -167,6 +180,9 @@ func manifestsNow(m *trace.Manifests) time.Time {
 	}
 	for i := range m.PodGroups {
 		later(m.PodGroups[i].CreationTimestamp.Time)
+	}
+	for i := range m.Jobs {
+		later(m.Jobs[i].CreationTimestamp.Time)
 	}
 	return now
 }

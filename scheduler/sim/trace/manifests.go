@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
@@ -19,14 +20,18 @@ import (
 
 // Manifests are the objects of a user's cluster description in YAML mode.
 type Manifests struct {
-	Nodes     []corev1.Node
-	Pods      []corev1.Pod
-	Queues    []tesserav1.Queue
-	PodGroups []tesserav1.PodGroup
+	Nodes             []corev1.Node
+	Namespaces        []corev1.Namespace
+	Pods              []corev1.Pod
+	Jobs              []batchv1.Job
+	Queues            []tesserav1.Queue
+	PodGroups         []tesserav1.PodGroup
+	AdmissionPolicies []tesserav1.AdmissionPolicy
 }
 
-// ReadManifests reads a multi-document YAML file of Node and Pod (apiVersion v1) and
-// Queue and PodGroup (apiVersion tessera.dev/v1alpha1) objects.
+// ReadManifests reads a multi-document YAML file of Node, Namespace and Pod (apiVersion
+// v1), Job (batch/v1) and Queue, PodGroup and AdmissionPolicy (apiVersion
+// tessera.dev/v1alpha1) objects.
 func ReadManifests(path string) (*Manifests, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -43,7 +48,8 @@ func ReadManifests(path string) (*Manifests, error) {
 // Decoding is strict: an unknown or duplicated field, an unknown kind, a wrong
 // apiVersion, a missing name or two objects of the same kind and name are errors,
 // reported as "name:doc N (kind/name): reason" with N counting the non-empty
-// documents from 1. A file without objects is an error. Pods and PodGroups without a namespace get "default".
+// documents from 1. A file without objects is an error. Pods, Jobs and PodGroups
+// without a namespace get "default".
 func DecodeManifests(r io.Reader, name string) (*Manifests, error) {
 	m := &Manifests{}
 	yr := utilyaml.NewYAMLReader(bufio.NewReader(r))
@@ -118,14 +124,16 @@ func (m *Manifests) decodeOne(raw []byte, file, loc string, seen map[string]stri
 	}
 	var want string
 	switch h.Kind {
-	case "Node", "Pod":
+	case "Node", "Namespace", "Pod":
 		want = "v1"
-	case "Queue", "PodGroup":
+	case "Job":
+		want = batchv1.SchemeGroupVersion.String()
+	case "Queue", "PodGroup", "AdmissionPolicy":
 		want = tesserav1.GroupVersion.String()
 	case "":
-		return errf("missing kind; use one of Node, Pod, Queue, PodGroup")
+		return errf("missing kind; use one of %s", knownKinds)
 	default:
-		return errf("unknown kind %q; use one of Node, Pod, List (v1), Queue, PodGroup (%s)", h.Kind, tesserav1.GroupVersion)
+		return errf("unknown kind %q; use one of %s", h.Kind, knownKinds)
 	}
 	if h.APIVersion != want {
 		return errf("apiVersion %q; %s needs apiVersion %s", h.APIVersion, h.Kind, want)
@@ -133,46 +141,41 @@ func (m *Manifests) decodeOne(raw []byte, file, loc string, seen map[string]stri
 	if h.Metadata.Name == "" {
 		return errf("missing metadata.name")
 	}
-	strict := func(obj any) error {
-		if err := yaml.UnmarshalStrict(raw, obj); err != nil {
-			return errf("%v", err)
-		}
-		return nil
-	}
-	key := h.Kind + "/" + h.Metadata.Name
+	var obj metav1.Object
+	var err error
 	switch h.Kind {
 	case "Node":
-		var o corev1.Node
-		if err := strict(&o); err != nil {
-			return err
-		}
-		m.Nodes = append(m.Nodes, o)
+		obj, err = decodeInto(raw, &m.Nodes)
+	case "Namespace":
+		obj, err = decodeInto(raw, &m.Namespaces)
 	case "Pod":
-		var o corev1.Pod
-		if err := strict(&o); err != nil {
-			return err
+		var p *corev1.Pod
+		if p, err = decodeInto(raw, &m.Pods); err == nil {
+			defaultRequests(&p.Spec)
 		}
-		if o.Namespace == "" {
-			o.Namespace = metav1.NamespaceDefault
+		obj = p
+	case "Job":
+		var j *batchv1.Job
+		if j, err = decodeInto(raw, &m.Jobs); err == nil {
+			defaultRequests(&j.Spec.Template.Spec)
 		}
-		key = h.Kind + "/" + o.Namespace + "/" + o.Name
-		m.Pods = append(m.Pods, o)
+		obj = j
 	case "Queue":
-		var o tesserav1.Queue
-		if err := strict(&o); err != nil {
-			return err
-		}
-		m.Queues = append(m.Queues, o)
+		obj, err = decodeInto(raw, &m.Queues)
 	case "PodGroup":
-		var o tesserav1.PodGroup
-		if err := strict(&o); err != nil {
-			return err
+		obj, err = decodeInto(raw, &m.PodGroups)
+	case "AdmissionPolicy":
+		obj, err = decodeInto(raw, &m.AdmissionPolicies)
+	}
+	if err != nil {
+		return errf("%v", err)
+	}
+	key := h.Kind + "/" + h.Metadata.Name
+	if namespaced[h.Kind] {
+		if obj.GetNamespace() == "" {
+			obj.SetNamespace(metav1.NamespaceDefault)
 		}
-		if o.Namespace == "" {
-			o.Namespace = metav1.NamespaceDefault
-		}
-		key = h.Kind + "/" + o.Namespace + "/" + o.Name
-		m.PodGroups = append(m.PodGroups, o)
+		key = h.Kind + "/" + obj.GetNamespace() + "/" + obj.GetName()
 	}
 	if first, dup := seen[key]; dup {
 		return errf("duplicate %s (first in %s)", key, first)
@@ -181,4 +184,42 @@ func (m *Manifests) decodeOne(raw []byte, file, loc string, seen map[string]stri
 	return nil
 }
 
-var errNoObjects = errors.New("no Node, Pod, Queue or PodGroup objects")
+// namespaced are the kinds that live in a namespace ("default" when none is given).
+var namespaced = map[string]bool{"Pod": true, "Job": true, "PodGroup": true}
+
+// decodeInto decodes raw strictly as a T, appends it to list and returns the element.
+func decodeInto[T any, P interface {
+	*T
+	metav1.Object
+}](raw []byte, list *[]T) (P, error) {
+	var o T
+	if err := yaml.UnmarshalStrict(raw, &o); err != nil {
+		return nil, err
+	}
+	*list = append(*list, o)
+	return P(&(*list)[len(*list)-1]), nil
+}
+
+// defaultRequests sets each container's missing requests to its limits, as the API
+// server's defaulting does before admission and scheduling see a pod.
+func defaultRequests(spec *corev1.PodSpec) {
+	for _, cs := range [][]corev1.Container{spec.InitContainers, spec.Containers} {
+		for i := range cs {
+			r := &cs[i].Resources
+			for name, q := range r.Limits {
+				if _, ok := r.Requests[name]; ok {
+					continue
+				}
+				if r.Requests == nil {
+					r.Requests = corev1.ResourceList{}
+				}
+				r.Requests[name] = q.DeepCopy()
+			}
+		}
+	}
+}
+
+// knownKinds lists the kinds a manifests file may hold, with their apiVersions.
+var knownKinds = "Node, Namespace, Pod, List (v1), Job (batch/v1), Queue, PodGroup, AdmissionPolicy (" + tesserav1.GroupVersion.String() + ")"
+
+var errNoObjects = errors.New("no objects; use " + knownKinds)

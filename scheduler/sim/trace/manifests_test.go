@@ -57,6 +57,38 @@ spec:
     resources:
       requests:
         tessera.dev/gpu-memory: "20480"
+---
+apiVersion: v1
+kind: Namespace
+metadata:
+  name: team
+  annotations:
+    tessera.dev/queue: train
+---
+apiVersion: batch/v1
+kind: Job
+metadata:
+  name: sweep
+spec:
+  parallelism: 2
+  template:
+    spec:
+      restartPolicy: Never
+      containers:
+      - name: main
+        image: trainer
+        resources:
+          limits:
+            cpu: "2"
+---
+apiVersion: tessera.dev/v1alpha1
+kind: AdmissionPolicy
+metadata:
+  name: no-latest
+spec:
+  targets: [Pod]
+  rego: |
+    package tessera.nolatest
 `
 
 func TestDecodeManifests(t *testing.T) {
@@ -64,8 +96,20 @@ func TestDecodeManifests(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(m.Nodes) != 1 || len(m.Queues) != 1 || len(m.PodGroups) != 1 || len(m.Pods) != 1 {
-		t.Fatalf("decoded %d nodes, %d queues, %d podgroups, %d pods", len(m.Nodes), len(m.Queues), len(m.PodGroups), len(m.Pods))
+	if len(m.Nodes) != 1 || len(m.Queues) != 1 || len(m.PodGroups) != 1 || len(m.Pods) != 1 ||
+		len(m.Namespaces) != 1 || len(m.Jobs) != 1 || len(m.AdmissionPolicies) != 1 {
+		t.Fatalf("decoded %d nodes, %d queues, %d podgroups, %d pods, %d namespaces, %d jobs, %d admission policies",
+			len(m.Nodes), len(m.Queues), len(m.PodGroups), len(m.Pods), len(m.Namespaces), len(m.Jobs), len(m.AdmissionPolicies))
+	}
+	if j := m.Jobs[0]; j.Namespace != "default" || *j.Spec.Parallelism != 2 ||
+		!j.Spec.Template.Spec.Containers[0].Resources.Requests.Cpu().Equal(resource.MustParse("2")) {
+		t.Errorf("job %s/%s %+v", j.Namespace, j.Name, j.Spec)
+	}
+	if ns := m.Namespaces[0]; ns.Annotations["tessera.dev/queue"] != "train" {
+		t.Errorf("namespace %+v", ns.ObjectMeta)
+	}
+	if ap := m.AdmissionPolicies[0]; ap.Name != "no-latest" || !strings.HasPrefix(ap.Spec.Rego, "package tessera.nolatest") {
+		t.Errorf("admission policy %+v", ap.Spec)
 	}
 	if got := m.Nodes[0].Status.Allocatable["tessera.dev/gpu"]; got.Cmp(resource.MustParse("8")) != 0 {
 		t.Errorf("node GPUs %v", got)
@@ -121,7 +165,8 @@ func TestDecodeManifestsErrors(t *testing.T) {
 			"c.yaml:doc 2 item 1 (Node/n0): duplicate Node/n0 (first in doc 1)"},
 		{"unknown List field", "apiVersion: v1\nkind: List\nitemz: []\n", `c.yaml:doc 1 (List): error unmarshaling JSON: while decoding JSON: json: unknown field "itemz"`},
 		{"not yaml", "a: [b\n", "c.yaml:doc 1"},
-		{"empty", "# nothing here\n", "c.yaml: no Node, Pod, Queue or PodGroup objects"},
+		{"empty", "# nothing here\n", "c.yaml: no objects; use Node, Namespace, Pod"},
+		{"job with the core apiVersion", "apiVersion: v1\nkind: Job\nmetadata:\n  name: j\n", `c.yaml:doc 1 (Job/j): apiVersion "v1"; Job needs apiVersion batch/v1`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
