@@ -44,11 +44,14 @@ scheduling policies.
                   preemption and backfill; reports allocation, useful utilisation, waits.
 
 Inputs: a shipped openb trace (--trace default), your own node and pod lists in the
-openb CSV format (--nodes, --pods), or a built-in scenario (--scenario operator).
+openb CSV format (--nodes, --pods), a built-in scenario (--scenario operator), or your
+cluster in YAML (--manifests): its objects pass the admission policies, then every
+pending pod is placed or told why not.
 --config runs a scheduler configuration file as one more policy, to preview a change.`,
 		Example: `  tessera simulate --trace default --policy bestfit,fgd,tessera --seeds 3 --report report.html
   tessera simulate --scenario operator --policy kube-default,tessera
-  tessera simulate --nodes nodes.csv --pods pods.csv --config my-scheduler.yaml --format json`,
+  tessera simulate --nodes nodes.csv --pods pods.csv --config my-scheduler.yaml --format json
+  tessera simulate --manifests my-cluster.yaml --policy tessera,kube-default`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if o.Mode == "" {
