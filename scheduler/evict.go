@@ -63,6 +63,11 @@ func (s *Session) evictForFailed(sameQueue bool, eligible, check func(j, v *fram
 			(j.Pending.Code == framework.ReasonQueueCapability && !sameQueue) {
 			continue
 		}
+		if holding(j) >= s.minAvailable(j) {
+			// Not starving: its gang runs, the pending tasks are extras beyond
+			// minMember, and no job is evicted for extras (as Volcano's gang plugin).
+			continue
+		}
 		evictedBy := s.evictedBy[j.Key()]
 		var victims []*framework.Job
 		for _, v := range running {

@@ -3,6 +3,8 @@ package scheduler_test
 import (
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"strconv"
 	"testing"
 	"time"
 
@@ -350,21 +352,37 @@ func checkInvariants(t *testing.T, label string, gang bool, snap *framework.Snap
 
 // TestPropertyInvariants runs several sessions over thousands of random clusters and
 // workloads (Tessera's policy and the baselines, which share every invariant but gangs
-// and queue capabilities) and checks the invariants after each session.
+// and queue capabilities) and checks the invariants after each session. Longer
+// campaigns: TESSERA_PROPERTY_CLUSTERS clusters from seed TESSERA_PROPERTY_FIRST_SEED.
 func TestPropertyInvariants(t *testing.T) {
-	clusters, sessions := 6000, 6
+	clusters, sessions := envInt(t, "TESSERA_PROPERTY_CLUSTERS", 6000), 6
+	first := envInt(t, "TESSERA_PROPERTY_FIRST_SEED", 0)
 	if testing.Short() {
 		clusters = 200
 	}
 	var stats propStats
 	for c := range clusters {
-		w := newPropWorld(t, uint64(c), &stats)
+		seed := uint64(first + c)
+		w := newPropWorld(t, seed, &stats)
 		for s := range sessions {
-			w.session(t, fmt.Sprintf("seed %d (%s) session %d", c, w.policy, s))
+			w.session(t, fmt.Sprintf("seed %d (%s) session %d", seed, w.policy, s))
 		}
 	}
 	t.Logf("%d clusters x %d sessions: %+v", clusters, sessions, stats)
 	if stats.bindings == 0 || stats.evictions == 0 || stats.reclaims == 0 || stats.pending == 0 {
 		t.Fatalf("random workloads did not exercise binding, preemption, reclaim and waiting: %+v", stats)
 	}
+}
+
+// envInt reads a non-negative integer from the environment, def when unset.
+func envInt(t *testing.T, name string, def int) int {
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 {
+		t.Fatalf("%s=%q: want a non-negative integer", name, v)
+	}
+	return n
 }

@@ -100,3 +100,25 @@ func TestPreemptLowerPriority(t *testing.T) {
 		t.Fatalf("high not pipelined onto the freed GPUs: %+v", r.Bindings)
 	}
 }
+
+// A job whose gang already runs does not evict others for its extra pods (beyond
+// minMember): only jobs that cannot run preempt, as with Volcano's gang plugin. Here
+// the running job waits in line behind a gang that does not fit now; evicting "low"
+// for it would place nothing.
+func TestNoPreemptionForExtraTasks(t *testing.T) {
+	ns := nodes(2, 8)
+	q := testutil.MakeQueue("q").Obj()
+	low := testutil.MakeJob("low").GPU(4).Queue(q).Priority(0).Obj()
+	testutil.Run(low, testutil.Epoch, ns[0])
+	peer := testutil.MakeJob("peer").GPU(8).Queue(q).Priority(100).Obj()
+	testutil.Run(peer, testutil.Epoch, ns[1])
+	blocker := testutil.MakeJob("blocker").Tasks(2).GPU(8).Queue(q).Priority(100).Created(0).Obj()
+	high := testutil.MakeJob("high").Tasks(2).MinMember(1).GPU(4).Queue(q).Priority(100).Created(time.Minute).Obj()
+	first := high.Tasks[0] // the gang (one pod) runs; the second pod is an extra
+	ns[0].Place(first, framework.PickGPUs(&first.GPU, ns[0]), framework.MilliPerGPU)
+	first.Status, first.StartTime = framework.TaskRunning, testutil.Epoch
+	r := newTessera(t).RunSession(testutil.Snapshot(time.Hour, ns, []*framework.Job{low, peer, blocker, high}, q))
+	if len(r.Evictions) != 0 || len(r.Bindings) != 0 {
+		t.Fatalf("evictions %v, bindings %d; want low left running and high's extra pod pending", evictedJobs(r), len(r.Bindings))
+	}
+}
