@@ -7,5 +7,6 @@
 // AdmissionPolicies are compiled and their tests run before they are accepted
 // (PolicyController), and the controller writes their status. Cluster data the
 // policies need (queues, GPU sizes, priority classes) comes from a ClusterSource
-// fed by informers.
+// fed by informers. Local makes the same decisions without an API server, for the
+// simulator.
 package webhooks
