@@ -353,9 +353,10 @@ func checkInvariants(t *testing.T, label string, gang bool, snap *framework.Snap
 // TestPropertyInvariants runs several sessions over thousands of random clusters and
 // workloads (Tessera's policy and the baselines, which share every invariant but gangs
 // and queue capabilities) and checks the invariants after each session. Longer
-// campaigns: TESSERA_PROPERTY_CLUSTERS clusters from seed TESSERA_PROPERTY_FIRST_SEED.
+// campaigns: TESSERA_PROPERTY_CLUSTERS clusters from seed TESSERA_PROPERTY_FIRST_SEED,
+// TESSERA_PROPERTY_SESSIONS sessions each.
 func TestPropertyInvariants(t *testing.T) {
-	clusters, sessions := envInt(t, "TESSERA_PROPERTY_CLUSTERS", 6000), 6
+	clusters, sessions := envInt(t, "TESSERA_PROPERTY_CLUSTERS", 6000), envInt(t, "TESSERA_PROPERTY_SESSIONS", 6)
 	first := envInt(t, "TESSERA_PROPERTY_FIRST_SEED", 0)
 	if testing.Short() {
 		clusters = 200
