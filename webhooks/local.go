@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
-	"sort"
+	"slices"
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
 	"github.com/go-logr/logr"
@@ -47,18 +47,10 @@ func NewLocal(ctx context.Context, policies []tesserav1.AdmissionPolicy, cluster
 	if err != nil {
 		return nil, err
 	}
-	aps := make([]*tesserav1.AdmissionPolicy, len(policies))
-	for i := range policies {
-		aps[i] = &policies[i]
-	}
-	sort.Slice(aps, func(i, j int) bool {
-		if aps[i].Spec.Order != aps[j].Spec.Order {
-			return aps[i].Spec.Order < aps[j].Spec.Order
-		}
-		return aps[i].Name < aps[j].Name
-	})
-	for _, ap := range aps {
-		set = set.With(ToPolicy(ap))
+	aps := slices.Clone(policies)
+	sortPolicies(aps)
+	for i := range aps {
+		set = set.With(ToPolicy(&aps[i]))
 	}
 	engine := policy.NewEngine(0, policy.NewMetrics(nil))
 	if _, err := engine.Load(ctx, set); err != nil {

@@ -49,6 +49,17 @@ func ToPolicy(ap *tesserav1.AdmissionPolicy) policy.Policy {
 	}
 }
 
+// sortPolicies puts AdmissionPolicies in the order they join the set: spec.order,
+// then name.
+func sortPolicies(items []tesserav1.AdmissionPolicy) {
+	sort.Slice(items, func(i, j int) bool {
+		if items[i].Spec.Order != items[j].Spec.Order {
+			return items[i].Spec.Order < items[j].Spec.Order
+		}
+		return items[i].Name < items[j].Name
+	})
+}
+
 // PolicyController keeps the engine serving the default policies plus every
 // AdmissionPolicy that compiles and passes its tests, and writes each policy's status.
 // A policy that stops compiling keeps serving its last good version. It also checks
@@ -119,12 +130,7 @@ func (r *PolicyController) Reconcile(ctx context.Context, _ reconcile.Request) (
 		return reconcile.Result{}, err
 	}
 	items := list.Items
-	sort.Slice(items, func(i, j int) bool {
-		if items[i].Spec.Order != items[j].Spec.Order {
-			return items[i].Spec.Order < items[j].Spec.Order
-		}
-		return items[i].Name < items[j].Name
-	})
+	sortPolicies(items)
 
 	r.mu.Lock()
 	if r.lastGood == nil {

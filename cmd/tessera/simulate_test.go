@@ -9,6 +9,17 @@ import (
 	"testing"
 )
 
+// execute runs the command line and returns its standard output (stderr is dropped).
+func execute(args ...string) (string, error) {
+	root := newRootCommand()
+	var out bytes.Buffer
+	root.SetOut(&out)
+	root.SetErr(&bytes.Buffer{})
+	root.SetArgs(args)
+	err := root.Execute()
+	return out.String(), err
+}
+
 func TestSimulateScenarioJSONAndReport(t *testing.T) {
 	html := filepath.Join(t.TempDir(), "r.html")
 	root := newRootCommand()
@@ -43,29 +54,21 @@ func TestSimulateRejectsBadFlags(t *testing.T) {
 		"simulate --nodes n.csv":                    "--nodes and --pods go together",
 		"simulate":                                  "no input",
 	} {
-		root := newRootCommand()
-		root.SetOut(&bytes.Buffer{})
-		root.SetErr(&bytes.Buffer{})
-		root.SetArgs(strings.Fields(args))
-		if err := root.Execute(); err == nil || !strings.Contains(err.Error(), want) {
+		if _, err := execute(strings.Fields(args)...); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: got %v, want %q", args, err, want)
 		}
 	}
 }
 
 func TestSimulateManifests(t *testing.T) {
-	root := newRootCommand()
-	var out bytes.Buffer
-	root.SetOut(&out)
-	root.SetErr(&bytes.Buffer{})
-	root.SetArgs([]string{"simulate", "--manifests", "../../scheduler/sim/testdata/manifests-small.yaml"})
-	if err := root.Execute(); err != nil {
+	out, err := execute("simulate", "--manifests", "../../scheduler/sim/testdata/manifests-small.yaml")
+	if err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"team/pair-0", "scheduled", "NotEnqueued", "gang needs 24 GPU but queue research has capability 12 GPU",
 		"admission warning: Pod team/notebook"} {
-		if !strings.Contains(out.String(), want) {
-			t.Errorf("output lacks %q:\n%s", want, out.String())
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
 		}
 	}
 }
@@ -75,15 +78,11 @@ func TestSimulateManifests(t *testing.T) {
 // slice and a :latest image are denied. Without admission, no pod is Tessera's.
 func TestSimulateManifestsAdmission(t *testing.T) {
 	run := func(args ...string) string {
-		root := newRootCommand()
-		var out bytes.Buffer
-		root.SetOut(&out)
-		root.SetErr(&bytes.Buffer{})
-		root.SetArgs(append([]string{"simulate", "--manifests", "../../scheduler/sim/testdata/manifests-admission.yaml"}, args...))
-		if err := root.Execute(); err != nil {
+		out, err := execute(append([]string{"simulate", "--manifests", "../../scheduler/sim/testdata/manifests-admission.yaml"}, args...)...)
+		if err != nil {
 			t.Fatal(err)
 		}
-		return out.String()
+		return out
 	}
 	with := run()
 	for _, want := range []string{
@@ -117,11 +116,7 @@ func TestSimulateManifestsBadPolicy(t *testing.T) {
 	if err := os.WriteFile(path, []byte(src), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	root := newRootCommand()
-	root.SetOut(&bytes.Buffer{})
-	root.SetErr(&bytes.Buffer{})
-	root.SetArgs([]string{"simulate", "--manifests", path})
-	if err := root.Execute(); err == nil || !strings.Contains(err.Error(), "admissionpolicy/broken.rego:") {
+	if _, err := execute("simulate", "--manifests", path); err == nil || !strings.Contains(err.Error(), "admissionpolicy/broken.rego:") {
 		t.Fatalf("err %v; want the compiler's file:row message", err)
 	}
 }
