@@ -209,7 +209,7 @@ func (s *Session) placeJob(j *framework.Job, st *Statement, pipelined bool) bool
 	}
 	if have+pending < need {
 		j.Pending = &framework.Reason{Code: framework.ReasonGangIncomplete,
-			Message: fmt.Sprintf("gang needs %d pods, %d exist", need, have+pending)}
+			Message: fmt.Sprintf("%d of %d pods exist; the gang waits for the rest to be created", have+pending, need)}
 		return false
 	}
 	if level := topologyLevel(j); level != "" && need-have > 1 {

@@ -48,6 +48,17 @@ type Scheduler struct {
 	// evictedBy maps a victim job's key to the keys of the jobs it was evicted for; a
 	// victim never evicts those in turn, so preemption cannot loop.
 	evictedBy map[string]map[string]bool
+	// jobs is what the scheduler remembers of each job between sessions, keyed by job
+	// UID, so that a snapshot rebuilt from API objects every session loses nothing.
+	jobs map[string]jobMemory
+}
+
+// jobMemory is the state of a job that outlives one session.
+type jobMemory struct {
+	// waitingSince is when the job started waiting for placement (zero: not waiting).
+	waitingSince time.Time
+	// inqueue is set once the enqueue action admitted the job.
+	inqueue bool
 }
 
 // New builds a scheduler from a configuration.
@@ -56,7 +67,7 @@ func New(cfg Config) (*Scheduler, error) {
 		return nil, err
 	}
 	s := &Scheduler{cfg: cfg, rng: rand.New(rand.NewPCG(uint64(cfg.Seed), 0x7e55e7a)), reservations: map[string]string{},
-		firstTie: cfg.TieBreak == TieBreakFirst}
+		jobs: map[string]jobMemory{}, firstTie: cfg.TieBreak == TieBreakFirst}
 	for _, name := range cfg.actionNames() {
 		a, ok := actionRegistry[name]
 		if !ok {
@@ -168,6 +179,12 @@ func (s *Session) open() {
 	jobs := make(map[string]*framework.Job, len(s.reservations))
 	for _, j := range snap.Jobs {
 		j.Pending = nil
+		if m, ok := s.Scheduler.jobs[j.UID]; ok {
+			j.Inqueue = j.Inqueue || m.inqueue
+			if j.WaitingSince.IsZero() {
+				j.WaitingSince = m.waitingSince
+			}
+		}
 		if len(s.reservations) > 0 {
 			jobs[j.Key()] = j
 		}
@@ -201,8 +218,10 @@ func (s *Session) open() {
 	}
 }
 
-// close stamps waiting times.
+// close stamps waiting times and remembers, per job UID, what the next session needs;
+// jobs gone from the snapshot are forgotten.
 func (s *Session) close() {
+	mem := make(map[string]jobMemory, len(s.Snap.Jobs))
 	for _, j := range s.Snap.Jobs {
 		if j.Count(framework.TaskPending) > 0 && j.Pending != nil {
 			if j.WaitingSince.IsZero() {
@@ -212,5 +231,9 @@ func (s *Session) close() {
 			j.WaitingSince = time.Time{}
 			j.Pending = nil
 		}
+		if j.Inqueue || !j.WaitingSince.IsZero() {
+			mem[j.UID] = jobMemory{waitingSince: j.WaitingSince, inqueue: j.Inqueue}
+		}
 	}
+	s.Scheduler.jobs = mem
 }

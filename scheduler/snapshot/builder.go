@@ -10,6 +10,9 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 
 	tesserav1 "github.com/tessera-gpu/tessera/api/v1alpha1"
 	"github.com/tessera-gpu/tessera/scheduler/framework"
@@ -45,6 +48,7 @@ type Builder struct {
 	jobs       map[string]*batchv1.Job
 	namespaces map[string]*corev1.Namespace
 	pods       map[string]podInput
+	pdbs       []*policyv1.PodDisruptionBudget
 }
 
 type nodeInput struct {
@@ -118,6 +122,28 @@ func (b *Builder) AddPod(p *corev1.Pod, priority int32) {
 	if p != nil {
 		b.pods[p.Namespace+"/"+p.Name] = podInput{p, priority}
 	}
+}
+
+// AddPDB adds a PodDisruptionBudget: the pods it selects are not preempted while it
+// allows no disruption (the Eviction API would refuse them anyway). A nil PDB is ignored.
+func (b *Builder) AddPDB(pdb *policyv1.PodDisruptionBudget) {
+	if pdb != nil {
+		b.pdbs = append(b.pdbs, pdb)
+	}
+}
+
+// protected reports whether an exhausted PodDisruptionBudget covers the pod.
+func (b *Builder) protected(p *corev1.Pod) bool {
+	for _, pdb := range b.pdbs {
+		if pdb.Namespace != p.Namespace || pdb.Status.DisruptionsAllowed > 0 || pdb.Spec.Selector == nil {
+			continue
+		}
+		sel, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector)
+		if err == nil && !sel.Empty() && sel.Matches(labels.Set(p.Labels)) {
+			return true
+		}
+	}
+	return false
 }
 
 // build is the state of one Build call.
@@ -226,6 +252,9 @@ func (s *build) buildJobs() {
 		if err != nil {
 			s.fail(err)
 			continue
+		}
+		if len(s.pdbs) > 0 && bound && s.protected(p) {
+			t.Preemptible = false
 		}
 		prio := in.priority
 		if p.Spec.Priority != nil {

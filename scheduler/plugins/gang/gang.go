@@ -13,10 +13,9 @@ var _ framework.Gang = Gang{}
 // Name implements framework.Plugin.
 func (Gang) Name() string { return Name }
 
-// MinAvailable implements framework.Gang.
+// MinAvailable implements framework.Gang: minMember, even while fewer pods exist. In a
+// cluster a Job's pods are created one by one; a gang of 4 whose first 2 pods exist
+// waits for the other 2 instead of binding a partial gang.
 func (Gang) MinAvailable(j *framework.Job) int {
-	if j.MinMember < 1 {
-		return 1
-	}
-	return min(j.MinMember, len(j.Tasks))
+	return max(j.MinMember, 1)
 }

@@ -19,12 +19,13 @@ func TestMinAvailable(t *testing.T) {
 			t.Errorf("%d tasks, minMember %d: %d, want %d", tc.tasks, tc.minMember, got, tc.want)
 		}
 	}
-	// A job without minMember is a gang of one; one asking more than it has, of all.
+	// A job without minMember is a gang of one; one asking more than it has waits for
+	// the rest of its pods.
 	j := testutil.MakeJob("j").Tasks(3).Obj()
 	if j.MinMember = 0; (gang.Gang{}).MinAvailable(j) != 1 {
 		t.Error("minMember 0")
 	}
-	if j.MinMember = 5; (gang.Gang{}).MinAvailable(j) != 3 {
+	if j.MinMember = 5; (gang.Gang{}).MinAvailable(j) != 5 {
 		t.Error("minMember above the task count")
 	}
 }

@@ -1,0 +1,211 @@
+package k8s
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	tesserav1 "github.com/tessera-gpu/tessera/api/v1alpha1"
+	"github.com/tessera-gpu/tessera/scheduler"
+	"github.com/tessera-gpu/tessera/scheduler/cache"
+	"github.com/tessera-gpu/tessera/scheduler/framework"
+	"github.com/tessera-gpu/tessera/scheduler/snapshot"
+)
+
+// Binder commits a session's bindings and evictions, and keeps gangs whole.
+type Binder struct {
+	client  client.Client
+	cache   *cache.Cache
+	metrics *Metrics
+	log     logr.Logger
+	opts    Options
+	events  *eventSink
+	// partial maps the UID of a gang found bound below minMember to when it was first
+	// found so; it gets one period to complete before its bound pods are evicted.
+	partial map[string]time.Time
+}
+
+func newBinder(c client.Client, ca *cache.Cache, m *Metrics, ev *eventSink, log logr.Logger, opts Options) *Binder {
+	return &Binder{client: c, cache: ca, metrics: m, events: ev, log: log, opts: opts, partial: map[string]time.Time{}}
+}
+
+// eviction is one pod to evict and why.
+type eviction struct {
+	task   *framework.Task
+	reason string
+}
+
+// repairGangs finds gangs bound below minMember that this session could not complete
+// (binds that failed, a scheduler restarted mid-gang, pods deleted): such a gang gets
+// one period to complete, then its bound pods are evicted so that it restarts whole
+// rather than holding GPUs it cannot use.
+func (b *Binder) repairGangs(snap *framework.Snapshot, res *scheduler.Result, now time.Time) []eviction {
+	pipelined := pipelinedJobs(res)
+	seen := map[string]bool{}
+	var out []eviction
+	for _, j := range snap.Jobs {
+		if j.Queue == nil || j.MinMember <= 1 {
+			continue
+		}
+		bound := j.Count(framework.TaskRunning, framework.TaskReleasing)
+		done := j.Count(framework.TaskSucceeded)
+		placed := j.Count(framework.TaskAllocated)
+		if pipelined[j] {
+			placed = 0 // its binds wait for evictions; they do not complete it now
+		}
+		if bound == 0 || bound+done+placed >= j.MinMember {
+			continue
+		}
+		seen[j.UID] = true
+		first, ok := b.partial[j.UID]
+		if !ok {
+			b.partial[j.UID] = now
+			continue
+		}
+		if now.Sub(first) < b.opts.Period {
+			continue
+		}
+		why := fmt.Sprintf("gang %s has %d of %d pods bound and the rest cannot be placed; its bound pods are evicted so that it restarts whole", j.Key(), bound+done, j.MinMember)
+		if j.Pending != nil {
+			why += " (" + j.Pending.Message + ")"
+		}
+		for _, t := range j.Tasks {
+			if t.Status == framework.TaskRunning {
+				out = append(out, eviction{task: t, reason: why})
+			}
+		}
+		delete(b.partial, j.UID)
+	}
+	for uid := range b.partial {
+		if !seen[uid] {
+			delete(b.partial, uid)
+		}
+	}
+	return out
+}
+
+// pipelinedJobs are the jobs with a binding that waits for evictions of the session.
+func pipelinedJobs(res *scheduler.Result) map[*framework.Job]bool {
+	out := map[*framework.Job]bool{}
+	for _, bd := range res.Bindings {
+		if bd.Pipelined {
+			out[bd.Task.Job] = true
+		}
+	}
+	return out
+}
+
+// bind binds the session's placements, concurrently. A job with a binding that waits
+// for evictions binds nothing yet: the next session places it once the victims are gone.
+func (b *Binder) bind(ctx context.Context, state *cache.State, bindings []scheduler.Binding) (bound, failed int) {
+	pipelined := pipelinedJobs(&scheduler.Result{Bindings: bindings})
+	var ok, bad atomic.Int64
+	b.parallel(len(bindings), func(i int) {
+		bd := bindings[i]
+		if pipelined[bd.Task.Job] {
+			return
+		}
+		pod := state.Pods[types.UID(bd.Task.UID)]
+		if pod == nil {
+			return
+		}
+		if err := b.bindOne(ctx, pod, bd); err != nil {
+			bad.Add(1)
+			b.metrics.ScheduleAttempts.WithLabelValues("error").Inc()
+			b.log.Info("bind failed", "pod", bd.Task.Key(), "node", bd.Node.Name, "error", err.Error())
+			b.events.warn(pod, "FailedBinding", "Binding", "bind to %s failed: %v; retried next session", bd.Node.Name, err)
+			return
+		}
+		ok.Add(1)
+		b.metrics.ScheduleAttempts.WithLabelValues("scheduled").Inc()
+		b.metrics.E2ESchedulingDelay.Observe(b.opts.Now().Sub(pod.CreationTimestamp.Time).Seconds())
+	})
+	return int(ok.Load()), int(bad.Load())
+}
+
+// bindOne writes one Binding carrying the GPU assignment, which the API server copies
+// onto the pod: one write per pod.
+func (b *Binder) bindOne(ctx context.Context, pod *corev1.Pod, bd scheduler.Binding) error {
+	binding := &corev1.Binding{
+		ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace, UID: pod.UID},
+		Target:     corev1.ObjectReference{Kind: "Node", Name: bd.Node.Name},
+	}
+	var assignment string
+	if a, ok := snapshot.Assignment(bd.Task, bd.Node, bd.GPUs); ok {
+		assignment = a.Encode()
+		binding.Annotations = map[string]string{tesserav1.AnnotationGPUAssign: assignment}
+	}
+	// Assume first: the next session must see the capacity taken even if the watch
+	// reports the bind late.
+	b.cache.Assume(pod.UID, bd.Node.Name, assignment, b.opts.Now())
+	if err := b.client.SubResource("binding").Create(ctx, pod, binding); err != nil {
+		b.cache.Forget(pod.UID)
+		return err
+	}
+	return nil
+}
+
+// evict evicts pods through the Eviction API, with the pod's UID as a precondition so
+// that a pod recreated under the same name is never hit. A PodDisruptionBudget's refusal
+// (429) is recorded as an event and decided again next session.
+func (b *Binder) evict(ctx context.Context, state *cache.State, evictions []eviction) int {
+	seen := map[string]bool{}
+	uniq := evictions[:0:0]
+	for _, e := range evictions {
+		if !seen[e.task.UID] {
+			seen[e.task.UID] = true
+			uniq = append(uniq, e)
+		}
+	}
+	var n atomic.Int64
+	b.parallel(len(uniq), func(i int) {
+		e := uniq[i]
+		pod := state.Pods[types.UID(e.task.UID)]
+		if pod == nil || pod.DeletionTimestamp != nil {
+			return
+		}
+		uid := pod.UID
+		ev := &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace},
+			DeleteOptions: &metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}}}
+		err := b.client.SubResource("eviction").Create(ctx, pod, ev)
+		switch {
+		case err == nil:
+			n.Add(1)
+			b.cache.AssumeEvicted(uid, b.opts.Now())
+			b.metrics.PreemptionVictims.Inc()
+			b.events.normal(pod, "Preempted", "Evict", "%s", e.reason)
+		case apierrors.IsNotFound(err) || apierrors.IsConflict(err):
+		case apierrors.IsTooManyRequests(err):
+			b.events.warn(pod, "EvictionBlocked", "Evict", "a PodDisruptionBudget allows no disruption now; retried later (%s)", e.reason)
+		default:
+			b.log.Info("eviction failed", "pod", e.task.Key(), "error", err.Error())
+			b.events.warn(pod, "EvictionFailed", "Evict", "eviction failed: %v; retried later", err)
+		}
+	})
+	return int(n.Load())
+}
+
+// parallel runs f(0..n-1) on at most BindWorkers goroutines and waits for them.
+func (b *Binder) parallel(n int, f func(int)) {
+	workers := min(b.opts.BindWorkers, n)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for i := int(next.Add(1) - 1); i < n; i = int(next.Add(1) - 1) {
+				f(i)
+			}
+		})
+	}
+	wg.Wait()
+}

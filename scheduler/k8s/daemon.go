@@ -1,0 +1,134 @@
+package k8s
+
+import (
+	"context"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/client-go/tools/events"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/tessera-gpu/tessera/scheduler"
+	"github.com/tessera-gpu/tessera/scheduler/cache"
+	"github.com/tessera-gpu/tessera/scheduler/framework"
+)
+
+// Options tune the daemon.
+type Options struct {
+	// Period is the time between sessions when nothing changes; default 1s.
+	Period time.Duration
+	// MinInterval is the least time between two sessions, so that a burst of changes
+	// costs one session; default 20ms.
+	MinInterval time.Duration
+	// BindWorkers bounds the concurrent binds and evictions; default 32.
+	BindWorkers int
+	// Now is the clock; default time.Now.
+	Now func() time.Time
+}
+
+func (o *Options) defaults() {
+	if o.Period <= 0 {
+		o.Period = time.Second
+	}
+	if o.MinInterval <= 0 {
+		o.MinInterval = 20 * time.Millisecond
+	}
+	if o.BindWorkers <= 0 {
+		o.BindWorkers = 32
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+}
+
+// Daemon runs scheduling sessions against the cluster. It is a manager.Runnable that
+// runs only on the elected leader.
+type Daemon struct {
+	client    client.Client
+	cache     *cache.Cache
+	scheduler *scheduler.Scheduler
+	metrics   *Metrics
+	log       logr.Logger
+	opts      Options
+	binder    *Binder
+	status    *StatusWriter
+}
+
+var (
+	_ manager.Runnable               = (*Daemon)(nil)
+	_ manager.LeaderElectionRunnable = (*Daemon)(nil)
+)
+
+// NewDaemon wires a daemon. c writes to the API server (binds, evictions, status);
+// rec records events on pods (nil: none); m may be nil.
+func NewDaemon(c client.Client, ca *cache.Cache, s *scheduler.Scheduler, rec events.EventRecorder, m *Metrics, log logr.Logger, opts Options) *Daemon {
+	opts.defaults()
+	if m == nil {
+		m = NewMetrics(nil)
+	}
+	ev := newEventSink(rec, opts.Now)
+	return &Daemon{client: c, cache: ca, scheduler: s, metrics: m, log: log, opts: opts,
+		binder: newBinder(c, ca, m, ev, log, opts),
+		status: newStatusWriter(c, ev, m, log)}
+}
+
+// NeedLeaderElection implements manager.LeaderElectionRunnable: one replica schedules.
+func (d *Daemon) NeedLeaderElection() bool { return true }
+
+// Start runs sessions until ctx ends.
+func (d *Daemon) Start(ctx context.Context) error {
+	tick := time.NewTicker(d.opts.Period)
+	defer tick.Stop()
+	for {
+		start := d.opts.Now()
+		if _, err := d.RunOnce(ctx); err != nil && ctx.Err() == nil {
+			d.log.Error(err, "session failed")
+		}
+		if wait := d.opts.MinInterval - d.opts.Now().Sub(start); wait > 0 {
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-time.After(wait):
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		case <-d.cache.Changed():
+		}
+	}
+}
+
+// Summary is what one session did.
+type Summary struct {
+	Bound, BindFailed, Evicted, Pending int
+}
+
+// RunOnce runs one session and commits it: binds, evictions, gang repair, status.
+func (d *Daemon) RunOnce(ctx context.Context) (Summary, error) {
+	start := d.opts.Now()
+	defer func() { d.metrics.SessionDuration.Observe(d.opts.Now().Sub(start).Seconds()) }()
+	snap, state, errs, err := d.cache.Snapshot(ctx, start)
+	if err != nil {
+		return Summary{}, err
+	}
+	for _, e := range errs {
+		d.log.V(2).Info("object left out of the snapshot", "error", e.Error())
+	}
+	res := d.scheduler.RunSession(snap)
+	var sum Summary
+	evictions := d.binder.repairGangs(snap, res, start)
+	for _, e := range res.Evictions {
+		evictions = append(evictions, eviction{task: e.Task, reason: e.Reason})
+	}
+	sum.Evicted = d.binder.evict(ctx, state, evictions)
+	sum.Bound, sum.BindFailed = d.binder.bind(ctx, state, res.Bindings)
+	for _, j := range snap.Jobs {
+		sum.Pending += j.Count(framework.TaskPending)
+	}
+	d.metrics.ScheduleAttempts.WithLabelValues("unschedulable").Add(float64(sum.Pending))
+	d.status.write(ctx, snap, state)
+	return sum, nil
+}

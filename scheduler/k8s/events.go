@@ -1,0 +1,69 @@
+package k8s
+
+import (
+	"fmt"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+)
+
+// eventRepeat is how often the same event on the same object is recorded again.
+const eventRepeat = 5 * time.Minute
+
+// eventSink records events on objects, at most once per eventRepeat for the same
+// object, reason and message, so that a pod pending for hours does not flood the API.
+type eventSink struct {
+	rec events.EventRecorder
+	now func() time.Time
+
+	mu   sync.Mutex
+	last map[eventKey]time.Time
+}
+
+type eventKey struct {
+	uid     types.UID
+	reason  string
+	message string
+}
+
+func newEventSink(rec events.EventRecorder, now func() time.Time) *eventSink {
+	return &eventSink{rec: rec, now: now, last: map[eventKey]time.Time{}}
+}
+
+func (s *eventSink) normal(obj runtime.Object, reason, action, format string, args ...any) {
+	s.record(obj, corev1.EventTypeNormal, reason, action, fmt.Sprintf(format, args...))
+}
+
+func (s *eventSink) warn(obj runtime.Object, reason, action, format string, args ...any) {
+	s.record(obj, corev1.EventTypeWarning, reason, action, fmt.Sprintf(format, args...))
+}
+
+func (s *eventSink) record(obj runtime.Object, typ, reason, action, msg string) {
+	if s == nil || s.rec == nil {
+		return
+	}
+	var uid types.UID
+	if o, ok := obj.(interface{ GetUID() types.UID }); ok {
+		uid = o.GetUID()
+	}
+	k, now := eventKey{uid, reason, msg}, s.now()
+	s.mu.Lock()
+	if t, ok := s.last[k]; ok && now.Sub(t) < eventRepeat {
+		s.mu.Unlock()
+		return
+	}
+	s.last[k] = now
+	if len(s.last) > 100000 { // forget old entries rather than grow without bound
+		for k, t := range s.last {
+			if now.Sub(t) >= eventRepeat {
+				delete(s.last, k)
+			}
+		}
+	}
+	s.mu.Unlock()
+	s.rec.Eventf(obj, nil, typ, reason, action, "%s", msg)
+}

@@ -1,0 +1,250 @@
+package k8s
+
+import (
+	"context"
+
+	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	tesserav1 "github.com/tessera-gpu/tessera/api/v1alpha1"
+	"github.com/tessera-gpu/tessera/scheduler/cache"
+	"github.com/tessera-gpu/tessera/scheduler/framework"
+)
+
+// AnnotationImplicit marks a PodGroup the scheduler created for an implicit gang (a
+// batch Job, a pod-group label or Volcano's group annotation without a PodGroup).
+const AnnotationImplicit = "tessera.dev/implicit"
+
+// StatusWriter reports what a session decided: PodGroup and Queue status, PodGroups of
+// implicit gangs, events on pending pods, queue metrics. It patches only what changed.
+type StatusWriter struct {
+	client  client.Client
+	events  *eventSink
+	metrics *Metrics
+	log     logr.Logger
+}
+
+func newStatusWriter(c client.Client, ev *eventSink, m *Metrics, log logr.Logger) *StatusWriter {
+	return &StatusWriter{client: c, events: ev, metrics: m, log: log}
+}
+
+func (w *StatusWriter) write(ctx context.Context, snap *framework.Snapshot, state *cache.State) {
+	pending := map[string]int{}
+	for _, j := range snap.Jobs {
+		if j.Queue == nil {
+			continue // another scheduler's pod
+		}
+		if j.Count(framework.TaskPending) > 0 {
+			pending[j.Queue.Name]++
+			w.pendingEvents(j, state)
+		}
+		w.podGroup(ctx, j, state)
+	}
+	for _, q := range snap.Queues {
+		w.queueMetrics(q, pending[q.Name])
+		if obj := state.Queues[q.Name]; obj != nil {
+			w.queue(ctx, q, obj, snap)
+		}
+	}
+}
+
+// pendingEvents records why the job's pending pods wait.
+func (w *StatusWriter) pendingEvents(j *framework.Job, state *cache.State) {
+	if j.Pending == nil {
+		return
+	}
+	for _, t := range j.Tasks {
+		if t.Status != framework.TaskPending {
+			continue
+		}
+		if pod := state.Pods[types.UID(t.UID)]; pod != nil {
+			w.events.warn(pod, "FailedScheduling", "Scheduling", "%s: %s", j.Pending.Code, j.Pending.Message)
+		}
+	}
+}
+
+// origin says which PodGroup stands for a job: its name, and the owner a PodGroup the
+// scheduler creates for it gets. ok is false for lone pods, which get no PodGroup.
+func origin(j *framework.Job, state *cache.State) (name string, owner *metav1.OwnerReference, ok bool) {
+	var pod *corev1.Pod
+	for _, t := range j.Tasks {
+		if pod = state.Pods[types.UID(t.UID)]; pod != nil {
+			break
+		}
+	}
+	if pod == nil {
+		return "", nil, false
+	}
+	group := pod.Labels[tesserav1.LabelPodGroup]
+	if group == "" {
+		group = pod.Annotations[tesserav1.VolcanoGroupName]
+	}
+	controller := metav1.GetControllerOf(pod)
+	switch {
+	case group != "":
+		if controller == nil {
+			controller = &metav1.OwnerReference{APIVersion: "v1", Kind: "Pod", Name: pod.Name, UID: pod.UID}
+		}
+		return group, controller, true
+	case controller != nil && controller.Kind == "Job" && controller.Name == j.Name:
+		return j.Name, controller, true
+	}
+	return "", nil, false
+}
+
+// podGroup creates the PodGroup of an implicit gang, or brings a PodGroup's status up
+// to date.
+func (w *StatusWriter) podGroup(ctx context.Context, j *framework.Job, state *cache.State) {
+	name, owner, ok := origin(j, state)
+	if !ok {
+		return
+	}
+	pg := state.PodGroups[j.Namespace+"/"+name]
+	if pg == nil {
+		w.createPodGroup(ctx, j, name, owner)
+		return
+	}
+	want := podGroupStatus(j, pg)
+	if equality.Semantic.DeepEqual(want, pg.Status) {
+		return
+	}
+	patched := pg.DeepCopy() // the cache's object is shared: never modify it
+	patched.Status = want
+	if err := w.client.Status().Patch(ctx, patched, client.MergeFrom(pg)); err != nil && !apierrors.IsNotFound(err) {
+		w.log.Info("PodGroup status update failed", "podgroup", j.Namespace+"/"+name, "error", err.Error())
+	}
+}
+
+func (w *StatusWriter) createPodGroup(ctx context.Context, j *framework.Job, name string, owner *metav1.OwnerReference) {
+	pg := &tesserav1.PodGroup{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: j.Namespace, Annotations: map[string]string{AnnotationImplicit: "true"},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: owner.APIVersion, Kind: owner.Kind, Name: owner.Name, UID: owner.UID}}},
+		Spec: tesserav1.PodGroupSpec{MinMember: int32(max(j.MinMember, 1)), Queue: j.Queue.Name},
+	}
+	if err := w.client.Create(ctx, pg); err != nil && !apierrors.IsAlreadyExists(err) {
+		w.log.Info("creating the PodGroup of an implicit gang failed", "podgroup", j.Namespace+"/"+name, "error", err.Error())
+	}
+}
+
+// podGroupStatus is the status a PodGroup should have after the session.
+func podGroupStatus(j *framework.Job, pg *tesserav1.PodGroup) tesserav1.PodGroupStatus {
+	st := tesserav1.PodGroupStatus{
+		Conditions:         append([]metav1.Condition(nil), pg.Status.Conditions...),
+		Scheduled:          int32(j.Count(framework.TaskAllocated, framework.TaskRunning, framework.TaskReleasing, framework.TaskSucceeded)),
+		Running:            int32(j.Count(framework.TaskRunning, framework.TaskAllocated)),
+		Succeeded:          int32(j.Count(framework.TaskSucceeded)),
+		Failed:             pg.Status.Failed,
+		ObservedGeneration: pg.Generation,
+	}
+	cond := metav1.Condition{Type: tesserav1.ConditionScheduled, ObservedGeneration: pg.Generation}
+	switch {
+	case j.Count(framework.TaskSucceeded) >= max(j.MinMember, 1) && j.Count(framework.TaskPending, framework.TaskRunning, framework.TaskAllocated) == 0:
+		st.Phase = tesserav1.PodGroupCompleted
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionTrue, "Completed", "every pod finished"
+	case j.Ready():
+		st.Phase = tesserav1.PodGroupRunning
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionTrue, "Scheduled", "the gang's pods are bound"
+		if j.Pending != nil {
+			cond.Message += "; more pods wait: " + j.Pending.Message
+		}
+	default:
+		st.Phase = tesserav1.PodGroupPending
+		if j.Inqueue {
+			st.Phase = tesserav1.PodGroupInqueue
+		}
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, framework.ReasonUnschedulable, "waiting for the next session"
+		if j.Pending != nil {
+			cond.Reason, cond.Message = j.Pending.Code, j.Pending.Message
+		}
+	}
+	meta.SetStatusCondition(&st.Conditions, cond)
+	return st
+}
+
+// queue brings a Queue's status up to date.
+func (w *StatusWriter) queue(ctx context.Context, q *framework.Queue, obj *tesserav1.Queue, snap *framework.Snapshot) {
+	want := tesserav1.QueueStatus{
+		Allocated:          resourceList(&q.Allocated),
+		ObservedGeneration: obj.Generation,
+		Conditions:         append([]metav1.Condition(nil), obj.Status.Conditions...),
+	}
+	for _, j := range snap.Jobs {
+		if j.Queue != q {
+			continue
+		}
+		switch {
+		case j.Ready():
+			want.Running++
+		case j.Inqueue:
+			want.Inqueue++
+		default:
+			want.Pending++
+		}
+	}
+	meta.SetStatusCondition(&want.Conditions, metav1.Condition{Type: tesserav1.ConditionReady, Status: metav1.ConditionTrue,
+		Reason: "Scheduling", Message: "the scheduler serves the queue", ObservedGeneration: obj.Generation})
+	if equality.Semantic.DeepEqual(want, obj.Status) {
+		return
+	}
+	patched := obj.DeepCopy()
+	patched.Status = want
+	if err := w.client.Status().Patch(ctx, patched, client.MergeFrom(obj)); err != nil && !apierrors.IsNotFound(err) {
+		w.log.Info("Queue status update failed", "queue", q.Name, "error", err.Error())
+	}
+}
+
+// resourceList renders allocated resources for status: cpu, memory and GPUs (whole or
+// fractional, as tessera.dev/gpu).
+func resourceList(r *framework.Resources) corev1.ResourceList {
+	rl := corev1.ResourceList{}
+	if r.MilliCPU > 0 {
+		rl[corev1.ResourceCPU] = *resource.NewMilliQuantity(r.MilliCPU, resource.DecimalSI)
+	}
+	if r.Memory > 0 {
+		rl[corev1.ResourceMemory] = *resource.NewQuantity(r.Memory, resource.BinarySI)
+	}
+	if r.GPU > 0 {
+		rl[tesserav1.ResourceGPU] = *resource.NewMilliQuantity(r.GPU, resource.DecimalSI)
+	}
+	if len(rl) == 0 {
+		return nil
+	}
+	return rl
+}
+
+func (w *StatusWriter) queueMetrics(q *framework.Queue, pending int) {
+	m := w.metrics
+	m.QueuePendingJobs.WithLabelValues(q.Name).Set(float64(pending))
+	setGauges(m.QueueAllocated, q.Name, &q.Allocated)
+	setGauges(m.QueueDeserved, q.Name, &q.Deserved)
+	setGauges(m.QueueCapability, q.Name, &q.Capability)
+}
+
+// setGauges sets a queue's gpu, cpu (cores) and memory (bytes) gauges; unlimited
+// dimensions are left out.
+func setGauges(vec *prometheus.GaugeVec, queue string, r *framework.Resources) {
+	for _, d := range []struct {
+		name  string
+		v     int64
+		scale float64
+		limit int64
+	}{
+		{"gpu", r.GPU, 1e-3, framework.Unlimited.GPU},
+		{"cpu", r.MilliCPU, 1e-3, framework.Unlimited.MilliCPU},
+		{"memory", r.Memory, 1, framework.Unlimited.Memory},
+	} {
+		if d.v >= d.limit {
+			vec.DeleteLabelValues(queue, d.name)
+			continue
+		}
+		vec.WithLabelValues(queue, d.name).Set(float64(d.v) * d.scale)
+	}
+}
