@@ -1,0 +1,153 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	tesserav1 "github.com/tessera-gpu/tessera/api/v1alpha1"
+	"github.com/tessera-gpu/tessera/scheduler"
+	"github.com/tessera-gpu/tessera/scheduler/cache"
+	"github.com/tessera-gpu/tessera/scheduler/k8s"
+	"github.com/tessera-gpu/tessera/scheduler/snapshot"
+)
+
+func init() { register(newSchedulerCommand) }
+
+type schedulerFlags struct {
+	kubeconfig      string
+	config          string
+	policy          string
+	schedulerName   string
+	period          time.Duration
+	bindWorkers     int
+	qps             float32
+	burst           int
+	leaderElect     bool
+	leaderNamespace string
+	leaderID        string
+	metricsAddr     string
+	probeAddr       string
+}
+
+func newSchedulerCommand() *cobra.Command {
+	f := schedulerFlags{}
+	cmd := &cobra.Command{
+		Use:   "scheduler",
+		Short: "Run the gang / binpack / GPU-slice scheduler (schedulerName: tessera)",
+		Long: `Schedule pods whose spec.schedulerName is tessera: whole gangs or nothing, queue fair
+share, preemption through the Eviction API, binpack and GPU-memory slices. Each placed
+pod is bound with its tessera.dev/gpu-assignment annotation, which the node agent's
+device plugin reads. Run two replicas: one is elected leader and schedules.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			return runScheduler(ctx, f)
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig file; empty: $KUBECONFIG or the in-cluster config")
+	fs.StringVar(&f.config, "config", "", "scheduler configuration file (actions and plugin tiers, as tessera simulate --config); empty: --policy")
+	fs.StringVar(&f.policy, "policy", "tessera", "built-in policy used when --config is empty")
+	fs.StringVar(&f.schedulerName, "scheduler-name", tesserav1.SchedulerName, "spec.schedulerName of the pods to schedule")
+	fs.DurationVar(&f.period, "period", time.Second, "time between sessions when nothing changes")
+	fs.IntVar(&f.bindWorkers, "bind-workers", 32, "concurrent binds and evictions")
+	fs.Float32Var(&f.qps, "kube-api-qps", 500, "client QPS towards the API server")
+	fs.IntVar(&f.burst, "kube-api-burst", 1000, "client burst towards the API server")
+	fs.BoolVar(&f.leaderElect, "leader-elect", true, "elect one active replica through a Lease")
+	fs.StringVar(&f.leaderNamespace, "leader-election-namespace", os.Getenv("POD_NAMESPACE"), "namespace of the Lease; defaults to $POD_NAMESPACE")
+	fs.StringVar(&f.leaderID, "leader-election-id", "tessera-scheduler", "name of the Lease")
+	fs.StringVar(&f.metricsAddr, "metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint (0 disables it)")
+	fs.StringVar(&f.probeAddr, "health-probe-bind-address", ":8081", "address of /healthz and /readyz")
+	klogFlags := flag.NewFlagSet("klog", flag.ContinueOnError)
+	klog.InitFlags(klogFlags)
+	fs.AddGoFlag(klogFlags.Lookup("v"))
+	return cmd
+}
+
+// schedulerConfig is the configuration file's, or the named policy's.
+func schedulerConfig(path, policy string) (scheduler.Config, error) {
+	if path != "" {
+		return scheduler.LoadConfig(path)
+	}
+	c, err := scheduler.Policy(policy)
+	if err != nil {
+		return c, fmt.Errorf("--policy: %w", err)
+	}
+	return c, nil
+}
+
+func runScheduler(ctx context.Context, f schedulerFlags) error {
+	log := klog.NewKlogr()
+	ctrl.SetLogger(log)
+	scfg, err := schedulerConfig(f.config, f.policy)
+	if err != nil {
+		return err
+	}
+	core, err := scheduler.New(scfg)
+	if err != nil {
+		return fmt.Errorf("scheduler configuration: %w", err)
+	}
+	cfg, err := restConfig(f.kubeconfig)
+	if err != nil {
+		return err
+	}
+	cfg.QPS, cfg.Burst = f.qps, f.burst
+	scheme, err := newScheme()
+	if err != nil {
+		return err
+	}
+	if f.leaderElect && f.leaderNamespace == "" {
+		return fmt.Errorf("--leader-election-namespace (or $POD_NAMESPACE) is required with --leader-elect; or pass --leader-elect=false for a single replica")
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                        scheme,
+		Cache:                         cache.Options(),
+		Metrics:                       metricsserver.Options{BindAddress: f.metricsAddr},
+		HealthProbeBindAddress:        f.probeAddr,
+		LeaderElection:                f.leaderElect,
+		LeaderElectionID:              f.leaderID,
+		LeaderElectionNamespace:       f.leaderNamespace,
+		LeaderElectionReleaseOnCancel: true,
+	})
+	if err != nil {
+		return fmt.Errorf("create manager: %w", err)
+	}
+	ca := cache.New(mgr.GetCache(), snapshot.Options{SchedulerName: f.schedulerName, WholeGPUs: scfg.WholeGPUs})
+	if err := ca.Watch(ctx, mgr.GetCache()); err != nil {
+		return err
+	}
+	d := k8s.NewDaemon(mgr.GetClient(), ca, core, mgr.GetEventRecorder("tessera-scheduler"), k8s.NewMetrics(crmetrics.Registry),
+		log.WithName("scheduler"), k8s.Options{Period: f.period, BindWorkers: f.bindWorkers})
+	if err := mgr.Add(d); err != nil {
+		return err
+	}
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return err
+	}
+	if err := mgr.AddReadyzCheck("cache", func(r *http.Request) error {
+		ctx, cancel := context.WithTimeout(r.Context(), 100*time.Millisecond)
+		defer cancel()
+		if !mgr.GetCache().WaitForCacheSync(ctx) {
+			return fmt.Errorf("informer caches not synced")
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	log.Info("starting scheduler", "schedulerName", f.schedulerName, "period", f.period, "leaderElect", f.leaderElect)
+	return mgr.Start(ctx)
+}

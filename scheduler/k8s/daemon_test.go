@@ -1,0 +1,297 @@
+package k8s_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	batchv1 "k8s.io/api/batch/v1"
+
+	tesserav1 "github.com/tessera-gpu/tessera/api/v1alpha1"
+	"github.com/tessera-gpu/tessera/scheduler/k8s"
+)
+
+func gangLabel(name string) map[string]string { return map[string]string{tesserav1.LabelPodGroup: name} }
+
+// TestGangAllOrNothing: three 8-GPU pods of a gang of 3 on two 8-GPU nodes bind
+// nothing, and say why on the PodGroup; a third node lets the whole gang bind, each pod
+// with the UUIDs of its GPUs.
+func TestGangAllOrNothing(t *testing.T) {
+	h := newHarness(t)
+	h.node("a", 8, nil)
+	h.node("b", 8, nil)
+	h.podGroup("train", 3, "")
+	for i := range 3 {
+		h.pod(podSpec{name: fmt.Sprintf("train-%d", i), gpus: 8, labels: gangLabel("train")})
+	}
+	h.run(h.daemon(nil))
+	h.eventually("PodGroup reports why it waits", 10*time.Second, func() string {
+		pg := h.getPodGroup("train")
+		if pg == nil {
+			return "no PodGroup"
+		}
+		c := meta.FindStatusCondition(pg.Status.Conditions, tesserav1.ConditionScheduled)
+		if c == nil || c.Status != metav1.ConditionFalse || !strings.Contains(c.Message, "only 2 fit together") {
+			return fmt.Sprintf("condition %+v", c)
+		}
+		return ""
+	})
+	if n := h.bound(); n != 0 {
+		t.Fatalf("%d pods of an incomplete gang bound", n)
+	}
+	h.node("c", 8, nil)
+	h.eventually("gang bound whole", 10*time.Second, func() string {
+		if n := h.bound(); n != 3 {
+			return fmt.Sprintf("%d of 3 bound", n)
+		}
+		return ""
+	})
+	nodes := map[string]bool{}
+	for _, p := range h.pods() {
+		a, err := tesserav1.ParseGPUAssignment(p.Annotations[tesserav1.AnnotationGPUAssign])
+		if err != nil {
+			t.Fatalf("%s: %v", p.Name, err)
+		}
+		if a.Node != p.Spec.NodeName || len(a.Containers) != 1 || len(a.Containers[0].UUIDs) != 8 {
+			t.Fatalf("%s on %s: assignment %+v", p.Name, p.Spec.NodeName, a)
+		}
+		nodes[p.Spec.NodeName] = true
+	}
+	if len(nodes) != 3 {
+		t.Fatalf("gang on %d nodes, want 3", len(nodes))
+	}
+	h.eventually("PodGroup Running", 5*time.Second, func() string {
+		if pg := h.getPodGroup("train"); pg == nil || pg.Status.Phase != tesserav1.PodGroupRunning || pg.Status.Running != 3 {
+			return fmt.Sprintf("%+v", pg)
+		}
+		return ""
+	})
+}
+
+// TestGangWaitsForItsPods: a PodGroup of 4 whose first 2 pods exist binds nothing and
+// says so; once all 4 exist they bind together.
+func TestGangWaitsForItsPods(t *testing.T) {
+	h := newHarness(t)
+	h.node("a", 8, nil)
+	h.podGroup("g", 4, "")
+	h.pod(podSpec{name: "g-0", gpus: 1, labels: gangLabel("g")})
+	h.pod(podSpec{name: "g-1", gpus: 1, labels: gangLabel("g")})
+	h.run(h.daemon(nil))
+	h.eventually("reason names the missing pods", 10*time.Second, func() string {
+		pg := h.getPodGroup("g")
+		if c := meta.FindStatusCondition(pg.Status.Conditions, tesserav1.ConditionScheduled); c == nil || !strings.Contains(c.Message, "2 of 4 pods exist") {
+			return fmt.Sprintf("condition %+v", c)
+		}
+		return ""
+	})
+	if n := h.bound(); n != 0 {
+		t.Fatalf("%d pods of a gang of 4 with 2 pods bound", n)
+	}
+	h.pod(podSpec{name: "g-2", gpus: 1, labels: gangLabel("g")})
+	h.pod(podSpec{name: "g-3", gpus: 1, labels: gangLabel("g")})
+	h.eventually("all 4 bound", 10*time.Second, func() string {
+		if n := h.bound(); n != 4 {
+			return fmt.Sprintf("%d of 4", n)
+		}
+		return ""
+	})
+}
+
+// TestGPUSlices: twenty 30 GiB slices on two 8 x 80 GiB nodes share GPUs two by two
+// (binpack), and no GPU holds more than its memory.
+func TestGPUSlices(t *testing.T) {
+	h := newHarness(t)
+	h.node("a", 8, nil)
+	h.node("b", 8, nil)
+	for i := range 20 {
+		h.pod(podSpec{name: fmt.Sprintf("nb-%d", i), memoryMiB: 30000})
+	}
+	h.run(h.daemon(nil))
+	h.eventually("slices bound", 15*time.Second, func() string {
+		if n := h.bound(); n != 20 {
+			return fmt.Sprintf("%d of 20", n)
+		}
+		return ""
+	})
+	perGPU := map[string]int64{}
+	for _, p := range h.pods() {
+		a, err := tesserav1.ParseGPUAssignment(p.Annotations[tesserav1.AnnotationGPUAssign])
+		if err != nil {
+			t.Fatalf("%s: %v", p.Name, err)
+		}
+		c := a.Containers[0]
+		if len(c.UUIDs) != 1 || c.MemoryMiB != 30000 || c.Container != "main" {
+			t.Fatalf("%s: %+v", p.Name, c)
+		}
+		perGPU[p.Spec.NodeName+"/"+c.UUIDs[0]] += c.MemoryMiB
+	}
+	shared := 0
+	for g, mib := range perGPU {
+		if mib > 81920 {
+			t.Errorf("GPU %s holds %d MiB of slices, above its 81920", g, mib)
+		}
+		if mib == 60000 {
+			shared++
+		}
+	}
+	if shared != 10 {
+		t.Errorf("%d GPUs hold two slices, want 10 (binpack): %v", shared, perGPU)
+	}
+}
+
+// TestImplicitGangs: pods of a batch Job and pods with Volcano's group annotations are
+// gangs; the scheduler creates their PodGroups, owned by the Job (or the first pod), and
+// binds each gang whole.
+func TestImplicitGangs(t *testing.T) {
+	h := newHarness(t)
+	h.node("a", 8, nil)
+	par := int32(2)
+	job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "finetune", Namespace: h.ns},
+		Spec: batchv1.JobSpec{Parallelism: &par, Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever,
+			Containers: []corev1.Container{{Name: "main", Image: "x"}}}}}}
+	if err := h.c.Create(h.ctx, job); err != nil {
+		t.Fatal(err)
+	}
+	owner := &metav1.OwnerReference{APIVersion: "batch/v1", Kind: "Job", Name: job.Name, UID: job.UID, Controller: ptr(true)}
+	h.pod(podSpec{name: "finetune-0", gpus: 2, owner: owner})
+	volcano := map[string]string{tesserav1.VolcanoGroupName: "vc", tesserav1.VolcanoGroupMinMember: "2"}
+	h.pod(podSpec{name: "vc-0", gpus: 2, annots: volcano})
+	h.run(h.daemon(nil))
+	h.eventually("PodGroups created for both gangs", 10*time.Second, func() string {
+		for _, name := range []string{"finetune", "vc"} {
+			pg := h.getPodGroup(name)
+			if pg == nil {
+				return "no PodGroup " + name
+			}
+			if pg.Annotations[k8s.AnnotationImplicit] != "true" || pg.Spec.MinMember != 2 || len(pg.OwnerReferences) != 1 {
+				return fmt.Sprintf("%s: %+v", name, pg.ObjectMeta)
+			}
+		}
+		return ""
+	})
+	if pg := h.getPodGroup("finetune"); pg.OwnerReferences[0].UID != job.UID {
+		t.Fatalf("finetune PodGroup owned by %+v, want the Job", pg.OwnerReferences)
+	}
+	if n := h.bound(); n != 0 {
+		t.Fatalf("%d pods bound while each gang has 1 of 2 pods", n)
+	}
+	h.pod(podSpec{name: "finetune-1", gpus: 2, owner: owner})
+	h.pod(podSpec{name: "vc-1", gpus: 2, annots: volcano})
+	h.eventually("both gangs bound", 10*time.Second, func() string {
+		if n := h.bound(); n != 4 {
+			return fmt.Sprintf("%d of 4", n)
+		}
+		return ""
+	})
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// failingBinds makes the binds of the named pods fail while fail() is true.
+func failingBinds(fail func(pod string) bool) client.Client {
+	return interceptor.NewClient(env.Client.(client.WithWatch), interceptor.Funcs{
+		SubResourceCreate: func(ctx context.Context, c client.Client, sub string, obj client.Object, subObj client.Object, opts ...client.SubResourceCreateOption) error {
+			if sub == "binding" && fail(obj.GetName()) {
+				return errors.New("injected bind failure")
+			}
+			return c.SubResource(sub).Create(ctx, obj, subObj, opts...)
+		},
+	})
+}
+
+// TestBindFailureRetried: a gang member whose first binds fail is retried next
+// session, and the gang ends whole.
+func TestBindFailureRetried(t *testing.T) {
+	h := newHarness(t)
+	h.node("a", 8, nil)
+	h.podGroup("g", 4, "")
+	for i := range 4 {
+		h.pod(podSpec{name: fmt.Sprintf("g-%d", i), gpus: 2, labels: gangLabel("g")})
+	}
+	var mu sync.Mutex
+	failures := 2
+	c := failingBinds(func(pod string) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		if pod == "g-3" && failures > 0 {
+			failures--
+			return true
+		}
+		return false
+	})
+	h.run(h.daemon(c))
+	h.eventually("gang completed after retries", 10*time.Second, func() string {
+		if n := h.bound(); n != 4 {
+			return fmt.Sprintf("%d of 4", n)
+		}
+		return ""
+	})
+}
+
+// TestBindFailureEvictsPartialGang: a member that can never bind gets its gang's bound
+// pods evicted after one retry period, so no GPUs stay held by a gang that cannot run.
+func TestBindFailureEvictsPartialGang(t *testing.T) {
+	h := newHarness(t)
+	h.node("a", 8, nil)
+	h.podGroup("g", 4, "")
+	for i := range 4 {
+		h.pod(podSpec{name: fmt.Sprintf("g-%d", i), gpus: 2, labels: gangLabel("g")})
+	}
+	h.run(h.daemon(failingBinds(func(pod string) bool { return pod == "g-3" })))
+	h.eventually("bound members evicted", 10*time.Second, func() string {
+		terminating := 0
+		for _, p := range h.pods() {
+			if p.DeletionTimestamp != nil {
+				terminating++
+			}
+		}
+		if terminating != 3 {
+			return fmt.Sprintf("%d of 3 bound members terminating", terminating)
+		}
+		return ""
+	})
+}
+
+// TestPreemptionThroughEviction: a high-priority pod evicts a low-priority one through
+// the Eviction API and binds once the victim is gone.
+func TestPreemptionThroughEviction(t *testing.T) {
+	h := newHarness(t)
+	h.node("a", 8, nil)
+	h.pod(podSpec{name: "low", gpus: 8, priority: 0})
+	stop := h.run(h.daemon(nil))
+	h.eventually("low bound", 10*time.Second, func() string {
+		if h.bound() != 1 {
+			return "not yet"
+		}
+		return ""
+	})
+	stop()
+	h.pod(podSpec{name: "high", gpus: 8, priority: 100})
+	h.run(h.daemon(nil))
+	h.eventually("low evicted, high bound", 15*time.Second, func() string {
+		h.kubelet()
+		var high corev1.Pod
+		if err := h.c.Get(h.ctx, client.ObjectKey{Namespace: h.ns, Name: "high"}, &high); err != nil {
+			return err.Error()
+		}
+		if high.Spec.NodeName == "" {
+			return "high pending"
+		}
+		for _, p := range h.pods() {
+			if p.Name == "low" {
+				return "low still exists"
+			}
+		}
+		return ""
+	})
+}

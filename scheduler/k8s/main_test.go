@@ -1,0 +1,246 @@
+package k8s_test
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr/testr"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	tesserav1 "github.com/tessera-gpu/tessera/api/v1alpha1"
+	"github.com/tessera-gpu/tessera/scheduler"
+	"github.com/tessera-gpu/tessera/scheduler/cache"
+	"github.com/tessera-gpu/tessera/scheduler/k8s"
+	"github.com/tessera-gpu/tessera/scheduler/snapshot"
+	"github.com/tessera-gpu/tessera/test/testenv"
+)
+
+var env *testenv.Env
+
+func TestMain(m *testing.M) {
+	testenv.Main(m, testenv.Options{}, func(e *testenv.Env) { env = e })
+}
+
+// harness is one test's namespace, nodes and scheduler against the shared API server.
+type harness struct {
+	t      *testing.T
+	ctx    context.Context
+	c      client.Client // direct client, for the test's own reads and writes
+	ns     string
+	cache  crcache.Cache
+	stop   context.CancelFunc
+	nodes  []string
+	period time.Duration
+}
+
+var namespaces atomic.Int32
+
+// newHarness starts an informer cache and makes a namespace; the test's nodes and
+// objects are removed when it ends, so the tests of the package share one API server.
+func newHarness(t *testing.T) *harness {
+	t.Helper()
+	if env == nil {
+		testenv.SkipOrFail(t, fmt.Errorf("no API server"))
+	}
+	ctx := testenv.Context(t, 2*time.Minute)
+	h := &harness{t: t, ctx: ctx, c: env.Client, ns: "sched-" + strconv.Itoa(int(namespaces.Add(1))), period: 100 * time.Millisecond}
+	if err := h.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: h.ns}}); err != nil {
+		t.Fatal(err)
+	}
+	opts := cache.Options()
+	opts.Scheme = env.Scheme
+	ca, err := crcache.New(env.Config, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.cache = ca
+	cctx, cancel := context.WithCancel(ctx)
+	go func() { _ = ca.Start(cctx) }()
+	t.Cleanup(func() {
+		cancel()
+		h.cleanup()
+	})
+	return h
+}
+
+// cleanup deletes the test's pods at once (no kubelet confirms graceful deletions),
+// nodes and queues.
+func (h *harness) cleanup() {
+	ctx := context.Background()
+	zero := int64(0)
+	var pods corev1.PodList
+	_ = h.c.List(ctx, &pods, client.InNamespace(h.ns))
+	for i := range pods.Items {
+		_ = h.c.Delete(ctx, &pods.Items[i], &client.DeleteOptions{GracePeriodSeconds: &zero})
+	}
+	for _, n := range h.nodes {
+		_ = h.c.Delete(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n}})
+	}
+	_ = h.c.DeleteAllOf(ctx, &tesserav1.Queue{})
+}
+
+// daemon builds a scheduler daemon on the harness's cache writing through c (nil:
+// the direct client).
+func (h *harness) daemon(c client.Client) *k8s.Daemon {
+	h.t.Helper()
+	if c == nil {
+		c = h.c
+	}
+	cfg, err := scheduler.Policy("tessera")
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	core, err := scheduler.New(cfg)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	ca := cache.New(h.cache, snapshot.Options{})
+	if err := ca.Watch(h.ctx, h.cache); err != nil {
+		h.t.Fatal(err)
+	}
+	if !h.cache.WaitForCacheSync(h.ctx) {
+		h.t.Fatal("cache did not sync")
+	}
+	return k8s.NewDaemon(c, ca, core, nil, nil, testr.New(h.t), k8s.Options{Period: h.period})
+}
+
+// run starts d until the test ends or the returned stop is called.
+func (h *harness) run(d *k8s.Daemon) (stop func()) {
+	ctx, cancel := context.WithCancel(h.ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = d.Start(ctx)
+	}()
+	stop = func() { cancel(); <-done }
+	h.t.Cleanup(stop)
+	return stop
+}
+
+// node creates a schedulable node with GPUs of 80 GiB.
+func (h *harness) node(name string, gpus int, labels map[string]string) {
+	h.t.Helper()
+	name = h.ns + "-" + name
+	l := map[string]string{tesserav1.LabelGPUModel: "A100-80GB"}
+	for k, v := range labels {
+		l[k] = v
+	}
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: l}}
+	if err := h.c.Create(h.ctx, n); err != nil {
+		h.t.Fatal(err)
+	}
+	h.nodes = append(h.nodes, name)
+	res := corev1.ResourceList{
+		corev1.ResourceCPU: resource.MustParse("128"), corev1.ResourceMemory: resource.MustParse("1Ti"), corev1.ResourcePods: resource.MustParse("110"),
+		tesserav1.ResourceGPU: *resource.NewQuantity(int64(gpus), resource.DecimalSI), tesserav1.ResourceGPUMemory: *resource.NewQuantity(int64(gpus)*81920, resource.DecimalSI),
+	}
+	n.Status = corev1.NodeStatus{Capacity: res, Allocatable: res, Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}}
+	if err := h.c.Status().Update(h.ctx, n); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+// podSpec is a pod of the test's namespace for the tessera scheduler.
+type podSpec struct {
+	name      string
+	gpus      int64
+	memoryMiB int64
+	labels    map[string]string
+	annots    map[string]string
+	priority  int32
+	owner     *metav1.OwnerReference
+}
+
+func (h *harness) pod(s podSpec) *corev1.Pod {
+	h.t.Helper()
+	req := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1Gi")}
+	if s.gpus > 0 {
+		req[tesserav1.ResourceGPU] = *resource.NewQuantity(s.gpus, resource.DecimalSI)
+	}
+	if s.memoryMiB > 0 {
+		req[tesserav1.ResourceGPUMemory] = *resource.NewQuantity(s.memoryMiB, resource.DecimalSI)
+	}
+	p := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: s.name, Namespace: h.ns, Labels: s.labels, Annotations: s.annots},
+		Spec: corev1.PodSpec{SchedulerName: tesserav1.SchedulerName, Priority: &s.priority,
+			Containers: []corev1.Container{{Name: "main", Image: "x", Resources: corev1.ResourceRequirements{Requests: req, Limits: req}}}},
+	}
+	if s.owner != nil {
+		p.OwnerReferences = []metav1.OwnerReference{*s.owner}
+	}
+	if err := h.c.Create(h.ctx, p); err != nil {
+		h.t.Fatal(err)
+	}
+	return p
+}
+
+// pods lists the namespace's pods.
+func (h *harness) pods() []corev1.Pod {
+	h.t.Helper()
+	var l corev1.PodList
+	if err := h.c.List(h.ctx, &l, client.InNamespace(h.ns)); err != nil {
+		h.t.Fatal(err)
+	}
+	return l.Items
+}
+
+// bound counts the namespace's pods with a node.
+func (h *harness) bound() int {
+	n := 0
+	for _, p := range h.pods() {
+		if p.Spec.NodeName != "" {
+			n++
+		}
+	}
+	return n
+}
+
+// eventually polls cond until it returns "" or the deadline passes, failing with the
+// last message.
+func (h *harness) eventually(what string, d time.Duration, cond func() string) {
+	h.t.Helper()
+	deadline := time.Now().Add(d)
+	msg := ""
+	for time.Now().Before(deadline) {
+		if msg = cond(); msg == "" {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	h.t.Fatalf("%s: %s", what, msg)
+}
+
+// podGroup creates a PodGroup.
+func (h *harness) podGroup(name string, minMember int32, queue string) {
+	h.t.Helper()
+	pg := &tesserav1.PodGroup{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: h.ns}, Spec: tesserav1.PodGroupSpec{MinMember: minMember, Queue: queue}}
+	if err := h.c.Create(h.ctx, pg); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+func (h *harness) getPodGroup(name string) *tesserav1.PodGroup {
+	var pg tesserav1.PodGroup
+	if err := h.c.Get(h.ctx, client.ObjectKey{Namespace: h.ns, Name: name}, &pg); err != nil {
+		return nil
+	}
+	return &pg
+}
+
+// kubelet plays the kubelet for terminating pods: it deletes them at once.
+func (h *harness) kubelet() {
+	zero := int64(0)
+	for _, p := range h.pods() {
+		if p.DeletionTimestamp != nil {
+			_ = h.c.Delete(h.ctx, &p, &client.DeleteOptions{GracePeriodSeconds: &zero})
+		}
+	}
+}
