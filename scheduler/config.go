@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"os"
@@ -94,10 +95,13 @@ const (
 const DefaultActions = "enqueue, allocate, preempt, reclaim, backfill"
 
 func (c *Config) actionNames() []string {
-	a := c.Actions
-	if strings.TrimSpace(a) == "" {
-		a = DefaultActions
+	if strings.TrimSpace(c.Actions) == "" {
+		return splitActions(DefaultActions)
 	}
+	return splitActions(c.Actions)
+}
+
+func splitActions(a string) []string {
 	var out []string
 	for _, n := range strings.Split(a, ",") {
 		if n = strings.TrimSpace(n); n != "" {
@@ -123,8 +127,14 @@ func (c *Config) Validate() error {
 			return fmt.Errorf("actions: unknown action %q; known: %s", name, knownActions())
 		}
 	}
+	seen := map[string]string{}
 	for ti, t := range c.Tiers {
 		for pi, p := range t.Plugins {
+			at := fmt.Sprintf("tiers[%d].plugins[%d]", ti, pi)
+			if first, dup := seen[p.Name]; dup {
+				return fmt.Errorf("%s.name: plugin %q is already enabled at %s; enable each plugin once", at, p.Name, first)
+			}
+			seen[p.Name] = at
 			if _, ok := pluginRegistry[p.Name]; !ok {
 				return fmt.Errorf("tiers[%d].plugins[%d].name: unknown plugin %q; known: %s", ti, pi, p.Name, knownPlugins())
 			}
@@ -139,20 +149,58 @@ func (c *Config) Validate() error {
 	return nil
 }
 
-// LoadConfig reads a YAML configuration file strictly (unknown fields are errors).
+// LoadConfig reads a YAML configuration file (ParseConfig).
 func LoadConfig(path string) (Config, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return Config{}, err
 	}
-	var c Config
-	if err := yaml.UnmarshalStrict(b, &c); err != nil {
-		return Config{}, fmt.Errorf("%s: %w", path, err)
-	}
-	if err := c.Validate(); err != nil {
+	c, err := ParseConfig(b)
+	if err != nil {
 		return Config{}, fmt.Errorf("%s: %w", path, err)
 	}
 	return c, nil
+}
+
+// ParseConfig reads a YAML configuration strictly: unknown or duplicated fields are
+// errors, and so are an empty file, an empty actions field (leave it out for
+// DefaultActions) and a configuration without plugins, none of which would run as
+// written.
+func ParseConfig(b []byte) (Config, error) {
+	var c Config
+	if err := yaml.UnmarshalStrict(b, &c); err != nil {
+		return Config{}, yamlError(err)
+	}
+	var keys map[string]any
+	_ = yaml.Unmarshal(b, &keys)
+	if len(keys) == 0 {
+		return Config{}, fmt.Errorf("empty configuration; it needs tiers of plugins (and actions, default %q)", DefaultActions)
+	}
+	if err := c.Validate(); err != nil {
+		return Config{}, err
+	}
+	if _, set := keys["actions"]; set && len(splitActions(c.Actions)) == 0 {
+		return Config{}, fmt.Errorf("actions: empty; name the actions in order, for example %q, or leave the field out for that default", DefaultActions)
+	}
+	for ti, t := range c.Tiers {
+		if len(t.Plugins) == 0 {
+			return Config{}, fmt.Errorf("tiers[%d].plugins: empty; remove the tier or enable a plugin in it", ti)
+		}
+	}
+	if len(c.Tiers) == 0 {
+		return Config{}, fmt.Errorf("tiers: no plugin enabled; for example tiers: [{plugins: [{name: predicates}, {name: gpufit}]}]")
+	}
+	return c, nil
+}
+
+// yamlError drops the JSON decoder's prefixes from a YAML decoding error: the file
+// is YAML, and "error unmarshaling JSON" misleads.
+func yamlError(err error) error {
+	msg := err.Error()
+	for _, p := range []string{"error converting YAML to JSON: ", "error unmarshaling JSON: ", "while decoding JSON: ", "json: "} {
+		msg = strings.TrimPrefix(msg, p)
+	}
+	return errors.New(msg)
 }
 
 func knownPlugins() string { return strings.Join(slices.Sorted(maps.Keys(pluginRegistry)), ", ") }

@@ -3,6 +3,7 @@ package scheduler_test
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -68,6 +69,9 @@ func TestLoadConfigVolcanoShape(t *testing.T) {
 	}
 }
 
+// defaultActionsQuoted is how errors suggest the default actions.
+var defaultActionsQuoted = strconv.Quote(scheduler.DefaultActions)
+
 func TestLoadConfigErrors(t *testing.T) {
 	tests := []struct {
 		name, yaml string
@@ -97,6 +101,15 @@ func TestLoadConfigErrors(t *testing.T) {
 			[]string{`"later" is not a duration`}},
 		{"percentage out of range", "percentageOfNodesToScore: 150\n",
 			[]string{"percentageOfNodesToScore", "outside 0..100"}},
+		{"empty file", "# nothing yet\n", []string{"empty configuration"}},
+		{"empty actions", "actions: \"\"\ntiers:\n- plugins: [{name: gang}]\n",
+			[]string{"actions: empty", defaultActionsQuoted}},
+		{"only commas in actions", "actions: \", ,\"\ntiers:\n- plugins: [{name: gang}]\n", []string{"actions: empty"}},
+		{"no plugins", "actions: allocate\n", []string{"tiers: no plugin enabled"}},
+		{"empty tier", "tiers:\n- plugins: [{name: gang}]\n- plugins: []\n", []string{"tiers[1].plugins: empty"}},
+		{"duplicated plugin", "tiers:\n- plugins: [{name: gang}]\n- plugins: [{name: predicates}, {name: gang}]\n",
+			[]string{"tiers[1].plugins[1].name", `plugin "gang" is already enabled at tiers[0].plugins[0]`}},
+		{"duplicated field", "actions: allocate\nactions: enqueue\ntiers:\n- plugins: [{name: gang}]\n", []string{`"actions" already set`}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -109,6 +122,9 @@ func TestLoadConfigErrors(t *testing.T) {
 				if !strings.Contains(err.Error(), w) {
 					t.Fatalf("error %q does not mention %q", err, w)
 				}
+			}
+			if strings.Contains(err.Error(), "JSON") {
+				t.Fatalf("error %q speaks of JSON; the file is YAML", err)
 			}
 		})
 	}

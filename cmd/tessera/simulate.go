@@ -54,50 +54,41 @@ pending pod is placed or told why not.
   tessera simulate --manifests my-cluster.yaml --policy tessera,kube-default`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if o.Mode == "" {
-				o.Mode = sim.ModeFillUp
-				if o.Scenario != "" {
-					o.Mode = sim.ModeReplay
-				}
-			}
-			if o.Mode != sim.ModeFillUp && o.Mode != sim.ModeReplay {
-				return fmt.Errorf("--mode %q: use fillup or replay", o.Mode)
-			}
-			if (o.NodesFile == "") != (o.PodsFile == "") {
-				return fmt.Errorf("--nodes and --pods go together")
-			}
-			if format != "table" && format != "json" {
-				return fmt.Errorf("--format %q: use table or json", format)
+			if err := checkSimulateFlags(cmd, &o, manifests, format); err != nil {
+				return err
 			}
 			if policies == "" {
 				switch {
 				case manifests != "":
-					policies = "tessera"
+					policies = defaultManifestsPolicies
 				case o.Mode == sim.ModeReplay:
-					policies = "kube-default,tessera"
+					policies = defaultReplayPolicies
 				default:
-					policies = "bestfit,fgd,tessera"
+					policies = defaultFillUpPolicies
 				}
 			}
-			for _, p := range strings.Split(policies, ",") {
-				if p = strings.TrimSpace(p); p != "" {
-					o.Policies = append(o.Policies, p)
-				}
-			}
-			o.Custom = map[string]scheduler.Config{}
-			for _, path := range configs {
-				cfg, err := scheduler.LoadConfig(path)
-				if err != nil {
-					return err
-				}
-				o.Custom[strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))] = cfg
+			var err error
+			if o.Policies, o.Custom, err = simulatePolicies(policies, configs); err != nil {
+				return err
 			}
 			if manifests != "" {
 				return simulateManifests(cmd, manifests, admission, o.Policies, o.Custom, format)
 			}
+			var html *os.File
+			if htmlPath != "" {
+				// Open the report first: an unwritable path fails before the run, not after.
+				if html, err = os.Create(htmlPath); err != nil {
+					return fmt.Errorf("--report: %w", err)
+				}
+				defer html.Close()
+			}
 			o.Progress = cmd.ErrOrStderr()
 			results, err := sim.Run(o)
 			if err != nil {
+				if html != nil {
+					html.Close()
+					os.Remove(htmlPath)
+				}
 				return err
 			}
 			summaries := report.Summarize(results)
@@ -107,23 +98,16 @@ pending pod is placed or told why not.
 			} else {
 				err = report.WriteTable(out, results, summaries)
 			}
-			if err != nil {
+			if err != nil || html == nil {
 				return err
 			}
-			if htmlPath != "" {
-				f, err := os.Create(htmlPath)
-				if err != nil {
-					return err
-				}
-				if err := report.WriteHTML(f, "Tessera simulation", results, summaries); err != nil {
-					f.Close()
-					return err
-				}
-				if err := f.Close(); err != nil {
-					return err
-				}
-				fmt.Fprintf(cmd.ErrOrStderr(), "report written to %s\n", htmlPath)
+			if err := report.WriteHTML(html, "Tessera simulation", results, summaries); err != nil {
+				return fmt.Errorf("--report: %w", err)
 			}
+			if err := html.Close(); err != nil {
+				return fmt.Errorf("--report: %w", err)
+			}
+			fmt.Fprintf(cmd.ErrOrStderr(), "report written to %s\n", htmlPath)
 			return nil
 		},
 	}
@@ -134,14 +118,102 @@ pending pod is placed or told why not.
 	f.StringVar(&o.Scenario, "scenario", "", "built-in scenario: operator")
 	f.StringVar(&manifests, "manifests", "", "YAML of Nodes, Namespaces, Pods, Jobs, Queues, PodGroups and AdmissionPolicies: show where each pending pod would go, or why not")
 	f.BoolVar(&admission, "admission", true, "manifests: pass Queues, PodGroups, Jobs and unbound Pods through the admission policies (the defaults plus the manifests' AdmissionPolicies) first, as the webhooks would")
-	f.StringVar(&o.Mode, "mode", "", "fillup or replay (default fillup for traces, replay for scenarios)")
-	f.Float64Var(&o.Arrive, "arrive", 1.3, "fill-up: GPU request to arrive, as a multiple of cluster GPUs")
-	f.StringVar(&policies, "policy", "", "comma-separated policies: "+strings.Join(scheduler.PolicyNames(), ", "))
-	f.IntVar(&o.Seeds, "seeds", 1, "runs per policy, with seeds 42, 43, ...")
+	f.StringVar(&o.Mode, "mode", "", "fillup or replay (default: fillup for --trace and --pods, replay for --scenario)")
+	f.Float64Var(&o.Arrive, "arrive", 1.3, fmt.Sprintf("fill-up: GPU request to arrive, as a multiple of cluster GPUs (0 to %d)", trace.MaxArrive))
+	f.StringVar(&policies, "policy", "", "comma-separated policies: "+strings.Join(scheduler.PolicyNames(), ", ")+
+		" (default: "+defaultFillUpPolicies+" in fill-up, "+defaultReplayPolicies+" in replay, "+defaultManifestsPolicies+" for --manifests)")
+	f.IntVar(&o.Seeds, "seeds", 1, fmt.Sprintf("runs per policy, with seeds 42, 43, ... (1 to %d)", sim.MaxSeeds))
 	f.StringVar(&format, "format", "table", "table or json")
 	f.StringVar(&htmlPath, "report", "", "write a self-contained HTML report with charts to this file")
 	f.StringArrayVar(&configs, "config", nil, "scheduler configuration file to run as an extra policy (repeatable)")
 	return cmd
+}
+
+// Default policies per input.
+const (
+	defaultFillUpPolicies    = "bestfit,fgd,tessera"
+	defaultReplayPolicies    = "kube-default,tessera"
+	defaultManifestsPolicies = "tessera"
+)
+
+// checkSimulateFlags rejects conflicting and out-of-range flags, naming them, and
+// sets the mode's default.
+func checkSimulateFlags(cmd *cobra.Command, o *sim.Options, manifests, format string) error {
+	set := cmd.Flags().Changed
+	var inputs []string
+	for _, f := range []string{"trace", "nodes", "scenario", "manifests"} {
+		if set(f) {
+			inputs = append(inputs, "--"+f)
+		}
+	}
+	if len(inputs) > 1 {
+		return fmt.Errorf("%s: give one input: --trace, --nodes with --pods, --scenario or --manifests", strings.Join(inputs, " and "))
+	}
+	if (o.NodesFile == "") != (o.PodsFile == "") {
+		return fmt.Errorf("--nodes and --pods go together")
+	}
+	if format != "table" && format != "json" {
+		return fmt.Errorf("--format %q: use table or json", format)
+	}
+	if manifests != "" {
+		for _, f := range []string{"mode", "arrive", "seeds", "report"} {
+			if set(f) {
+				return fmt.Errorf("--%s does not apply to --manifests, which places the pending pods once", f)
+			}
+		}
+		return nil
+	}
+	if set("admission") {
+		return fmt.Errorf("--admission applies to --manifests only")
+	}
+	if o.Mode == "" {
+		o.Mode = sim.ModeFillUp
+		if o.Scenario != "" {
+			o.Mode = sim.ModeReplay
+		}
+	}
+	switch {
+	case o.Mode != sim.ModeFillUp && o.Mode != sim.ModeReplay:
+		return fmt.Errorf("--mode %q: use fillup or replay", o.Mode)
+	case o.Mode == sim.ModeReplay && set("arrive"):
+		return fmt.Errorf("--arrive applies to --mode fillup only")
+	}
+	return nil
+}
+
+// simulatePolicies reads --policy (or the input's default) and the --config files, and
+// rejects a name given twice: two runs under one name would be averaged into one row.
+// A configuration runs under its file name without the extension.
+func simulatePolicies(policies string, configs []string) ([]string, map[string]scheduler.Config, error) {
+	var names []string
+	seen := map[string]string{}
+	for _, p := range strings.Split(policies, ",") {
+		if p = strings.TrimSpace(p); p == "" {
+			continue
+		}
+		if _, dup := seen[p]; dup {
+			return nil, nil, fmt.Errorf("--policy: %s is named twice; each policy runs once per seed", p)
+		}
+		seen[p] = "--policy"
+		names = append(names, p)
+	}
+	custom := map[string]scheduler.Config{}
+	for _, path := range configs {
+		name := strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
+		if _, err := scheduler.Policy(name); err == nil {
+			return nil, nil, fmt.Errorf("--config %s: runs as %q, the name of a built-in policy; rename the file", path, name)
+		}
+		if by, dup := seen[name]; dup {
+			return nil, nil, fmt.Errorf("--config %s: runs as %q, a name %s already gives; rename the file", path, name, by)
+		}
+		cfg, err := scheduler.LoadConfig(path)
+		if err != nil {
+			return nil, nil, err
+		}
+		seen[name] = "--config " + path
+		custom[name] = cfg
+	}
+	return names, custom, nil
 }
 
 // simulateManifests schedules the pending pods of a YAML cluster description with each

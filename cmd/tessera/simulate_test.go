@@ -7,6 +7,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/tessera-gpu/tessera/scheduler/testutil"
 )
 
 // execute runs the command line and returns its standard output (stderr is dropped).
@@ -47,17 +50,90 @@ func TestSimulateScenarioJSONAndReport(t *testing.T) {
 }
 
 func TestSimulateRejectsBadFlags(t *testing.T) {
+	dir := t.TempDir()
+	tesseraYAML := filepath.Join(dir, "tessera.yaml")
+	other := filepath.Join(dir, "sub", "mine.yaml")
+	mine := filepath.Join(dir, "mine.yaml")
+	for _, p := range []string{tesseraYAML, mine, other} {
+		writeFile(t, p, "tiers:\n- plugins: [{name: predicates}, {name: gpufit}]\n")
+	}
 	for args, want := range map[string]string{
-		"simulate --trace default --mode sometimes": "--mode",
-		"simulate --trace nosuch":                   "unknown openb pod list",
-		"simulate --trace default --policy best":    "unknown policy",
-		"simulate --nodes n.csv":                    "--nodes and --pods go together",
-		"simulate":                                  "no input",
+		"simulate --trace default --mode sometimes":                        "--mode",
+		"simulate --trace nosuch":                                          "unknown openb pod list",
+		"simulate --trace default --policy best":                           "unknown policy",
+		"simulate --nodes n.csv":                                           "--nodes and --pods go together",
+		"simulate":                                                         "no input",
+		"simulate --trace default --arrive NaN":                            "--arrive: must be a finite number between 0 and 10, got NaN",
+		"simulate --trace default --arrive Inf":                            "--arrive: must be a finite number between 0 and 10, got +Inf",
+		"simulate --trace default --arrive 1e9":                            "--arrive: must be a finite number between 0 and 10, got 1e+09",
+		"simulate --trace default --arrive 0":                              "--arrive: must be a finite number between 0 and 10, got 0",
+		"simulate --trace default --seeds 0":                               "--seeds: must be between 1 and 1000, got 0",
+		"simulate --trace default --seeds 100000":                          "--seeds: must be between 1 and 1000, got 100000",
+		"simulate --trace default --scenario operator":                     "--trace and --scenario: give one input",
+		"simulate --trace default --nodes n.csv --pods p.csv":              "--trace and --nodes: give one input",
+		"simulate --manifests m.yaml --trace default":                      "--trace and --manifests: give one input",
+		"simulate --manifests m.yaml --mode fillup":                        "--mode does not apply to --manifests",
+		"simulate --manifests m.yaml --seeds 3":                            "--seeds does not apply to --manifests",
+		"simulate --manifests m.yaml --report r.html":                      "--report does not apply to --manifests",
+		"simulate --trace default --admission=false":                       "--admission applies to --manifests only",
+		"simulate --scenario operator --arrive 1.1":                        "--arrive applies to --mode fillup only",
+		"simulate --trace default --mode replay --arrive 1":                "--arrive applies to --mode fillup only",
+		"simulate --scenario operator --mode fillup":                       "--scenario runs in --mode replay",
+		"simulate --trace default --policy tessera,tessera":                "--policy: tessera is named twice",
+		"simulate --trace default --config " + tesseraYAML:                 `runs as "tessera", the name of a built-in policy; rename the file`,
+		"simulate --trace default --config " + mine + " --config " + other: `runs as "mine", a name --config ` + mine + " already gives",
 	} {
 		if _, err := execute(strings.Fields(args)...); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: got %v, want %q", args, err, want)
 		}
 	}
+}
+
+func writeFile(t *testing.T, path, text string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Inputs that once hung while eating gigabytes now fail at once, naming the bound.
+func TestSimulateBoundsHugeInputs(t *testing.T) {
+	dir := t.TempDir()
+	pods := filepath.Join(dir, "pods.csv")
+	writeFile(t, pods, "name,cpu_milli,memory_mib,num_gpu,gpu_milli\np,1000,1024,1,1000\n")
+	for gpus, want := range map[string]string{
+		"1000000000": "nodes.csv:2: column gpu: 1000000000 GPUs; at most 64 per node are supported",
+		"100000":     "nodes.csv:2: column gpu: 100000 GPUs; at most 64 per node",
+		"65":         "nodes.csv:2: column gpu: 65 GPUs; at most 64 per node",
+	} {
+		nodes := filepath.Join(dir, "nodes.csv")
+		writeFile(t, nodes, "sn,cpu_milli,memory_mib,gpu,model\nn0,64000,262144,"+gpus+",A100\n")
+		testutil.Within(t, 20*time.Second, func() {
+			if _, err := execute("simulate", "--nodes", nodes, "--pods", pods); err == nil || !strings.Contains(err.Error(), want) {
+				t.Errorf("%s GPUs: got %v, want %q", gpus, err, want)
+			}
+		})
+	}
+	for _, arrive := range []string{"1e9", "NaN", "Inf"} {
+		testutil.Within(t, 20*time.Second, func() {
+			if _, err := execute("simulate", "--trace", "default", "--arrive", arrive); err == nil || !strings.Contains(err.Error(), "--arrive: must be a finite number") {
+				t.Errorf("--arrive %s: %v", arrive, err)
+			}
+		})
+	}
+}
+
+// An unwritable --report fails before the run, not after it.
+func TestSimulateReportPathCheckedFirst(t *testing.T) {
+	bad := filepath.Join(t.TempDir(), "missing-dir", "r.html")
+	testutil.Within(t, 5*time.Second, func() {
+		if _, err := execute("simulate", "--trace", "default", "--seeds", "1000", "--report", bad); err == nil || !strings.HasPrefix(err.Error(), "--report: open "+bad) {
+			t.Errorf("got %v", err)
+		}
+	})
 }
 
 func TestSimulateManifests(t *testing.T) {

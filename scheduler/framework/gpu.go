@@ -1,6 +1,9 @@
 package framework
 
-import "math/bits"
+import (
+	"fmt"
+	"math/bits"
+)
 
 // GPU is one physical GPU of a node and what is allocated on it.
 type GPU struct {
@@ -26,7 +29,19 @@ func (g *GPU) FreeMilli() int64 {
 	return MilliPerGPU - g.UsedMilli
 }
 
-// GPUSet is a set of GPU indices on one node (a node has at most 64 GPUs).
+// MaxGPUsPerNode is the most GPUs a node may have: what a GPUSet can index.
+const MaxGPUsPerNode = 64
+
+// CheckGPUCount is nil for 0..MaxGPUsPerNode GPUs on a node, else the error every
+// input path reports (the caller prefixes the field).
+func CheckGPUCount(n int64) error {
+	if n < 0 || n > MaxGPUsPerNode {
+		return fmt.Errorf("%d GPUs; at most %d per node are supported (split it into nodes of at most %d)", n, MaxGPUsPerNode, MaxGPUsPerNode)
+	}
+	return nil
+}
+
+// GPUSet is a set of GPU indices on one node (a node has at most MaxGPUsPerNode GPUs).
 type GPUSet uint64
 
 // Add returns s with GPU i.

@@ -52,6 +52,9 @@ func RunFillUp(f FillUp) (report.Result, error) {
 	if capacity == 0 {
 		return report.Result{}, fmt.Errorf("%s: the node list has no GPUs", f.Trace)
 	}
+	if err := trace.CheckFillUp(f.Pods, capacity, f.Arrive); err != nil {
+		return report.Result{}, fmt.Errorf("%s: %w", f.Trace, err)
+	}
 	arrivals := trace.FillUp(f.Pods, capacity, f.Arrive, f.Seed)
 	if len(arrivals) == 0 {
 		return report.Result{}, fmt.Errorf("%s: no pod asks for a GPU", f.Trace)

@@ -25,6 +25,9 @@ const (
 	drainAfter = 48 * 3600
 	// starvedAfter is the wait beyond which a job counts as starved.
 	starvedAfter = 12 * 3600
+	// MaxReplaySpan bounds the arrival window of a replay (366 days), and with it the
+	// samples a run records.
+	MaxReplaySpan = 366 * 24 * 3600
 )
 
 // ReplayJob is one job of a replay: Tasks identical pods, MinMember of which must run
@@ -80,7 +83,12 @@ func PodTraceInput(name string, nodes []trace.NodeSpec, pods []trace.PodSpec) (R
 		return in, fmt.Errorf("%s: no pod has creation_time and deletion_time; replay needs them (use --mode fillup)", name)
 	}
 	sort.SliceStable(in.Jobs, func(a, b int) bool { return in.Jobs[a].Arrival < in.Jobs[b].Arrival })
-	in.Horizon = in.Jobs[len(in.Jobs)-1].Arrival + 1
+	last := in.Jobs[len(in.Jobs)-1]
+	if last.Arrival > MaxReplaySpan {
+		return in, fmt.Errorf("%s: pod %s is created %s after the first pod; replay covers at most 366 days of creation_time",
+			name, last.Name, report.FormatSeconds(float64(last.Arrival)))
+	}
+	in.Horizon = last.Arrival + 1
 	return in, nil
 }
 

@@ -21,6 +21,9 @@ const (
 // FirstSeed is the seed of the first run; run i uses FirstSeed+i, as the FGD paper.
 const FirstSeed = 42
 
+// MaxSeeds bounds the runs per policy.
+const MaxSeeds = 1000
+
 // Options selects the input, the mode and the runs of a simulation.
 type Options struct {
 	// Trace is a shipped openb pod-list variant ("default"); or set NodesFile and PodsFile;
@@ -63,19 +66,27 @@ type run struct {
 // Run performs every (policy, seed) run of the options, two at a time per core, and
 // returns the results in policy order, then seed order.
 func Run(o Options) ([]report.Result, error) {
-	if o.Seeds < 1 {
-		return nil, fmt.Errorf("--seeds must be at least 1")
+	if o.Seeds < 1 || o.Seeds > MaxSeeds {
+		return nil, fmt.Errorf("--seeds: must be between 1 and %d, got %d", MaxSeeds, o.Seeds)
 	}
 	var runs []run
+	named := map[string]bool{}
 	for _, p := range o.Policies {
 		if _, err := scheduler.Policy(p); err != nil {
 			return nil, err
 		}
+		if named[p] {
+			return nil, fmt.Errorf("policy %s is named twice; each policy runs once per seed", p)
+		}
+		named[p] = true
 		for i := 0; i < o.Seeds; i++ {
 			runs = append(runs, run{policy: p, seed: FirstSeed + int64(i)})
 		}
 	}
 	for name, cfg := range o.Custom {
+		if named[name] {
+			return nil, fmt.Errorf("configuration %s has the name of a policy that also runs; rename it", name)
+		}
 		for i := 0; i < o.Seeds; i++ {
 			runs = append(runs, run{policy: name, cfg: &cfg, seed: FirstSeed + int64(i)})
 		}
@@ -162,12 +173,12 @@ func (o Options) runner() (func(run, func()) (report.Result, error), func(int64)
 			}, func(int64) int { return len(rin.Jobs) }, "pods", nil
 		}
 		arrive := o.Arrive
-		if arrive <= 0 {
-			return nil, nil, "", fmt.Errorf("--arrive must be positive, got %g", arrive)
-		}
 		var capacity int64
 		for _, n := range in.Nodes {
 			capacity += n.GPUMilli()
+		}
+		if err := trace.CheckFillUp(in.Pods, capacity, arrive); err != nil {
+			return nil, nil, "", err
 		}
 		units := func(seed int64) int { return len(trace.FillUp(in.Pods, capacity, arrive, seed)) }
 		return func(r run, tick func()) (report.Result, error) {

@@ -141,7 +141,7 @@ func TestBuildNeverPanics(t *testing.T) {
 func checkInvariants(t *testing.T, seed uint64, snap *framework.Snapshot) {
 	t.Helper()
 	for i, n := range snap.Nodes {
-		if n.Index != i || len(n.GPUs) > maxGPUsPerNode || n.Allocatable.GPU != int64(len(n.GPUs))*1000 {
+		if n.Index != i || len(n.GPUs) > framework.MaxGPUsPerNode || n.Allocatable.GPU != int64(len(n.GPUs))*1000 {
 			t.Fatalf("seed %d: node %s index %d GPUs %d", seed, n.Name, n.Index, len(n.GPUs))
 		}
 		var used int64

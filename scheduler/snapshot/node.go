@@ -13,9 +13,6 @@ import (
 	"github.com/tessera-gpu/tessera/scheduler/framework"
 )
 
-// maxGPUsPerNode is what framework.GPUSet can index.
-const maxGPUsPerNode = 64
-
 // defaultMaxPods is the kubelet's default pod capacity, used when a node (typically a
 // hand-written manifest) does not state allocatable pods.
 const defaultMaxPods = 110
@@ -84,8 +81,8 @@ func convertNode(n *corev1.Node, g *tesserav1.GPUNode) (*framework.Node, error) 
 // gpusFromGPUNode takes the devices the node agent discovered, ordered by NVML index.
 func gpusFromGPUNode(g *tesserav1.GPUNode) ([]framework.GPU, error) {
 	devs := slices.Clone(g.Status.Devices)
-	if len(devs) > maxGPUsPerNode {
-		return nil, objErr("GPUNode", "", g.Name, "status.devices", "lists %d GPUs; at most %d are supported", len(devs), maxGPUsPerNode)
+	if err := framework.CheckGPUCount(int64(len(devs))); err != nil {
+		return nil, objErr("GPUNode", "", g.Name, "status.devices", "%v", err)
 	}
 	slices.SortFunc(devs, func(a, b tesserav1.GPUDevice) int { return int(a.Index) - int(b.Index) })
 	gpus := make([]framework.GPU, len(devs))
@@ -138,8 +135,8 @@ func gpusFromAllocatable(n *corev1.Node, alloc corev1.ResourceList, field string
 	if count == 0 {
 		return nil, nil
 	}
-	if count > maxGPUsPerNode {
-		return nil, objErr("Node", "", n.Name, countField, "%d GPUs; at most %d per node are supported", count, maxGPUsPerNode)
+	if err := framework.CheckGPUCount(count); err != nil {
+		return nil, objErr("Node", "", n.Name, countField, "%v", err)
 	}
 	var memPerGPU int64
 	if q, ok := alloc[tesserav1.ResourceGPUMemory]; ok {

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	tesserav1 "github.com/tessera-gpu/tessera/api/v1alpha1"
+	"github.com/tessera-gpu/tessera/scheduler/framework"
 )
 
 // NodeSpec is one node of a trace's node list.
@@ -139,6 +140,9 @@ func ReadNodes(r io.Reader, name string) ([]NodeSpec, error) {
 		if err != nil {
 			return nil, err
 		}
+		if err := framework.CheckGPUCount(gpus); err != nil {
+			return nil, row.errf(colGPU, "%v", err)
+		}
 		n.GPUs = int(gpus)
 		n.Model = row.str(colModel)
 		if n.Model == "nan" {
@@ -221,6 +225,9 @@ func parsePod(row row) (PodSpec, error) {
 	numGPU, err := row.quantity(colNumGPU)
 	if err != nil {
 		return p, err
+	}
+	if numGPU > framework.MaxGPUsPerNode {
+		return p, row.errf(colNumGPU, "%d GPUs; a pod runs on one node, and a node has at most %d", numGPU, framework.MaxGPUsPerNode)
 	}
 	p.NumGPU = int(numGPU)
 	if p.GPUMilli, err = row.quantity(colGPUMilli); err != nil {
@@ -348,7 +355,14 @@ func (r row) errf(col, format string, args ...any) error {
 	return fmt.Errorf("%s:%d: column %s: %s", r.t.name, r.line, col, fmt.Sprintf(format, args...))
 }
 
-// quantity parses a required non-negative integer column.
+// maxQuantity bounds every request and capacity (4 million cores in cpu_milli,
+// 4 PiB in memory_mib), so that sums over a cluster cannot overflow.
+const maxQuantity = 1 << 32
+
+// maxTime bounds the times: 100 years in seconds.
+const maxTime = 100 * 366 * 24 * 3600
+
+// quantity parses a required integer column in 0..maxQuantity.
 func (r row) quantity(col string) (int64, error) {
 	s := r.str(col)
 	if s == "" {
@@ -360,6 +374,9 @@ func (r row) quantity(col string) (int64, error) {
 	}
 	if v < 0 {
 		return 0, r.errf(col, "negative value %d; requests and capacities must be >= 0", v)
+	}
+	if v > maxQuantity {
+		return 0, r.errf(col, "%d is above the limit %d", v, int64(maxQuantity))
 	}
 	return v, nil
 }
@@ -376,6 +393,9 @@ func (r row) time(col string) (int64, error) {
 	}
 	if v < 0 {
 		return 0, r.errf(col, "negative time %d", v)
+	}
+	if v > maxTime {
+		return 0, r.errf(col, "%d is above the limit %d (100 years in seconds)", v, int64(maxTime))
 	}
 	return v, nil
 }

@@ -172,6 +172,11 @@ func TestReadErrors(t *testing.T) {
 		{"node negative GPUs", nodeHeader + "n0,1000,1024,-8,T4\n", true, "f.csv:2: column gpu: negative value -8"},
 		{"node bad memory", nodeHeader + "n0,1000,1e3,8,T4\n", true, "f.csv:2: column memory_mib: bad number \"1e3\""},
 		{"node duplicate", nodeHeader + "n0,1000,1024,8,T4\nn0,1000,1024,8,T4\n", true, "f.csv:3: column sn: duplicate node \"n0\" (first on line 2)"},
+		{"node with a billion GPUs", nodeHeader + "n0,1000,1024,1000000000,T4\n", true, "f.csv:2: column gpu: 1000000000 GPUs; at most 64 per node are supported"},
+		{"node with 65 GPUs", nodeHeader + "n0,1000,1024,65,T4\n", true, "f.csv:2: column gpu: 65 GPUs; at most 64 per node"},
+		{"node huge memory", nodeHeader + "n0,1000,99999999999999,8,T4\n", true, "f.csv:2: column memory_mib: 99999999999999 is above the limit 4294967296"},
+		{"pod with 65 GPUs", podHeader + "p,1,1,65,1000,,LS,Running,0,1,0\n", false, "f.csv:2: column num_gpu: 65 GPUs; a pod runs on one node, and a node has at most 64"},
+		{"pod time beyond 100 years", podHeader + "p,1,1,1,1000,,LS,Running,0,9999999999999,0\n", false, "f.csv:2: column deletion_time: 9999999999999 is above the limit"},
 		{"node quoted newline keeps line numbers", nodeHeader + "\"n\n0\",1000,1024,8,T4\nn1,x,1024,8,T4\n", true, "f.csv:4: column cpu_milli: bad number \"x\""},
 	}
 	for _, c := range cases {

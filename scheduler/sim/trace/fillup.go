@@ -2,6 +2,8 @@ package trace
 
 import (
 	"cmp"
+	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"strconv"
@@ -15,6 +17,35 @@ const pcgStream = 0x7e55e4a
 // generator from math/rand/v2 seeded with (seed, a fixed stream constant).
 func NewRand(seed int64) *rand.Rand { return rand.New(rand.NewPCG(uint64(seed), pcgStream)) }
 
+// Bounds of a fill-up workload.
+const (
+	// MaxArrive is the largest arrive factor: 10 x the cluster's GPUs.
+	MaxArrive = 10
+	// MaxFillUpPods bounds the pods of a fill-up workload.
+	MaxFillUpPods = 1_000_000
+)
+
+// CheckFillUp reports why FillUp cannot build a workload within its bounds: arrive
+// must be a finite number in (0, MaxArrive], and reaching it must take at most
+// MaxFillUpPods pods (estimated from the list's mean request per pod).
+func CheckFillUp(pods []PodSpec, clusterGPUMilli int64, arrive float64) error {
+	if math.IsNaN(arrive) || math.IsInf(arrive, 0) || arrive <= 0 || arrive > MaxArrive {
+		return fmt.Errorf("--arrive: must be a finite number between 0 and %d, got %g", MaxArrive, arrive)
+	}
+	var total int64
+	for _, p := range pods {
+		total += p.GPURequestMilli()
+	}
+	if total == 0 {
+		return nil
+	}
+	if need := arrive * float64(clusterGPUMilli) / (float64(total) / float64(len(pods))); need > MaxFillUpPods {
+		return fmt.Errorf("--arrive %g: reaching %g x the cluster's %d GPUs takes about %.0f pods of this list, more than the limit %d; lower --arrive or use fewer nodes",
+			arrive, arrive, clusterGPUMilli/1000, need, MaxFillUpPods)
+	}
+	return nil
+}
+
 // FillUp builds the FGD paper's fill-up workload the way its simulator tunes a pod
 // list to a target of arrive x clusterGPUMilli GPU milli (request = NumGPU x GPUMilli):
 //
@@ -27,14 +58,15 @@ func NewRand(seed int64) *rand.Rand { return rand.New(rand.NewPCG(uint64(seed), 
 // workload is a pure function of its inputs. Drawn copies are renamed "<name>-t<k>"
 // (k counts the draws) so names stay unique; Line still points at the source row;
 // GPUModels is shared with the source pod and must not be modified. FillUp returns
-// nil when no pod asks for a GPU or the target is not positive.
+// nil when no pod asks for a GPU or the target is not a positive finite number, and
+// stops at MaxFillUpPods pods (CheckFillUp tells beforehand).
 func FillUp(pods []PodSpec, clusterGPUMilli int64, arrive float64, seed int64) []PodSpec {
 	target := arrive * float64(clusterGPUMilli)
 	var total int64
 	for _, p := range pods {
 		total += p.GPURequestMilli()
 	}
-	if target <= 0 || total == 0 {
+	if !(target > 0) || math.IsInf(target, 0) || total == 0 {
 		return nil
 	}
 	rng := NewRand(seed)
@@ -44,7 +76,7 @@ func FillUp(pods []PodSpec, clusterGPUMilli int64, arrive float64, seed int64) [
 		total -= out[i].GPURequestMilli()
 		out = slices.Delete(out, i, i+1)
 	}
-	for k := 0; ; k++ {
+	for k := 0; len(out) < MaxFillUpPods; k++ {
 		p := pods[rng.IntN(len(pods))]
 		if float64(total+p.GPURequestMilli()) > target {
 			break

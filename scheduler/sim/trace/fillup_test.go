@@ -7,6 +7,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/tessera-gpu/tessera/scheduler/testutil"
 )
 
 func TestFillUpOpenb(t *testing.T) {
@@ -85,6 +88,35 @@ func TestFillUpDegenerate(t *testing.T) {
 	if !slices.ContainsFunc(got, func(p PodSpec) bool { return p.Name == "g" }) || !slices.ContainsFunc(got, func(p PodSpec) bool { return p.Name == "g-t11" }) {
 		t.Errorf("names %v", got)
 	}
+}
+
+// Arrive factors that are not finite numbers in (0, 10], or that need more than
+// MaxFillUpPods pods, are rejected by CheckFillUp, and FillUp itself stays bounded.
+func TestFillUpBounds(t *testing.T) {
+	pods := []PodSpec{{Name: "g", NumGPU: 1, GPUMilli: 1000}}
+	for _, arrive := range []float64{math.NaN(), math.Inf(1), math.Inf(-1), 0, -1, 10.5, 1e9} {
+		err := CheckFillUp(pods, 8000, arrive)
+		if err == nil || !strings.HasPrefix(err.Error(), "--arrive: must be a finite number between 0 and 10, got ") {
+			t.Errorf("arrive %g: %v", arrive, err)
+		}
+		testutil.Within(t, 10*time.Second, func() {
+			if got := FillUp(pods, 8000, arrive, 1); len(got) > MaxFillUpPods {
+				t.Errorf("arrive %g: %d pods", arrive, len(got))
+			}
+		})
+	}
+	if err := CheckFillUp(pods, 8000, 10); err != nil {
+		t.Errorf("arrive 10: %v", err)
+	}
+	tiny := []PodSpec{{Name: "s", NumGPU: 1, GPUMilli: 1}}
+	if err := CheckFillUp(tiny, 1_000_000*1000, 1.3); err == nil || !strings.Contains(err.Error(), "more than the limit 1000000") {
+		t.Errorf("a million GPUs of 1-milli pods: %v", err)
+	}
+	testutil.Within(t, 10*time.Second, func() {
+		if got := FillUp(tiny, 1_000_000*1000, 1.3, 1); len(got) != MaxFillUpPods {
+			t.Errorf("FillUp past the limit: %d pods", len(got))
+		}
+	})
 }
 
 func TestTypicalShapes(t *testing.T) {
