@@ -29,8 +29,8 @@ func TestFillUpPolicies(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Logf("%-10s unallocated@100=%.2f alloc@130=%.2f frag@90=%.2f wall=%.2fs", p, r.UnallocatedPctAt100, r.AllocPctAt["130"], r.FragPctAt90, r.WallSeconds)
-		unalloc[p] = r.UnallocatedPctAt100
+		t.Logf("%-10s unallocated@100=%.2f alloc@130=%.2f frag@90=%.2f wall=%.2fs", p, *r.UnallocatedPctAt100, r.AllocPctAt["130"], *r.FragPctAt90, r.WallSeconds)
+		unalloc[p] = *r.UnallocatedPctAt100
 		if ref != 0 && r.OfflineUnallocatedPctAt100 != ref {
 			t.Errorf("%s: offline reference %.3f, another policy had %.3f for the same arrivals", p, r.OfflineUnallocatedPctAt100, ref)
 		}

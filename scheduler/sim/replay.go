@@ -325,14 +325,18 @@ func RunReplay(rp Replay) (report.Result, error) {
 			}
 		}
 	}
-	for _, r := range active {
-		if !r.started {
-			out.JobsStarved++
-		}
-	}
 	for _, w := range out.WaitSeconds {
 		if w > starvedAfter {
 			out.JobsStarved++
+		}
+	}
+	// Jobs that never started wait until the end of the run at least: their waits
+	// count as censored there, so the statistics do not leave out the worst cases.
+	for _, r := range active {
+		if !r.started {
+			out.JobsStarved++
+			out.CensoredWaits++
+			out.WaitSeconds = append(out.WaitSeconds, float64(now-r.spec.Arrival))
 		}
 	}
 	if lastT < horizon {

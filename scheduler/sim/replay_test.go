@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/tessera-gpu/tessera/scheduler/framework"
@@ -57,9 +58,18 @@ func TestReplayGangProgressesOnlyWhenWhole(t *testing.T) {
 		Jobs: []ReplayJob{{Name: "two-nodes", Queue: "q", MinMember: 2, Tasks: 2, GPU: framework.GPURequest{Count: 8}, MilliCPU: 1000, Duration: 3600}}}
 	// Without gangs one pod binds and holds all 8 GPUs for nothing.
 	kd := replay(t, "kube-default", in)
-	if kd.MeanAllocPct < 99 || kd.MeanUtilPct != 0 || len(kd.WaitSeconds) != 0 || kd.JobsStarved != 1 {
-		t.Errorf("kube-default: alloc %.1f%% util %.1f%% started %d starved %d; want 100%% held, no work, starved",
-			kd.MeanAllocPct, kd.MeanUtilPct, len(kd.WaitSeconds), kd.JobsStarved)
+	if kd.MeanAllocPct < 99 || kd.MeanUtilPct != 0 || kd.CensoredWaits != 1 || kd.JobsStarved != 1 {
+		t.Errorf("kube-default: alloc %.1f%% util %.1f%% never started %d starved %d; want 100%% held, no work, starved",
+			kd.MeanAllocPct, kd.MeanUtilPct, kd.CensoredWaits, kd.JobsStarved)
+	}
+	// The job that never started waits until the end of the run (48 hours after the
+	// last arrival): a censored wait, counted rather than left out.
+	if !slices.Equal(kd.WaitSeconds, []float64{drainAfter}) {
+		t.Errorf("kube-default: waits %v, want the censored wait %d", kd.WaitSeconds, drainAfter)
+	}
+	summary := report.Summarize([]report.Result{{Policy: "kube-default", Replay: kd}})[0].Replay
+	if summary.MeanWaitSeconds != drainAfter || summary.CensoredWaits != 1 {
+		t.Errorf("summary: mean wait %v, censored %d", summary.MeanWaitSeconds, summary.CensoredWaits)
 	}
 	// Tessera never admits a gang that can never fit and holds nothing.
 	ts := replay(t, "tessera", in)

@@ -70,7 +70,7 @@ func ValueAt(binned []Point, pct int) (Point, bool) {
 // order, e.g. one per arrived pod): AllocPctAt at 50, 90, 100 and 130% arrived,
 // UnallocatedPctAt100 = 100 - AllocPctAt["100"] and FragPctAt90, each read from the
 // binned curve (BinCurve). Percentages the run did not reach are left out of
-// AllocPctAt (and leave UnallocatedPctAt100 or FragPctAt90 at 0). Curve keeps the
+// AllocPctAt and leave UnallocatedPctAt100 or FragPctAt90 nil. Curve keeps the
 // samples as given.
 func NewFillUpResult(policy, trace string, seed int64, curve []Point, wall time.Duration) Result {
 	r := Result{Policy: policy, Seed: seed, Trace: trace, WallSeconds: wall.Seconds(), Curve: curve, AllocPctAt: map[string]float64{}}
@@ -82,10 +82,11 @@ func NewFillUpResult(policy, trace string, seed int64, curve []Point, wall time.
 		}
 	}
 	if a, ok := r.AllocPctAt["100"]; ok {
-		r.UnallocatedPctAt100 = 100 - a
+		u := 100 - a
+		r.UnallocatedPctAt100 = &u
 	}
 	if p, ok := ValueAt(binned, 90); ok {
-		r.FragPctAt90 = p.FragPct
+		r.FragPctAt90 = &p.FragPct
 	}
 	return r
 }

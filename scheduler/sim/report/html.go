@@ -85,16 +85,16 @@ func legend(b *strings.Builder, ss []Summary, colors map[string]string) {
 func fillSection(b *strings.Builder, trace string, ss []Summary, colors map[string]string) {
 	fmt.Fprintf(b, "<section><h2>%s <span class=\"mode\">fill-up</span></h2>\n", esc(trace))
 	b.WriteString("<table><thead><tr><th>policy</th><th>runs</th><th>unallocated % @100</th><th>alloc % @50</th><th>@90</th><th>@100</th><th>@130</th><th>frag % @90</th><th>wall s</th></tr></thead><tbody>\n")
-	best := slices.MinFunc(ss, func(a, c Summary) int { return cmpFloat(a.MeanUnallocatedPctAt100, c.MeanUnallocatedPctAt100) })
+	best := slices.MinFunc(ss, func(a, c Summary) int { return cmpOpt(a.MeanUnallocatedPctAt100, c.MeanUnallocatedPctAt100) })
 	for _, s := range ss {
 		cls := ""
-		if len(ss) > 1 && s.Policy == best.Policy {
+		if len(ss) > 1 && s.Policy == best.Policy && s.MeanUnallocatedPctAt100 != nil {
 			cls = ` class="best"`
 		}
 		fmt.Fprintf(b, "<tr%s><td><i class=\"dot\" style=\"background:%s\"></i>%s</td><td>%d</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%.2f</td></tr>\n",
-			cls, colors[s.Policy], esc(s.Policy), s.Runs, esc(pm(s.MeanUnallocatedPctAt100, s.StddevUnallocatedPctAt100, s.Runs)),
+			cls, colors[s.Policy], esc(s.Policy), s.Runs, esc(pmOpt(s.MeanUnallocatedPctAt100, s.StddevUnallocatedPctAt100, s.Runs)),
 			pct(s.MeanAllocPctAt, "50"), pct(s.MeanAllocPctAt, "90"), pct(s.MeanAllocPctAt, "100"), pct(s.MeanAllocPctAt, "130"),
-			esc(pm(s.MeanFragPctAt90, s.StddevFragPctAt90, s.Runs)), s.MeanWallSeconds)
+			esc(pmOpt(s.MeanFragPctAt90, s.StddevFragPctAt90, s.Runs)), s.MeanWallSeconds)
 	}
 	b.WriteString("</tbody></table>\n")
 	if note := offlineNote(ss); note != "" {
@@ -153,6 +153,9 @@ func replaySection(b *strings.Builder, trace string, ss []Summary, results []Res
 			FormatSeconds(r.P95WaitSeconds), r.MeanPreemptions, r.MaxJobsStarved, r.MeanNodesRemoved, r.MeanGPUNodeHoursSaved, s.MeanWallSeconds)
 	}
 	b.WriteString("</tbody></table>\n")
+	if note := censoredNote(ss); note != "" {
+		fmt.Fprintf(b, "<p class=\"note\">%s</p>\n", esc(note))
+	}
 	legend(b, ss, colors)
 	var alloc, util, nodes, waits []series
 	tMax, nMax := 0.0, 1.0
@@ -193,15 +196,15 @@ func runsSection(b *strings.Builder, results []Result) {
 		"<th>alloc %% @50</th><th>@90</th><th>@100</th><th>@130</th><th>unallocated %% @100</th><th>frag %% @90</th>"+
 		"<th>mean GPU alloc %%</th><th>jobs started</th><th>preemptions</th><th>starved</th><th>wall s</th></tr></thead><tbody>\n", len(results))
 	for _, r := range results {
-		meanAlloc, started, preempt, starved := "-", "-", "-", "-"
+		meanAlloc, started, preempt, starved := Missing, Missing, Missing, Missing
 		if r.Replay != nil {
 			meanAlloc = fmt.Sprintf("%.2f", r.Replay.MeanAllocPct)
-			started = fmt.Sprint(len(r.Replay.WaitSeconds))
+			started = fmt.Sprint(len(r.Replay.WaitSeconds) - r.Replay.CensoredWaits)
 			preempt, starved = fmt.Sprint(r.Replay.Preemptions), fmt.Sprint(r.Replay.JobsStarved)
 		}
-		fmt.Fprintf(b, "<tr><td>%s</td><td>%s</td><td>%d</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%.2f</td><td>%.2f</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%.2f</td></tr>\n",
+		fmt.Fprintf(b, "<tr><td>%s</td><td>%s</td><td>%d</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%.2f</td></tr>\n",
 			esc(r.Policy), esc(r.Trace), r.Seed, pct(r.AllocPctAt, "50"), pct(r.AllocPctAt, "90"), pct(r.AllocPctAt, "100"), pct(r.AllocPctAt, "130"),
-			r.UnallocatedPctAt100, r.FragPctAt90, meanAlloc, started, preempt, starved, r.WallSeconds)
+			opt(r.UnallocatedPctAt100), opt(r.FragPctAt90), meanAlloc, started, preempt, starved, r.WallSeconds)
 	}
 	b.WriteString("</tbody></table></details></section>\n")
 }
@@ -282,6 +285,19 @@ func waitHistogram(runs []Result) []float64 {
 		}
 	}
 	return h
+}
+
+// cmpOpt orders figures, a missing one last.
+func cmpOpt(a, b *float64) int {
+	switch {
+	case a == nil && b == nil:
+		return 0
+	case a == nil:
+		return 1
+	case b == nil:
+		return -1
+	}
+	return cmpFloat(*a, *b)
 }
 
 func cmpFloat(a, b float64) int {

@@ -26,8 +26,8 @@ func fillResult(policy string, seed int64, ceiling float64) Result {
 	for _, k := range []float64{50, 90, 100, 130} {
 		r.AllocPctAt[fmtTick(k)] = r.Curve[int(k*2)].AllocPct
 	}
-	r.UnallocatedPctAt100 = 100 - r.AllocPctAt["100"]
-	r.FragPctAt90 = r.Curve[180].FragPct
+	r.UnallocatedPctAt100 = ptr(100 - r.AllocPctAt["100"])
+	r.FragPctAt90 = ptr(r.Curve[180].FragPct)
 	return r
 }
 
@@ -83,23 +83,23 @@ func TestMeanStddevAndPercentile(t *testing.T) {
 
 func TestSummarize(t *testing.T) {
 	rs := []Result{
-		{Policy: "fgd", Seed: 42, Trace: "t", UnallocatedPctAt100: 4, FragPctAt90: 5, WallSeconds: 1, AllocPctAt: map[string]float64{"100": 96}},
-		{Policy: "bestfit", Seed: 42, Trace: "t", UnallocatedPctAt100: 7, WallSeconds: 2},
-		{Policy: "fgd", Seed: 43, Trace: "t", UnallocatedPctAt100: 6, FragPctAt90: 7, WallSeconds: 3, AllocPctAt: map[string]float64{"100": 94}},
-		{Policy: "fgd", Seed: 44, Trace: "t", UnallocatedPctAt100: 5, FragPctAt90: 6, WallSeconds: 2, AllocPctAt: map[string]float64{"100": 95}},
-		{Policy: "fgd", Seed: 42, Trace: "u", UnallocatedPctAt100: 1},
+		{Policy: "fgd", Seed: 42, Trace: "t", UnallocatedPctAt100: ptr(4), FragPctAt90: ptr(5), WallSeconds: 1, AllocPctAt: map[string]float64{"100": 96}},
+		{Policy: "bestfit", Seed: 42, Trace: "t", UnallocatedPctAt100: ptr(7), WallSeconds: 2},
+		{Policy: "fgd", Seed: 43, Trace: "t", UnallocatedPctAt100: ptr(6), FragPctAt90: ptr(7), WallSeconds: 3, AllocPctAt: map[string]float64{"100": 94}},
+		{Policy: "fgd", Seed: 44, Trace: "t", UnallocatedPctAt100: ptr(5), FragPctAt90: ptr(6), WallSeconds: 2, AllocPctAt: map[string]float64{"100": 95}},
+		{Policy: "fgd", Seed: 42, Trace: "u", UnallocatedPctAt100: ptr(1)},
 	}
 	ss := Summarize(rs)
 	if len(ss) != 3 || ss[0].Policy != "fgd" || ss[0].Trace != "t" || ss[1].Policy != "bestfit" || ss[2].Trace != "u" {
 		t.Fatalf("order %+v", ss)
 	}
 	f := ss[0]
-	if f.Runs != 3 || f.MeanUnallocatedPctAt100 != 5 || f.StddevUnallocatedPctAt100 != 1 || f.MeanFragPctAt90 != 6 || f.StddevFragPctAt90 != 1 ||
+	if f.Runs != 3 || *f.MeanUnallocatedPctAt100 != 5 || *f.StddevUnallocatedPctAt100 != 1 || *f.MeanFragPctAt90 != 6 || *f.StddevFragPctAt90 != 1 ||
 		f.MeanWallSeconds != 2 || f.MeanAllocPctAt["100"] != 95 || f.Replay != nil {
 		t.Errorf("fgd summary %+v", f)
 	}
-	if b := ss[1]; b.Runs != 1 || b.MeanUnallocatedPctAt100 != 7 || b.StddevUnallocatedPctAt100 != 0 {
-		t.Errorf("bestfit summary %+v", b)
+	if b := ss[1]; b.Runs != 1 || *b.MeanUnallocatedPctAt100 != 7 || *b.StddevUnallocatedPctAt100 != 0 || b.MeanFragPctAt90 != nil {
+		t.Errorf("bestfit summary %+v (a figure no run has must stay nil)", b)
 	}
 
 	rep := Summarize([]Result{
@@ -179,12 +179,12 @@ func TestNewFillUpResult(t *testing.T) {
 	if !reflect.DeepEqual(r.AllocPctAt, want) {
 		t.Errorf("alloc_pct_at %v, want %v", r.AllocPctAt, want)
 	}
-	if r.UnallocatedPctAt100 != 5 || math.Abs(r.FragPctAt90-9) > 1e-12 {
-		t.Errorf("unallocated %v frag %v", r.UnallocatedPctAt100, r.FragPctAt90)
+	if *r.UnallocatedPctAt100 != 5 || math.Abs(*r.FragPctAt90-9) > 1e-12 {
+		t.Errorf("unallocated %v frag %v", *r.UnallocatedPctAt100, *r.FragPctAt90)
 	}
 	short := NewFillUpResult("fgd", "default", 42, curve[:198], time.Second) // up to 49.25% arrived: bin 49
-	if len(short.AllocPctAt) != 0 || short.UnallocatedPctAt100 != 0 {
-		t.Errorf("short run %+v", short.AllocPctAt)
+	if len(short.AllocPctAt) != 0 || short.UnallocatedPctAt100 != nil || short.FragPctAt90 != nil {
+		t.Errorf("short run %+v", short)
 	}
 }
 
@@ -270,7 +270,7 @@ func TestWriteTable(t *testing.T) {
 	// One row per policy with mean ± stddev of unallocated % at 100.
 	for _, s := range ss[:3] {
 		row := rowOf(lines, s.Policy+" ")
-		want := pm(s.MeanUnallocatedPctAt100, s.StddevUnallocatedPctAt100, s.Runs)
+		want := pmOpt(s.MeanUnallocatedPctAt100, s.StddevUnallocatedPctAt100, s.Runs)
 		if row == "" || !strings.Contains(row, want) || !strings.Contains(row, pct(s.MeanAllocPctAt, "130")) {
 			t.Errorf("row for %s %q lacks %q", s.Policy, row, want)
 		}
@@ -420,4 +420,65 @@ func BenchmarkProgressAdd(b *testing.B) {
 		p.Add(1)
 	}
 	p.Done()
+}
+
+func ptr(v float64) *float64 { return &v }
+
+// Points a run never reached are shown as missing, never as 0: in the table, the JSON
+// (null) and the HTML; replay runs carry no fill-up figures.
+func TestUnreachedPointsAreMissing(t *testing.T) {
+	var curve []Point
+	for a := 0.0; a <= 30; a += 0.5 {
+		curve = append(curve, Point{ArrivedPct: a, AllocPct: a, FragPct: 1})
+	}
+	rs := []Result{NewFillUpResult("fgd", "t", 42, curve, time.Second), replayResult("tessera", 42, 70)}
+	var table, js, html bytes.Buffer
+	if err := WriteTable(&table, rs, nil); err != nil {
+		t.Fatal(err)
+	}
+	row := rowOf(strings.Split(table.String(), "\n"), "fgd ")
+	if strings.Contains(row, "0.00") || strings.Count(row, Missing) != 6 {
+		t.Errorf("fill-up row of a run that reached 30%%: %q", row)
+	}
+	if err := WriteJSON(&js, rs, nil); err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Results []map[string]any `json:"results"`
+		Summary []map[string]any `json:"summary"`
+	}
+	if err := json.Unmarshal(js.Bytes(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range append(doc.Results, doc.Summary...) {
+		for _, k := range []string{"unallocated_pct_at_100", "frag_pct_at_90", "mean_unallocated_pct_at_100", "mean_frag_pct_at_90"} {
+			if v, ok := m[k]; ok && v != nil {
+				t.Errorf("%s of %v: %v, want null", k, m["policy"], v)
+			}
+		}
+	}
+	if err := WriteHTML(&html, "t", rs, nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(html.String(), "\n") {
+		if strings.Contains(l, "<td>fgd</td>") && strings.Contains(l, "<td>0.00</td>") {
+			t.Errorf("the HTML shows an unreached point as 0.00: %s", l)
+		}
+		if strings.Contains(l, "<td>tessera</td><td>operator</td>") && !strings.Contains(l, "<td>–</td><td>–</td><td>70.00</td>") {
+			t.Errorf("the HTML shows fill-up figures for a replay run: %s", l)
+		}
+	}
+}
+
+// Replay tables say when waits include jobs that never started.
+func TestCensoredWaitsNoted(t *testing.T) {
+	r := replayResult("kube-default", 42, 40)
+	r.Replay.CensoredWaits = 2
+	var table bytes.Buffer
+	if err := WriteTable(&table, []Result{r, replayResult("tessera", 42, 70)}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if want := "jobs that never started (all runs): kube-default 2; their waits count up to the end of the run"; !strings.Contains(table.String(), want) {
+		t.Errorf("table lacks %q:\n%s", want, table.String())
+	}
 }

@@ -18,11 +18,13 @@ type Result struct {
 	// AllocPctAt is the allocation % of cluster GPUs when the arrived GPU request
 	// reached 50, 90, 100 and 130 % of cluster capacity (fill-up mode).
 	AllocPctAt map[string]float64 `json:"alloc_pct_at"`
-	// UnallocatedPctAt100 is 100 - AllocPctAt["100"].
-	UnallocatedPctAt100 float64 `json:"unallocated_pct_at_100"`
-	// FragPctAt90 is the fragmented GPU milli (FGD definition) as % of cluster GPUs at 90% arrived.
-	FragPctAt90 float64 `json:"frag_pct_at_90"`
-	WallSeconds float64 `json:"wall_seconds"`
+	// UnallocatedPctAt100 is 100 - AllocPctAt["100"]; nil (JSON null) when the run
+	// did not reach 100% arrived, and for replay runs.
+	UnallocatedPctAt100 *float64 `json:"unallocated_pct_at_100"`
+	// FragPctAt90 is the fragmented GPU milli (FGD definition) as % of cluster GPUs at
+	// 90% arrived; nil when the run did not reach it, and for replay runs.
+	FragPctAt90 *float64 `json:"frag_pct_at_90"`
+	WallSeconds float64  `json:"wall_seconds"`
 	// OfflineUnallocatedPctAt100 is the unallocated % at 100% arrived of an offline
 	// packing of the same arrivals (fill-up mode): the reference a policy is measured
 	// against.
@@ -55,9 +57,12 @@ type Replay struct {
 	Nodes []int `json:"nodes"`
 	// IdleNodes is the number of nodes running no pod at each time; empty if not recorded.
 	IdleNodes []int `json:"idle_nodes,omitempty"`
-	// WaitSeconds has one entry per job that started: its queue wait, arrival to start.
+	// WaitSeconds has one entry per job: its queue wait, arrival to start; for a job
+	// that never started, arrival to the end of the run (a censored wait).
 	WaitSeconds []float64 `json:"wait_seconds"`
-	Preemptions int       `json:"preemptions"`
+	// CensoredWaits counts the jobs that never started, whose waits are lower bounds.
+	CensoredWaits int `json:"censored_waits"`
+	Preemptions   int `json:"preemptions"`
 	// JobsStarved counts jobs that never started, or waited beyond the driver's starvation limit.
 	JobsStarved int `json:"jobs_starved"`
 	// MeanAllocPct is the time-weighted mean of AllocPct over the run.
@@ -71,17 +76,18 @@ type Replay struct {
 }
 
 // Summary aggregates the runs of one policy on one trace across seeds: means and
-// sample standard deviations (0 for a single run).
+// sample standard deviations (0 for a single run). A figure that some run lacks (a
+// point it did not reach) is nil, JSON null.
 type Summary struct {
-	Policy                    string  `json:"policy"`
-	Trace                     string  `json:"trace"`
-	Runs                      int     `json:"runs"`
-	MeanUnallocatedPctAt100   float64 `json:"mean_unallocated_pct_at_100"`
-	StddevUnallocatedPctAt100 float64 `json:"stddev_unallocated_pct_at_100"`
-	// MeanAllocPctAt averages Result.AllocPctAt key by key.
+	Policy                    string   `json:"policy"`
+	Trace                     string   `json:"trace"`
+	Runs                      int      `json:"runs"`
+	MeanUnallocatedPctAt100   *float64 `json:"mean_unallocated_pct_at_100"`
+	StddevUnallocatedPctAt100 *float64 `json:"stddev_unallocated_pct_at_100"`
+	// MeanAllocPctAt averages Result.AllocPctAt key by key, over keys every run has.
 	MeanAllocPctAt    map[string]float64 `json:"mean_alloc_pct_at"`
-	MeanFragPctAt90   float64            `json:"mean_frag_pct_at_90"`
-	StddevFragPctAt90 float64            `json:"stddev_frag_pct_at_90"`
+	MeanFragPctAt90   *float64           `json:"mean_frag_pct_at_90"`
+	StddevFragPctAt90 *float64           `json:"stddev_frag_pct_at_90"`
 	MeanWallSeconds   float64            `json:"mean_wall_seconds"`
 	// MeanOfflineUnallocatedPctAt100 averages Result.OfflineUnallocatedPctAt100.
 	MeanOfflineUnallocatedPctAt100   float64 `json:"mean_offline_unallocated_pct_at_100,omitempty"`
@@ -99,9 +105,11 @@ type ReplaySummary struct {
 	StddevAllocPct float64 `json:"stddev_alloc_pct"`
 	MeanUtilPct    float64 `json:"mean_util_pct"`
 	StddevUtilPct  float64 `json:"stddev_util_pct"`
-	// Wait statistics pool the waits of all runs.
+	// Wait statistics pool the waits of all runs, censored ones included.
 	MeanWaitSeconds float64 `json:"mean_wait_seconds"`
 	P95WaitSeconds  float64 `json:"p95_wait_seconds"`
+	// CensoredWaits is the runs' total of jobs that never started.
+	CensoredWaits int `json:"censored_waits"`
 	// MeanPreemptions is per run; MaxJobsStarved is the worst run's count.
 	MeanPreemptions       float64 `json:"mean_preemptions"`
 	MaxJobsStarved        int     `json:"max_jobs_starved"`
@@ -138,14 +146,19 @@ func summarizeGroup(policy, trace string, rs []Result) Summary {
 		}
 		return v
 	}
-	s.MeanUnallocatedPctAt100, s.StddevUnallocatedPctAt100 = MeanStddev(pick(func(r Result) float64 { return r.UnallocatedPctAt100 }))
-	s.MeanFragPctAt90, s.StddevFragPctAt90 = MeanStddev(pick(func(r Result) float64 { return r.FragPctAt90 }))
+	s.MeanUnallocatedPctAt100, s.StddevUnallocatedPctAt100 = meanStddevAll(rs, func(r Result) *float64 { return r.UnallocatedPctAt100 })
+	s.MeanFragPctAt90, s.StddevFragPctAt90 = meanStddevAll(rs, func(r Result) *float64 { return r.FragPctAt90 })
 	s.MeanWallSeconds, _ = MeanStddev(pick(func(r Result) float64 { return r.WallSeconds }))
 	s.MeanOfflineUnallocatedPctAt100, s.StddevOfflineUnallocatedPctAt100 = MeanStddev(pick(func(r Result) float64 { return r.OfflineUnallocatedPctAt100 }))
 	s.MeanAllocPctAt = map[string]float64{}
-	for _, r := range rs {
-		for k, v := range r.AllocPctAt {
-			s.MeanAllocPctAt[k] += v / float64(len(rs))
+	for _, k := range AllocKeys {
+		if m, _ := meanStddevAll(rs, func(r Result) *float64 {
+			if v, ok := r.AllocPctAt[k]; ok {
+				return &v
+			}
+			return nil
+		}); m != nil {
+			s.MeanAllocPctAt[k] = *m
 		}
 	}
 	s.Curve = meanCurve(rs)
@@ -154,6 +167,7 @@ func summarizeGroup(policy, trace string, rs []Result) Summary {
 		var waits []float64
 		for _, r := range rs {
 			waits = append(waits, r.Replay.WaitSeconds...)
+			rep.CensoredWaits += r.Replay.CensoredWaits
 			rep.MeanPreemptions += float64(r.Replay.Preemptions) / float64(len(rs))
 			rep.MaxJobsStarved = max(rep.MaxJobsStarved, r.Replay.JobsStarved)
 			rep.MeanNodesRemoved += float64(r.Replay.NodesRemoved) / float64(len(rs))
@@ -166,6 +180,23 @@ func summarizeGroup(policy, trace string, rs []Result) Summary {
 		s.Replay = rep
 	}
 	return s
+}
+
+// meanStddevAll is MeanStddev of a figure every run has, or nil, nil when one lacks it.
+func meanStddevAll(rs []Result, f func(Result) *float64) (mean, stddev *float64) {
+	v := make([]float64, 0, len(rs))
+	for _, r := range rs {
+		p := f(r)
+		if p == nil {
+			return nil, nil
+		}
+		v = append(v, *p)
+	}
+	if len(v) == 0 {
+		return nil, nil
+	}
+	m, sd := MeanStddev(v)
+	return &m, &sd
 }
 
 // MeanStddev returns the mean and the sample standard deviation (n-1 in the

@@ -30,9 +30,9 @@ func WriteTable(w io.Writer, results []Result, summaries []Summary) error {
 			rows := [][]string{{"policy", "runs", "unalloc% @100", "alloc% @50", "@90", "@100", "@130", "frag% @90", "wall s"}}
 			for _, s := range fill {
 				rows = append(rows, []string{s.Policy, fmt.Sprint(s.Runs),
-					pm(s.MeanUnallocatedPctAt100, s.StddevUnallocatedPctAt100, s.Runs),
+					pmOpt(s.MeanUnallocatedPctAt100, s.StddevUnallocatedPctAt100, s.Runs),
 					pct(s.MeanAllocPctAt, "50"), pct(s.MeanAllocPctAt, "90"), pct(s.MeanAllocPctAt, "100"), pct(s.MeanAllocPctAt, "130"),
-					pm(s.MeanFragPctAt90, s.StddevFragPctAt90, s.Runs), fmt.Sprintf("%.2f", s.MeanWallSeconds)})
+					pmOpt(s.MeanFragPctAt90, s.StddevFragPctAt90, s.Runs), fmt.Sprintf("%.2f", s.MeanWallSeconds)})
 			}
 			writeAligned(ew, rows)
 			if note := offlineNote(fill); note != "" {
@@ -50,6 +50,9 @@ func WriteTable(w io.Writer, results []Result, summaries []Summary) error {
 					fmt.Sprintf("%.1f", r.MeanPreemptions), fmt.Sprint(r.MaxJobsStarved), fmt.Sprintf("%.2f", s.MeanWallSeconds)})
 			}
 			writeAligned(ew, rows)
+			if note := censoredNote(replay); note != "" {
+				ew.printf("%s\n", note)
+			}
 		}
 	}
 	return ew.err
@@ -124,6 +127,21 @@ func offlineNote(fill []Summary) string {
 	return ""
 }
 
+// censoredNote says which policies' waits include jobs that never started, or is
+// empty when every job started.
+func censoredNote(replay []Summary) string {
+	var parts []string
+	for _, s := range replay {
+		if n := s.Replay.CensoredWaits; n > 0 {
+			parts = append(parts, fmt.Sprintf("%s %d", s.Policy, n))
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "jobs that never started (all runs): " + strings.Join(parts, ", ") + "; their waits count up to the end of the run, so wait figures are lower bounds"
+}
+
 func runsNote(ss []Summary) string {
 	lo, hi := ss[0].Runs, ss[0].Runs
 	for _, s := range ss {
@@ -149,10 +167,29 @@ func pm(mean, sd float64, runs int) string {
 	return fmt.Sprintf("%.2f ± %.2f", mean, sd)
 }
 
+// Missing is how tables show a figure a run did not reach.
+const Missing = "–"
+
+// pmOpt is pm, or Missing for a figure some run lacks.
+func pmOpt(mean, sd *float64, runs int) string {
+	if mean == nil {
+		return Missing
+	}
+	return pm(*mean, *sd, runs)
+}
+
+// opt formats a figure with two decimals, or Missing.
+func opt(v *float64) string {
+	if v == nil {
+		return Missing
+	}
+	return fmt.Sprintf("%.2f", *v)
+}
+
 func pct(m map[string]float64, k string) string {
 	v, ok := m[k]
 	if !ok {
-		return "-"
+		return Missing
 	}
 	return fmt.Sprintf("%.2f", v)
 }
