@@ -4,7 +4,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"net/http"
 	"os"
 	"os/signal"
 	"syscall"
@@ -13,15 +12,11 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	tesserav1 "github.com/tessera-gpu/tessera/api/v1alpha1"
 	"github.com/tessera-gpu/tessera/scheduler"
-	"github.com/tessera-gpu/tessera/scheduler/cache"
 	"github.com/tessera-gpu/tessera/scheduler/k8s"
-	"github.com/tessera-gpu/tessera/scheduler/snapshot"
 )
 
 func init() { register(newSchedulerCommand) }
@@ -97,10 +92,6 @@ func runScheduler(ctx context.Context, f schedulerFlags) error {
 	if err != nil {
 		return err
 	}
-	core, err := scheduler.New(scfg)
-	if err != nil {
-		return fmt.Errorf("scheduler configuration: %w", err)
-	}
 	cfg, err := restConfig(f.kubeconfig)
 	if err != nil {
 		return err
@@ -110,42 +101,13 @@ func runScheduler(ctx context.Context, f schedulerFlags) error {
 	if err != nil {
 		return err
 	}
-	if f.leaderElect && f.leaderNamespace == "" {
-		return fmt.Errorf("--leader-election-namespace (or $POD_NAMESPACE) is required with --leader-elect; or pass --leader-elect=false for a single replica")
-	}
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                        scheme,
-		Cache:                         cache.Options(),
-		Metrics:                       metricsserver.Options{BindAddress: f.metricsAddr},
-		HealthProbeBindAddress:        f.probeAddr,
-		LeaderElection:                f.leaderElect,
-		LeaderElectionID:              f.leaderID,
-		LeaderElectionNamespace:       f.leaderNamespace,
-		LeaderElectionReleaseOnCancel: true,
+	mgr, _, err := k8s.NewManager(cfg, scheme, k8s.Config{
+		Scheduler: scfg, SchedulerName: f.schedulerName,
+		Daemon:      k8s.Options{Period: f.period, BindWorkers: f.bindWorkers},
+		LeaderElect: f.leaderElect, LeaderElectionNamespace: f.leaderNamespace, LeaderElectionID: f.leaderID,
+		MetricsAddr: f.metricsAddr, ProbeAddr: f.probeAddr, Registerer: crmetrics.Registry, Log: log.WithName("scheduler"),
 	})
 	if err != nil {
-		return fmt.Errorf("create manager: %w", err)
-	}
-	ca := cache.New(mgr.GetCache(), snapshot.Options{SchedulerName: f.schedulerName, WholeGPUs: scfg.WholeGPUs})
-	if err := ca.Watch(ctx, mgr.GetCache()); err != nil {
-		return err
-	}
-	d := k8s.NewDaemon(mgr.GetClient(), ca, core, mgr.GetEventRecorder("tessera-scheduler"), k8s.NewMetrics(crmetrics.Registry),
-		log.WithName("scheduler"), k8s.Options{Period: f.period, BindWorkers: f.bindWorkers})
-	if err := mgr.Add(d); err != nil {
-		return err
-	}
-	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
-		return err
-	}
-	if err := mgr.AddReadyzCheck("cache", func(r *http.Request) error {
-		ctx, cancel := context.WithTimeout(r.Context(), 100*time.Millisecond)
-		defer cancel()
-		if !mgr.GetCache().WaitForCacheSync(ctx) {
-			return fmt.Errorf("informer caches not synced")
-		}
-		return nil
-	}); err != nil {
 		return err
 	}
 	log.Info("starting scheduler", "schedulerName", f.schedulerName, "period", f.period, "leaderElect", f.leaderElect)

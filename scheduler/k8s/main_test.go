@@ -10,6 +10,7 @@ import (
 
 	"github.com/go-logr/logr/testr"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
@@ -244,3 +245,5 @@ func (h *harness) kubelet() {
 		}
 	}
 }
+
+func isExists(err error) bool { return apierrors.IsAlreadyExists(err) }

@@ -1,11 +1,7 @@
 package nodeagent
 
 import (
-	"bytes"
-	"errors"
 	"fmt"
-	"io"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -13,9 +9,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/serializer"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -40,30 +33,9 @@ func TestDeployManifestsGrantEnough(t *testing.T) {
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no manifests in deploy/node-agent: %v", err)
 	}
-	decoder := serializer.NewCodecFactory(env.Scheme, serializer.EnableStrict).UniversalDeserializer()
-	var objs []client.Object
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		r := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(b), 4096)
-		for {
-			var raw runtime.RawExtension
-			if err := r.Decode(&raw); errors.Is(err, io.EOF) {
-				break
-			} else if err != nil {
-				t.Fatalf("%s: %v", f, err)
-			}
-			if len(bytes.TrimSpace(raw.Raw)) == 0 {
-				continue
-			}
-			obj, _, err := decoder.Decode(raw.Raw, nil, nil)
-			if err != nil {
-				t.Fatalf("%s: %v", f, err)
-			}
-			objs = append(objs, obj.(client.Object))
-		}
+	objs, err := env.DecodeFiles(files...)
+	if err != nil {
+		t.Fatal(err)
 	}
 	// Namespaces first, then everything else.
 	for _, pass := range []bool{true, false} {

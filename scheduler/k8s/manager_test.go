@@ -1,0 +1,164 @@
+package k8s_test
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr/testr"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	tesserav1 "github.com/tessera-gpu/tessera/api/v1alpha1"
+	"github.com/tessera-gpu/tessera/scheduler"
+	"github.com/tessera-gpu/tessera/scheduler/k8s"
+	"github.com/tessera-gpu/tessera/test/testenv"
+)
+
+const leaseNamespace = "tessera-system"
+
+// startManager runs the scheduler as `tessera scheduler` does, with leader election,
+// until the returned stop is called or the test ends.
+func (h *harness) startManager(cfg *rest.Config, id string) (stop func()) {
+	h.t.Helper()
+	sc, err := scheduler.Policy("tessera")
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	mgr, _, err := k8s.NewManager(cfg, env.Scheme, k8s.Config{Scheduler: sc, Daemon: k8s.Options{Period: h.period},
+		LeaderElect: true, LeaderElectionNamespace: leaseNamespace, LeaderElectionID: id, LeaseDuration: 2 * time.Second,
+		MetricsAddr: "0", ProbeAddr: "0", Log: testr.New(h.t)})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(h.ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := mgr.Start(ctx); err != nil {
+			h.t.Logf("manager: %v", err)
+		}
+	}()
+	stop = func() { cancel(); <-done }
+	h.t.Cleanup(stop)
+	return stop
+}
+
+func ensureNamespace(t *testing.T, ctx context.Context, name string) {
+	t.Helper()
+	if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}); err != nil && !isExists(err) {
+		t.Fatal(err)
+	}
+}
+
+// TestDeployRBACGrantsEnough applies deploy/scheduler's RBAC and runs the scheduler as
+// its ServiceAccount through everything it writes: a lease, binds, an implicit gang's
+// PodGroup and its status, a Queue's status, an eviction and events. Removing any verb
+// from rbac.yaml fails this test.
+func TestDeployRBACGrantsEnough(t *testing.T) {
+	h := newHarness(t)
+	ensureNamespace(t, h.ctx, leaseNamespace)
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Apply(h.ctx, filepath.Join(root, "deploy", "scheduler", "rbac.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	h.node("a", 8, nil)
+	q := &tesserav1.Queue{ObjectMeta: metav1.ObjectMeta{Name: "rbac"}, Spec: tesserav1.QueueSpec{Weight: 1}}
+	if err := h.c.Create(h.ctx, q); err != nil {
+		t.Fatal(err)
+	}
+	queue := map[string]string{tesserav1.LabelQueue: "rbac"}
+	h.pod(podSpec{name: "too-big", gpus: 16, labels: queue})
+	h.pod(podSpec{name: "low", gpus: 6, labels: queue})
+	for i := range 2 {
+		h.pod(podSpec{name: fmt.Sprintf("g-%d", i), gpus: 1, labels: map[string]string{tesserav1.LabelQueue: "rbac", tesserav1.LabelPodGroup: "g"}})
+	}
+	sa := rest.CopyConfig(env.Config)
+	sa.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:tessera-system:tessera-scheduler"}
+	h.startManager(sa, "rbac-test")
+	h.eventually("binds, implicit PodGroup and its status as the ServiceAccount", 20*time.Second, func() string {
+		if n := h.bound(); n != 3 {
+			return fmt.Sprintf("%d of 3 bound", n)
+		}
+		if pg := h.getPodGroup("g"); pg == nil || pg.Status.Phase != tesserav1.PodGroupRunning {
+			return fmt.Sprintf("PodGroup g: %+v", pg)
+		}
+		return ""
+	})
+	h.pod(podSpec{name: "high", gpus: 6, priority: 100, labels: queue})
+	h.eventually("eviction, Queue status and events as the ServiceAccount", 20*time.Second, func() string {
+		var low corev1.Pod
+		if err := h.c.Get(h.ctx, client.ObjectKey{Namespace: h.ns, Name: "low"}, &low); err != nil || low.DeletionTimestamp == nil {
+			return "low not evicted"
+		}
+		var got tesserav1.Queue
+		if err := h.c.Get(h.ctx, client.ObjectKey{Name: "rbac"}, &got); err != nil {
+			return err.Error()
+		}
+		if !meta.IsStatusConditionTrue(got.Status.Conditions, tesserav1.ConditionReady) {
+			return fmt.Sprintf("queue status %+v", got.Status)
+		}
+		var evs eventsv1.EventList
+		if err := h.c.List(h.ctx, &evs, client.InNamespace(h.ns)); err != nil {
+			return err.Error()
+		}
+		reasons := map[string]bool{}
+		for _, e := range evs.Items {
+			reasons[e.Reason] = true
+		}
+		if !reasons["FailedScheduling"] || !reasons["Preempted"] {
+			return fmt.Sprintf("events %v", reasons)
+		}
+		return ""
+	})
+}
+
+// TestLeaderHandOver: of two replicas one schedules; when it stops, the other takes
+// the Lease over and schedules the next pod.
+func TestLeaderHandOver(t *testing.T) {
+	h := newHarness(t)
+	ensureNamespace(t, h.ctx, leaseNamespace)
+	h.node("a", 8, nil)
+	const id = "handover-test"
+	stopFirst := h.startManager(env.Config, id)
+	h.pod(podSpec{name: "first", gpus: 1})
+	h.eventually("first bound", 20*time.Second, func() string {
+		if h.bound() != 1 {
+			return "not yet"
+		}
+		return ""
+	})
+	holder := func() string {
+		var l coordinationv1.Lease
+		if err := h.c.Get(h.ctx, client.ObjectKey{Namespace: leaseNamespace, Name: id}, &l); err != nil || l.Spec.HolderIdentity == nil {
+			return ""
+		}
+		return *l.Spec.HolderIdentity
+	}
+	first := holder()
+	if first == "" {
+		t.Fatal("no Lease holder")
+	}
+	h.startManager(env.Config, id)
+	stopFirst()
+	h.pod(podSpec{name: "second", gpus: 1})
+	h.eventually("second replica took over and bound the next pod", 20*time.Second, func() string {
+		if h.bound() != 2 {
+			return fmt.Sprintf("lease held by %q", holder())
+		}
+		return ""
+	})
+	if now := holder(); now == first || now == "" {
+		t.Fatalf("lease holder %q after hand-over, was %q", now, first)
+	}
+}
