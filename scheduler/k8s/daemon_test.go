@@ -49,6 +49,10 @@ func TestGangAllOrNothing(t *testing.T) {
 	if n := h.bound(); n != 0 {
 		t.Fatalf("%d pods of an incomplete gang bound", n)
 	}
+	e := h.explain("podgroup", h.ns+"/train")
+	if e.State != "Pending" || e.Reason != "GangIncomplete" || !strings.Contains(e.Message, "only 2 fit together") || e.Hint == "" {
+		t.Fatalf("explain pending gang: %+v", e)
+	}
 	h.node("c", 8, nil)
 	h.eventually("gang bound whole", 10*time.Second, func() string {
 		if n := h.bound(); n != 3 {
@@ -69,6 +73,14 @@ func TestGangAllOrNothing(t *testing.T) {
 	}
 	if len(nodes) != 3 {
 		t.Fatalf("gang on %d nodes, want 3", len(nodes))
+	}
+	e = h.explain("pod", h.ns+"/train-0")
+	if e.State != "Running" || len(e.Pods) != 1 || len(e.Pods[0].GPUs) != 8 || e.Pods[0].Node == "" {
+		t.Fatalf("explain running pod: %+v", e)
+	}
+	var text strings.Builder
+	if err := e.WriteText(&text); err != nil || !strings.Contains(text.String(), "GPUs GPU-") {
+		t.Fatalf("explain text: %q %v", text.String(), err)
 	}
 	h.eventually("PodGroup Running", 5*time.Second, func() string {
 		if pg := h.getPodGroup("train"); pg == nil || pg.Status.Phase != tesserav1.PodGroupRunning || pg.Status.Running != 3 {

@@ -247,3 +247,17 @@ func (h *harness) kubelet() {
 }
 
 func isExists(err error) bool { return apierrors.IsAlreadyExists(err) }
+
+// explain runs tessera explain's logic against the API server.
+func (h *harness) explain(kind, name string) k8s.Explanation {
+	h.t.Helper()
+	cfg, err := scheduler.Policy("tessera")
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	e, err := k8s.Explain(h.ctx, h.c, cfg, kind, name, time.Now())
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return e
+}
