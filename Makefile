@@ -7,7 +7,7 @@ CONTROLLER_GEN := $(GO) run sigs.k8s.io/controller-tools/cmd/controller-gen@v0.2
 STATICCHECK   := $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 GENERATED     := api deploy/crds
 
-.PHONY: all build test unit integration rules-test k8s-binaries lint generate verify demo bench clean
+.PHONY: all build test unit integration rules-test k8s-binaries lint generate verify demo bench bench-scheduler clean
 
 all: build
 
@@ -58,6 +58,13 @@ demo: build
 	@mkdir -p out
 	./$(BIN) simulate --scenario operator --policy kube-default,tessera --seeds 3 --report out/demo-operator.html
 	./$(BIN) simulate --trace default --policy bestfit,fgd,tessera --seeds 3 --report out/demo-openb.html
+
+## bench-scheduler: pods bound per second on a real API server (1,000 nodes x 8 GPUs,
+## 7,000 one-GPU pods, alone and in gangs of 8): Tessera, kube-scheduler and the API
+## server's ceiling in one run; writes out/bench-scheduler.json
+bench-scheduler: k8s-binaries
+	KUBEBUILDER_ASSETS="$$(hack/k8s-binaries.sh)" $(GO) run ./test/benchscheduler \
+	  -kube-scheduler "$$(hack/kube-scheduler.sh)" -o out/bench-scheduler.json $(BENCH_SCHEDULER_FLAGS)
 
 ## bench: the performance targets' benchmarks (scheduler core, admission, pod-create
 ## overhead through the real API server) and one timed fill-up run per policy

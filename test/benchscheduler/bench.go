@@ -1,0 +1,323 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	tesserav1 "github.com/tessera-gpu/tessera/api/v1alpha1"
+	"github.com/tessera-gpu/tessera/scheduler"
+	"github.com/tessera-gpu/tessera/scheduler/k8s"
+	"github.com/tessera-gpu/tessera/test/testenv"
+)
+
+// workers is the concurrency of the bench's own creates and of the ceiling's binds.
+const workers = 64
+
+type bench struct {
+	env      *testenv.Env
+	cfg      *rest.Config
+	cs       *kubernetes.Clientset
+	timeout  time.Duration
+	nodeList []string
+}
+
+func newBench(env *testenv.Env, timeout time.Duration) (*bench, error) {
+	cfg := rest.CopyConfig(env.Config)
+	cfg.QPS, cfg.Burst = 5000, 5000
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &bench{env: env, cfg: cfg, cs: cs, timeout: timeout}, nil
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// parallel runs f(0..n-1) on workers goroutines and returns the first error.
+func parallel(n int, f func(int) error) error {
+	var next atomic.Int64
+	var first error
+	var once sync.Once
+	var wg sync.WaitGroup
+	for range min(workers, n) {
+		wg.Go(func() {
+			for i := int(next.Add(1) - 1); i < n; i = int(next.Add(1) - 1) {
+				if err := f(i); err != nil {
+					once.Do(func() { first = err })
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return first
+}
+
+// nodes creates nodes up to n, each with 8 A100-80GB GPUs, 128 CPUs and ready.
+func (b *bench) nodes(ctx context.Context, n int) error {
+	have := len(b.nodeList)
+	if n <= have {
+		return nil
+	}
+	res := corev1.ResourceList{
+		corev1.ResourceCPU: resource.MustParse("128"), corev1.ResourceMemory: resource.MustParse("1Ti"), corev1.ResourcePods: resource.MustParse("110"),
+		tesserav1.ResourceGPU: resource.MustParse("8"), tesserav1.ResourceGPUMemory: resource.MustParse("655360"),
+	}
+	names := make([]string, n-have)
+	err := parallel(n-have, func(i int) error {
+		name := fmt.Sprintf("node-%05d", have+i)
+		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{tesserav1.LabelGPUModel: "A100-80GB"}}}
+		node, err := b.cs.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
+		if err != nil {
+			return err
+		}
+		node.Status = corev1.NodeStatus{Capacity: res, Allocatable: res, Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}}
+		if _, err := b.cs.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{}); err != nil {
+			return err
+		}
+		names[i] = name
+		return nil
+	})
+	b.nodeList = append(b.nodeList, names...)
+	return err
+}
+
+// runner starts one scheduler under test over the namespace's pending pods.
+type runner struct {
+	schedulerName string
+	start         func(ctx context.Context, ns string) (stop func(), err error)
+}
+
+// measure creates the pods (gangs of size gang), starts the runner and returns the pods
+// bound per second between the first and the last bind the watch reports; the pods are
+// deleted afterwards so the nodes are empty for the next measurement.
+func (b *bench) measure(ctx context.Context, ns string, pods, gang int, r runner) (float64, error) {
+	if err := b.createPods(ctx, ns, r.schedulerName, pods, gang, false); err != nil {
+		return 0, err
+	}
+	defer b.deletePods(ctx, ns)
+	first, last, err := b.watchBinds(ctx, ns, pods, r)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", ns, err)
+	}
+	return float64(pods-1) / last.Sub(first).Seconds(), nil
+}
+
+func (b *bench) createPods(ctx context.Context, ns, schedulerName string, pods, gang int, noGPU bool) error {
+	if _, err := b.cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		return err
+	}
+	if gang > 1 {
+		err := parallel(pods/gang, func(i int) error {
+			pg := &tesserav1.PodGroup{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("g%05d", i), Namespace: ns}, Spec: tesserav1.PodGroupSpec{MinMember: int32(gang)}}
+			return b.env.Client.Create(ctx, pg)
+		})
+		if err != nil {
+			return err
+		}
+	}
+	req := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1Gi")}
+	if !noGPU {
+		req[tesserav1.ResourceGPU] = resource.MustParse("1")
+	}
+	return parallel(pods, func(i int) error {
+		p := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("p%05d", i), Namespace: ns},
+			Spec: corev1.PodSpec{SchedulerName: schedulerName,
+				Containers: []corev1.Container{{Name: "main", Image: "x", Resources: corev1.ResourceRequirements{Requests: req, Limits: req}}}},
+		}
+		if gang > 1 {
+			p.Labels = map[string]string{tesserav1.LabelPodGroup: fmt.Sprintf("g%05d", i/gang)}
+		}
+		_, err := b.cs.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{})
+		return err
+	})
+}
+
+// watchBinds starts r and waits until every pod of ns is bound.
+func (b *bench) watchBinds(ctx context.Context, ns string, pods int, r runner) (first, last time.Time, err error) {
+	list, err := b.cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return first, last, err
+	}
+	w, err := b.cs.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{ResourceVersion: list.ResourceVersion})
+	if err != nil {
+		return first, last, err
+	}
+	defer w.Stop()
+	stop, err := r.start(ctx, ns)
+	if err != nil {
+		return first, last, err
+	}
+	defer stop()
+	bound := map[string]bool{}
+	deadline := time.After(b.timeout)
+	for len(bound) < pods {
+		select {
+		case ev, ok := <-w.ResultChan():
+			if !ok {
+				return first, last, fmt.Errorf("watch closed after %d binds", len(bound))
+			}
+			p, isPod := ev.Object.(*corev1.Pod)
+			if !isPod || ev.Type == watch.Deleted || p.Spec.NodeName == "" || bound[p.Name] {
+				continue
+			}
+			now := time.Now()
+			if len(bound) == 0 {
+				first = now
+			}
+			bound[p.Name], last = true, now
+			if len(bound)%1000 == 0 {
+				fmt.Fprintf(os.Stderr, "%s: %d/%d bound\n", ns, len(bound), pods)
+			}
+		case <-deadline:
+			return first, last, fmt.Errorf("%d of %d pods bound after %s", len(bound), pods, b.timeout)
+		}
+	}
+	return first, last, nil
+}
+
+func (b *bench) deletePods(ctx context.Context, ns string) {
+	zero := int64(0)
+	_ = b.cs.CoreV1().Pods(ns).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &zero}, metav1.ListOptions{})
+	for range 600 {
+		l, err := b.cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{Limit: 1})
+		if err == nil && len(l.Items) == 0 {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// ceiling binds the pods round-robin over the nodes, with no scheduling work.
+func (b *bench) ceiling() runner {
+	return runner{schedulerName: "unscheduled", start: func(ctx context.Context, ns string) (func(), error) {
+		list, err := b.cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return nil, err
+		}
+		go func() {
+			_ = parallel(len(list.Items), func(i int) error {
+				p := &list.Items[i]
+				binding := &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: ns, UID: p.UID},
+					Target: corev1.ObjectReference{Kind: "Node", Name: b.nodeList[i%len(b.nodeList)]}}
+				return b.cs.CoreV1().Pods(ns).Bind(ctx, binding, metav1.CreateOptions{})
+			})
+		}()
+		return func() {}, nil
+	}}
+}
+
+// tessera runs Tessera's scheduler in this process, as `tessera scheduler` runs it.
+func (b *bench) tessera() runner {
+	return runner{schedulerName: tesserav1.SchedulerName, start: func(ctx context.Context, _ string) (func(), error) {
+		sc, err := scheduler.Policy("tessera")
+		if err != nil {
+			return nil, err
+		}
+		mgr, _, err := k8s.NewManager(b.cfg, b.env.Scheme, k8s.Config{Scheduler: sc, MetricsAddr: "0", ProbeAddr: "0", Log: logr.Discard()})
+		if err != nil {
+			return nil, err
+		}
+		ctx, cancel := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			if err := mgr.Start(ctx); err != nil {
+				fmt.Fprintln(os.Stderr, "tessera scheduler:", err)
+			}
+		}()
+		return func() { cancel(); <-done }, nil
+	}}
+}
+
+// kubeScheduler runs the kube-scheduler binary against the API server, with client
+// QPS and burst of 5000 (its default QPS of 50 would cap it).
+func (b *bench) kubeScheduler(bin string) runner {
+	return runner{schedulerName: corev1.DefaultSchedulerName, start: func(ctx context.Context, _ string) (func(), error) {
+		dir, err := os.MkdirTemp("", "kube-scheduler")
+		if err != nil {
+			return nil, err
+		}
+		kubeconfig := filepath.Join(dir, "kubeconfig")
+		if err := b.env.WriteKubeconfig(kubeconfig); err != nil {
+			return nil, err
+		}
+		cfg := fmt.Sprintf(`apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+clientConnection: {kubeconfig: %q, qps: 5000, burst: 5000}
+leaderElection: {leaderElect: false}
+`, kubeconfig)
+		cfgPath := filepath.Join(dir, "config.yaml")
+		if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
+			return nil, err
+		}
+		cmd := exec.CommandContext(ctx, bin, "--config="+cfgPath, "--bind-address=127.0.0.1", "--secure-port=0", "--cert-dir="+dir, "--v=0")
+		logFile, err := os.Create(filepath.Join(dir, "kube-scheduler.log"))
+		if err != nil {
+			return nil, err
+		}
+		cmd.Stdout, cmd.Stderr = logFile, logFile
+		if err := cmd.Start(); err != nil {
+			return nil, err
+		}
+		return func() {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+			_ = logFile.Close()
+			_ = os.RemoveAll(dir)
+		}, nil
+	}}
+}
+
+// heap schedules pods without GPUs on the nodes with Tessera's scheduler in this
+// process and returns the live heap afterwards, in MiB.
+func (b *bench) heap(ctx context.Context, pods int) (float64, error) {
+	const ns = "heap"
+	if err := b.createPods(ctx, ns, tesserav1.SchedulerName, pods, 1, true); err != nil {
+		return 0, err
+	}
+	r := b.tessera()
+	var mib float64
+	inner := r.start
+	r.start = func(ctx context.Context, ns string) (func(), error) {
+		stop, err := inner(ctx, ns)
+		if err != nil {
+			return nil, err
+		}
+		return func() {
+			runtime.GC()
+			var ms runtime.MemStats
+			runtime.ReadMemStats(&ms)
+			mib = float64(ms.HeapInuse) / (1 << 20)
+			stop()
+		}, nil
+	}
+	if _, _, err := b.watchBinds(ctx, ns, pods, r); err != nil {
+		return 0, err
+	}
+	return mib, nil
+}
