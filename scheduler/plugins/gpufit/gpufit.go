@@ -33,6 +33,10 @@ type GPUFit struct {
 	// cpuPerGPU is the workload's mean CPU request per GPU (milli-CPU per milli-GPU).
 	cpuPerGPU float64
 	memPerGPU float64
+	// demand is the workload's model-constrained GPU demand; pressure its share of each
+	// model's free GPUs this session.
+	demand   []modelDemand
+	pressure map[string]float64
 }
 
 var (
@@ -69,10 +73,12 @@ func (*GPUFit) Name() string { return Name }
 // OnSessionOpen implements framework.SnapshotObserver.
 func (g *GPUFit) OnSessionOpen(s *framework.Snapshot) {
 	g.cache.NewSession()
+	defer func() { g.pressure = modelPressure(s.Nodes, g.demand) }()
 	if g.workload.Same(s.Workload) {
 		return
 	}
 	g.workload = s.Workload
+	g.demand = constrainedDemand(s.Workload, s.MaxGPUMemoryMiB)
 	g.cache.Reset()
 	var cpu, gpu, mem float64
 	for _, m := range g.workload {
@@ -107,7 +113,24 @@ func (g *GPUFit) PlaceGPUs(t *framework.Task, n *framework.Node) (framework.GPUS
 		}
 		return v
 	})
+	if v.OK && g.pressure != nil {
+		v.Score -= g.stranded(t, n, v.GPUs) / g.BandMilli
+	}
 	return v.GPUs, v.Score, v.OK
+}
+
+// stranded is the model-constrained demand that placing t on n's GPUs takes capacity
+// from, in milli: not banded, as it is the same for every node of one GPU model.
+func (g *GPUFit) stranded(t *framework.Task, n *framework.Node, gpus framework.GPUSet) float64 {
+	p := g.pressure[n.GPUModel]
+	if p == 0 {
+		return 0
+	}
+	var milli int64
+	for _, i := range gpus.Indices() {
+		milli += t.GPU.MilliOn(&n.GPUs[i])
+	}
+	return p * float64(milli)
 }
 
 // measure is the FGD fragmentation plus the free GPU share that the node's remaining CPU

@@ -42,3 +42,23 @@ func TestPrefersLessFragmentation(t *testing.T) {
 		t.Fatalf("share went to %v", gpus.Indices())
 	}
 }
+
+// TestKeepsScarceModels: as many pods may use only T4s as only V100s, but the cluster
+// has four times fewer T4s, so a pod that may use any model goes to the V100 node.
+func TestKeepsScarceModels(t *testing.T) {
+	g := gpufit.New()
+	t4 := testutil.MakeNode("t4").GPUs(2, "T4").Obj()
+	v100 := testutil.MakeNode("v100").GPUs(8, "V100M32").Obj()
+	v100.Index = 1
+	g.OnSessionOpen(&framework.Snapshot{Nodes: []*framework.Node{t4, v100}, Workload: framework.Workload{
+		{GPU: framework.GPURequest{Count: 1}, P: 0.6},
+		{GPU: framework.GPURequest{Count: 1, Models: []string{"T4"}}, P: 0.2},
+		{GPU: framework.GPURequest{Count: 1, Models: []string{"V100M32"}}, P: 0.2},
+	}})
+	task := testutil.MakeJob("j").GPU(1).Obj().Tasks[0]
+	_, onT4, ok1 := g.PlaceGPUs(task, t4)
+	_, onV100, ok2 := g.PlaceGPUs(task, v100)
+	if !ok1 || !ok2 || onV100 <= onT4 {
+		t.Fatalf("score on the T4 node %v, on the V100 node %v", onT4, onV100)
+	}
+}
