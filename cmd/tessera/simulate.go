@@ -112,7 +112,7 @@ pending pod is placed or told why not.
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.Trace, "trace", "", "shipped openb pod list: default, cpu0, cpu037, cpu050, cpu072, cpu100, gpushare20, gpushare40, multigpu20")
+	f.StringVar(&o.Trace, "trace", "", "openb pod list: "+strings.Join(sim.OpenbVariants(), ", "))
 	f.StringVar(&o.NodesFile, "nodes", "", "node list CSV (openb format: sn,cpu_milli,memory_mib,gpu,model)")
 	f.StringVar(&o.PodsFile, "pods", "", "pod list CSV (openb format)")
 	f.StringVar(&o.Scenario, "scenario", "", "built-in scenario: operator")

@@ -3,6 +3,9 @@ package sim
 import (
 	"fmt"
 	"io"
+	"maps"
+	"slices"
+	"strings"
 
 	"github.com/tessera-gpu/tessera/scheduler/sim/trace"
 	"github.com/tessera-gpu/tessera/scheduler/sim/traces"
@@ -15,9 +18,23 @@ type TraceInput struct {
 	Pods  []trace.PodSpec
 }
 
-// OpenbInput reads a shipped openb pod-list variant and the openb GPU node list.
+// constrainedVariants are openb pod lists built from the default list: the share of its
+// GPU pods given a GPU model constraint the way gpuspec20 gives them
+// (trace.WithGPUSpec, seed 1), for shares the trace does not ship.
+var constrainedVariants = map[string]float64{"gpuspec05": 0.05, "gpuspec33": 0.33, "gpuspec50": 0.5}
+
+// OpenbInput reads an openb pod-list variant, shipped or built (constrainedVariants),
+// and the openb GPU node list.
 func OpenbInput(variant string) (TraceInput, error) {
-	path, err := traces.OpenbPods(variant)
+	share, built := constrainedVariants[variant]
+	pods, err := openbPods(variant)
+	if built {
+		var like []trace.PodSpec
+		if like, err = openbPods("gpuspec20"); err == nil {
+			pods, err = openbPods("default")
+			pods = trace.WithGPUSpec(pods, like, share, 1)
+		}
+	}
 	if err != nil {
 		return TraceInput{}, err
 	}
@@ -25,11 +42,15 @@ func OpenbInput(variant string) (TraceInput, error) {
 	if err != nil {
 		return TraceInput{}, err
 	}
-	pods, err := readShipped(path, trace.ReadPods)
-	if err != nil {
-		return TraceInput{}, err
-	}
 	return TraceInput{Name: "openb-" + variant, Nodes: nodes, Pods: pods}, nil
+}
+
+func openbPods(variant string) ([]trace.PodSpec, error) {
+	path, err := traces.OpenbPods(variant)
+	if err != nil {
+		return nil, fmt.Errorf("%w; built: %s", err, strings.Join(slices.Sorted(maps.Keys(constrainedVariants)), ", "))
+	}
+	return readShipped(path, trace.ReadPods)
 }
 
 func readShipped[T any](path string, read func(io.Reader, string) ([]T, error)) ([]T, error) {
@@ -57,4 +78,7 @@ func FileInput(nodesPath, podsPath string) (TraceInput, error) {
 	return TraceInput{Name: podsPath, Nodes: nodes, Pods: pods}, nil
 }
 
-func tracesList() []string { return traces.OpenbVariants() }
+// OpenbVariants lists the openb pod lists, shipped and built.
+func OpenbVariants() []string {
+	return slices.Sorted(slices.Values(append(traces.OpenbVariants(), slices.Collect(maps.Keys(constrainedVariants))...)))
+}

@@ -186,5 +186,5 @@ func (o Options) runner() (func(run, func()) (report.Result, error), func(int64)
 		}, units, "pods", nil
 	}
 	return nil, nil, "", fmt.Errorf("no input: give --trace (%s), --nodes and --pods, or --scenario (%s)",
-		strings.Join(tracesList(), ", "), strings.Join(trace.ScenarioNames(), ", "))
+		strings.Join(OpenbVariants(), ", "), strings.Join(trace.ScenarioNames(), ", "))
 }

@@ -73,7 +73,7 @@ func TestReadOpenbNodes(t *testing.T) {
 func TestReadOpenbPodLists(t *testing.T) {
 	rows := manifestRows(t)
 	files, err := filepath.Glob(filepath.Join(openbDir, "openb_pod_list_*.csv"))
-	if err != nil || len(files) != 9 {
+	if err != nil || len(files) != 12 {
 		t.Fatalf("pod lists: %v %v", files, err)
 	}
 	for _, f := range files {
