@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -90,24 +91,47 @@ func RunFillUp(f FillUp) (report.Result, error) {
 		}
 	}
 	res := report.NewFillUpResult(f.Policy, f.Trace, f.Seed, curve, time.Since(start))
-	res.OfflineUnallocatedPctAt100 = offlineUnallocatedPct(arrivals, capacity)
+	res.OfflineUnallocatedPctAt100 = offlineUnallocatedPct(arrivals, gpusByModel(f.Nodes))
 	return res, nil
 }
 
 // offlineUnallocatedPct is the unallocated % of cluster GPUs at 100% arrived that an
-// offline packer would leave: the GPU shares that arrived by then, packed first-fit
-// decreasing onto whole GPUs with every arrival known in advance, whole-GPU pods on
-// the other GPUs. Shares are what an online policy cannot pack perfectly (an 810-milli
-// share leaves 190 that few pods fit), so this is the reference the policies are
-// measured against. It ignores CPU, memory, GPU models and node boundaries.
-func offlineUnallocatedPct(arrivals []trace.PodSpec, capacity int64) float64 {
+// offline packer would leave, gpus being the cluster's GPU milli per model, with every
+// arrival known in advance: the larger of two losses. Shares: the GPU shares that
+// arrived by then, packed first-fit decreasing onto whole GPUs, whole-GPU pods on the
+// other GPUs; shares are what an online policy cannot pack perfectly (an 810-milli share
+// leaves 190 that few pods fit). Models: the GPU request that no assignment to the
+// models the pods accept can place (by Hall's condition, the most by which the pods
+// that accept only a set of models ask for more than it has). It ignores CPU, memory
+// and node boundaries, and models when the cluster has more than maxReferenceModels.
+func offlineUnallocatedPct(arrivals []trace.PodSpec, gpus map[string]int64) float64 {
+	models := slices.Sorted(maps.Keys(gpus))
+	n := len(models)
+	if n > maxReferenceModels {
+		n = 0 // too many to tell apart: every pod accepts every model
+	}
+	var capacity, arrived int64
+	for _, g := range gpus {
+		capacity += g
+	}
 	var shares []int64
-	var arrived int64
+	asked := map[uint32]int64{} // GPU request by the set of models it accepts
 	for i := 0; i < len(arrivals) && arrived < capacity; i++ {
-		arrived += arrivals[i].GPURequestMilli()
-		if arrivals[i].IsShare() {
-			shares = append(shares, arrivals[i].GPUMilli)
+		p := &arrivals[i]
+		arrived += p.GPURequestMilli()
+		if p.IsShare() {
+			shares = append(shares, p.GPUMilli)
 		}
+		set := uint32(1)<<n - 1
+		if p.GPUModels != nil {
+			set = 0
+			for k, m := range models[:n] {
+				if p.AllowsModel(m) {
+					set |= 1 << k
+				}
+			}
+		}
+		asked[set] += p.GPURequestMilli()
 	}
 	slices.Sort(shares)
 	slices.Reverse(shares)
@@ -123,5 +147,35 @@ func offlineUnallocatedPct(arrivals []trace.PodSpec, capacity int64) float64 {
 		used[i] += m
 		waste -= m
 	}
-	return 100 * float64(min(waste, capacity)) / float64(capacity)
+	var short int64
+	for y := range uint32(1) << n {
+		var want, has int64
+		for set, m := range asked {
+			if set&^y == 0 {
+				want += m
+			}
+		}
+		for k, m := range models {
+			if k >= n || y&(1<<k) != 0 {
+				has += gpus[m]
+			}
+		}
+		short = max(short, want-has)
+	}
+	return 100 * float64(min(max(waste, capacity-arrived+short), capacity)) / float64(capacity)
+}
+
+// maxReferenceModels bounds the GPU models the offline reference tells apart (it looks
+// at every set of them).
+const maxReferenceModels = 16
+
+// gpusByModel is the GPU milli of the nodes per GPU model.
+func gpusByModel(nodes []trace.NodeSpec) map[string]int64 {
+	gpus := map[string]int64{}
+	for _, n := range nodes {
+		if n.GPUs > 0 {
+			gpus[n.Model] += n.GPUMilli()
+		}
+	}
+	return gpus
 }

@@ -65,11 +65,34 @@ func TestFillUpPolicies(t *testing.T) {
 func TestOfflineUnallocatedPct(t *testing.T) {
 	pod := func(n int, milli int64) trace.PodSpec { return trace.PodSpec{NumGPU: n, GPUMilli: milli} }
 	arrivals := []trace.PodSpec{pod(1, 470), pod(1, 810), pod(2, 1000), pod(1, 160), pod(1, 500), pod(1, 470), pod(0, 0), pod(1, 1000), pod(1, 590), pod(1, 250)}
-	if got, want := offlineUnallocatedPct(arrivals, 5000), 100*590.0/5000; got != want {
+	if got, want := offlineUnallocatedPct(arrivals, map[string]int64{"T4": 5000}), 100*590.0/5000; got != want {
 		t.Errorf("offline unallocated %.3f%%, want %.3f%%", got, want)
 	}
-	if got := offlineUnallocatedPct([]trace.PodSpec{pod(4, 1000)}, 4000); got != 0 {
+	if got := offlineUnallocatedPct([]trace.PodSpec{pod(4, 1000)}, map[string]int64{"T4": 4000}); got != 0 {
 		t.Errorf("whole GPUs only: %.3f%%, want 0", got)
+	}
+}
+
+// TestOfflineUnallocatedPctModels: of 2 T4s and 2 V100s, pods that accept only T4s ask
+// for 3.1 GPUs (2 whole, shares 600 and 500), so 1.1 GPUs of them find no T4 and stay
+// unallocated, more than the 0.5 that packing the shares wastes; the share that
+// accepts T4 or V100 and the pod that accepts any model fill the V100s.
+func TestOfflineUnallocatedPctModels(t *testing.T) {
+	pod := func(n int, milli int64, models ...string) trace.PodSpec {
+		return trace.PodSpec{NumGPU: n, GPUMilli: milli, GPUModels: models}
+	}
+	gpus := map[string]int64{"T4": 2000, "V100M16": 2000}
+	arrivals := []trace.PodSpec{pod(2, 1000, "T4"), pod(1, 600, "T4"), pod(1, 500, "T4"), pod(1, 400, "T4", "V100M16"), pod(1, 1000)}
+	if got, want := offlineUnallocatedPct(arrivals, gpus), 100*600.0/4000; got != want {
+		t.Errorf("offline unallocated %.3f%%, want %.3f%%", got, want)
+	}
+	arrivals[0].GPUModels = []string{"A100"} // no such GPU: all of it is lost
+	if got, want := offlineUnallocatedPct(arrivals, gpus), 100*1500.0/4000; got != want {
+		t.Errorf("constrained to a missing model: %.3f%%, want %.3f%%", got, want)
+	}
+	arrivals[0].GPUModels = nil
+	if got, want := offlineUnallocatedPct(arrivals, gpus), 100*500.0/4000; got != want {
+		t.Errorf("whole GPUs unconstrained: %.3f%%, want %.3f%% (the shares' waste)", got, want)
 	}
 }
 
@@ -88,5 +111,33 @@ func TestFillUpDeterministic(t *testing.T) {
 	c, _ := RunFillUp(f)
 	if reflect.DeepEqual(a.Curve, c.Curve) {
 		t.Fatal("seeds 42 and 43 gave the same curve")
+	}
+}
+
+// TestFillUpConstrained: on openb default with 5%, 33% and 50% of its GPU pods held to
+// GPU models the way gpuspec20 holds them, Tessera leaves fewer GPUs unallocated than
+// FGD, and no fewer than the offline reference, seed 42.
+func TestFillUpConstrained(t *testing.T) {
+	if testing.Short() {
+		t.Skip("two fill-up runs per list")
+	}
+	for _, list := range []string{"gpuspec05", "gpuspec33", "gpuspec50"} {
+		t.Run(list, func(t *testing.T) {
+			f := openb(t, list)
+			got := map[string]float64{}
+			var ref float64
+			for _, p := range []string{"fgd", "tessera"} {
+				f.Policy = p
+				r, err := RunFillUp(f)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got[p], ref = *r.UnallocatedPctAt100, r.OfflineUnallocatedPctAt100
+			}
+			t.Logf("unallocated: fgd %.2f%%, tessera %.2f%%, offline reference %.2f%%", got["fgd"], got["tessera"], ref)
+			if !(ref <= got["tessera"] && got["tessera"] < got["fgd"]) {
+				t.Errorf("want offline reference %.2f%% <= tessera %.2f%% < fgd %.2f%%", ref, got["tessera"], got["fgd"])
+			}
+		})
 	}
 }

@@ -120,7 +120,7 @@ func byTrace(summaries []Summary) []traceGroup {
 func offlineNote(fill []Summary) string {
 	for _, s := range fill {
 		if s.MeanOfflineUnallocatedPctAt100 > 0 {
-			return fmt.Sprintf("offline reference: %s%% of GPUs unallocated at 100%% arrived (the same arrivals known in advance, GPU shares packed first-fit decreasing)",
+			return fmt.Sprintf("offline reference: %s%% of GPUs unallocated at 100%% arrived (the same arrivals known in advance: GPU shares packed first-fit decreasing, pods held to the GPU models they accept)",
 				pm(s.MeanOfflineUnallocatedPctAt100, s.StddevOfflineUnallocatedPctAt100, s.Runs))
 		}
 	}
