@@ -136,9 +136,11 @@ func (backfill) Execute(s *Session) {
 	s.sortJobs(s.failed)
 	if after := s.cfg.ReservationAfter.Duration; after > 0 {
 		for _, j := range s.failed {
-			if !j.WaitingSince.IsZero() && s.Snap.Now.Sub(j.WaitingSince) >= after && j.Count(framework.TaskPending) > 0 && waitsForCapacity(j) {
-				s.reserve(j)
-				break // one reservation at a time, the most important starving job
+			// One reservation at a time, for the most important starving job that can use
+			// one: its gang's pods all exist and some node could hold them.
+			if !j.WaitingSince.IsZero() && s.Snap.Now.Sub(j.WaitingSince) >= after && j.Count(framework.TaskPending) > 0 &&
+				waitsForCapacity(j) && len(j.Tasks) >= s.minAvailable(j) && s.reserve(j) {
+				break
 			}
 		}
 	}
@@ -164,15 +166,17 @@ func waitsForCapacity(j *framework.Job) bool {
 
 // reserve holds nodes for a starving job, replacing any earlier reservation: the nodes
 // that are closest to free and whose capacity, once their current tasks end, holds the
-// job's pending tasks.
-func (s *Session) reserve(j *framework.Job) {
+// job's pending tasks. It reports false, changing nothing, when no node could ever hold
+// one of them.
+func (s *Session) reserve(j *framework.Job) bool {
+	t := firstPending(j)
+	if !slices.ContainsFunc(s.Snap.Nodes, func(n *framework.Node) bool { return capacityFor(t, n) > 0 }) {
+		return false
+	}
 	for _, n := range s.Snap.Nodes {
-		if n.Reserved != nil {
-			n.Reserved = nil
-		}
+		n.Reserved = nil
 	}
 	clear(s.reservations)
-	t := firstPending(j)
 	need := j.Count(framework.TaskPending)
 	type cand struct {
 		n    *framework.Node
@@ -205,6 +209,7 @@ func (s *Session) reserve(j *framework.Job) {
 	if j.Pending != nil {
 		j.Pending.Message += "; nodes reserved until it fits"
 	}
+	return true
 }
 
 // capacityFor is how many tasks like t an empty node could hold.

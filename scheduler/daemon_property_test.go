@@ -1,0 +1,234 @@
+package scheduler_test
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	tesserav1 "github.com/tessera-gpu/tessera/api/v1alpha1"
+	"github.com/tessera-gpu/tessera/scheduler"
+	"github.com/tessera-gpu/tessera/scheduler/framework"
+	"github.com/tessera-gpu/tessera/scheduler/snapshot"
+	"github.com/tessera-gpu/tessera/scheduler/testutil"
+)
+
+// apiWorld is a random cluster held as API objects, scheduled the daemon's way: every
+// session rebuilds the snapshot from the objects, and the session's bindings are
+// written back as spec.nodeName and the tessera.dev/gpu-assignment annotation.
+type apiWorld struct {
+	rng       *rand.Rand
+	sched     *scheduler.Scheduler
+	after     time.Duration
+	now       time.Time
+	nodes     []*corev1.Node
+	queues    []*tesserav1.Queue
+	groups    map[string]*tesserav1.PodGroup
+	pods      map[string]*corev1.Pod
+	jobs      int
+	waitStart map[string]time.Time // job key -> first session it waited in
+}
+
+var apiModels = map[string]int64{"A100-80GB": 81920, "T4": 15360}
+
+func newAPIWorld(t *testing.T, seed uint64) *apiWorld {
+	rng := rand.New(rand.NewPCG(seed, 0xda3e39cb))
+	cfg, err := scheduler.Policy("tessera")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Seed = int64(seed)
+	w := &apiWorld{rng: rng, after: time.Duration(1+rng.IntN(2)) * 10 * time.Minute, now: testutil.Epoch,
+		groups: map[string]*tesserav1.PodGroup{}, pods: map[string]*corev1.Pod{}, waitStart: map[string]time.Time{}}
+	cfg.ReservationAfter = scheduler.Duration{Duration: w.after}
+	if w.sched, err = scheduler.New(cfg); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 + rng.IntN(6) {
+		model := "A100-80GB"
+		if rng.IntN(3) == 0 {
+			model = "T4"
+		}
+		gpus := int64([]int{1, 2, 4, 8, 8}[rng.IntN(5)])
+		res := corev1.ResourceList{corev1.ResourceCPU: *resource.NewQuantity(int64(16+rng.IntN(48)), resource.DecimalSI),
+			corev1.ResourceMemory: resource.MustParse("512Gi"), corev1.ResourcePods: resource.MustParse("110"),
+			tesserav1.ResourceGPU: *resource.NewQuantity(gpus, resource.DecimalSI), tesserav1.ResourceGPUMemory: *resource.NewQuantity(gpus*apiModels[model], resource.DecimalSI)}
+		w.nodes = append(w.nodes, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("n%d", i),
+			Labels: map[string]string{tesserav1.LabelGPUModel: model, "tessera.dev/rack": fmt.Sprintf("r%d", rng.IntN(2))}},
+			Status: corev1.NodeStatus{Allocatable: res, Capacity: res}})
+	}
+	for i := range 1 + rng.IntN(2) {
+		q := &tesserav1.Queue{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("q%d", i)}, Spec: tesserav1.QueueSpec{Weight: int32(1 + rng.IntN(3))}}
+		if rng.IntN(3) == 0 {
+			q.Spec.Capability = corev1.ResourceList{tesserav1.ResourceGPU: *resource.NewQuantity(int64(4+rng.IntN(16)), resource.DecimalSI)}
+		}
+		w.queues = append(w.queues, q)
+	}
+	for range 2 + rng.IntN(8) {
+		w.addJob()
+	}
+	return w
+}
+
+// addJob submits a gang: a PodGroup and its pods; sometimes fewer pods than minMember
+// exist yet, as when a Job controller creates them one by one.
+func (w *apiWorld) addJob() {
+	rng := w.rng
+	w.jobs++
+	name := fmt.Sprintf("j%d", w.jobs)
+	tasks := 1 + rng.IntN(4)
+	minMember := 1 + rng.IntN(tasks)
+	if rng.IntN(8) == 0 {
+		minMember = tasks + 1
+	}
+	w.groups[name] = &tesserav1.PodGroup{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", UID: types.UID("pg-" + name),
+		CreationTimestamp: metav1.NewTime(w.now)}, Spec: tesserav1.PodGroupSpec{MinMember: int32(minMember)}}
+	req := corev1.ResourceList{corev1.ResourceCPU: *resource.NewMilliQuantity(int64(500+rng.IntN(8000)), resource.DecimalSI), corev1.ResourceMemory: resource.MustParse("1Gi")}
+	switch rng.IntN(4) {
+	case 0:
+	case 1:
+		req[tesserav1.ResourceGPU] = *resource.NewQuantity(int64(1+rng.IntN(4)), resource.DecimalSI)
+	case 2:
+		req[tesserav1.ResourceGPU] = resource.MustParse("8")
+	case 3:
+		req[tesserav1.ResourceGPUMemory] = *resource.NewQuantity(int64(1000+rng.IntN(40000)), resource.DecimalSI)
+	}
+	prio := int32(rng.IntN(3))
+	queue := w.queues[rng.IntN(len(w.queues))].Name
+	for i := range tasks {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%d", name, i), Namespace: "ns", UID: types.UID(fmt.Sprintf("%s-%d-%d", name, i, w.jobs)),
+			CreationTimestamp: metav1.NewTime(w.now), Labels: map[string]string{tesserav1.LabelPodGroup: name, tesserav1.LabelQueue: queue}},
+			Spec: corev1.PodSpec{SchedulerName: tesserav1.SchedulerName, Priority: &prio,
+				Containers: []corev1.Container{{Name: "main", Resources: corev1.ResourceRequirements{Requests: req, Limits: req}}}}}
+		w.pods[p.Name] = p
+	}
+}
+
+// session rebuilds the snapshot from the objects, runs a session, checks the
+// invariants and writes the decisions back.
+func (w *apiWorld) session(t *testing.T, label string) {
+	t.Helper()
+	b := snapshot.NewBuilder(w.now, snapshot.Options{})
+	for _, n := range w.nodes {
+		b.AddNode(n, nil)
+	}
+	for _, q := range w.queues {
+		b.AddQueue(q)
+	}
+	for _, g := range w.groups {
+		b.AddPodGroup(g)
+	}
+	for _, p := range w.pods {
+		b.AddPod(p, 0)
+	}
+	snap, errs := b.Build()
+	if len(errs) > 0 {
+		t.Fatalf("%s: the snapshot of written-back objects has errors: %v", label, errs)
+	}
+	r := w.sched.RunSession(snap)
+	checkInvariants(t, label, true, snap, r)
+	w.checkReservation(t, label, snap)
+	for _, e := range r.Evictions { // the controller recreates an evicted pod, pending
+		p := w.pods[e.Task.Name]
+		p.Spec.NodeName, p.Annotations = "", nil
+		p.UID += "r"
+	}
+	for _, bd := range r.Bindings {
+		p := w.pods[bd.Task.Name]
+		p.Spec.NodeName = bd.Node.Name
+		p.Status.StartTime = &metav1.Time{Time: w.now}
+		if a, ok := snapshot.Assignment(bd.Task, bd.Node, bd.GPUs); ok {
+			p.Annotations = map[string]string{tesserav1.AnnotationGPUAssign: a.Encode()}
+		}
+	}
+	w.now = w.now.Add(time.Duration(1+w.rng.IntN(10)) * time.Minute)
+	for name, g := range w.groups { // some running gangs finish
+		if w.rng.IntN(5) == 0 {
+			for _, p := range w.pods {
+				if p.Labels[tesserav1.LabelPodGroup] == name && p.Spec.NodeName != "" {
+					p.Status.Phase = corev1.PodSucceeded
+				}
+			}
+			_ = g
+		}
+	}
+	for range w.rng.IntN(3) {
+		w.addJob()
+	}
+}
+
+// checkReservation: once a gang has waited for capacity longer than reservationAfter,
+// some node is reserved for a starving gang (the first in job order), whatever the
+// snapshot forgot between sessions.
+func (w *apiWorld) checkReservation(t *testing.T, label string, snap *framework.Snapshot) {
+	t.Helper()
+	starving, fitsSomewhere := false, true
+	for _, j := range snap.Jobs {
+		waiting := j.Count(framework.TaskPending) > 0 && j.Pending != nil
+		if !waiting {
+			delete(w.waitStart, j.Key())
+			continue
+		}
+		start, ok := w.waitStart[j.Key()]
+		if !ok {
+			w.waitStart[j.Key()] = snap.Now
+			continue
+		}
+		switch j.Pending.Code {
+		case framework.ReasonUnschedulable, framework.ReasonGangIncomplete, framework.ReasonTopology, framework.ReasonWaitingInLine:
+		default:
+			continue
+		}
+		if snap.Now.Sub(start) > w.after && len(j.Tasks) >= j.MinMember && !j.Ready() { // a running gang's extra pods get no reservation
+			starving = true
+			fitsSomewhere = fitsSomewhere && fitsEmptyNode(j, snap)
+		}
+	}
+	if !starving || !fitsSomewhere {
+		return
+	}
+	for _, n := range snap.Nodes {
+		if n.Reserved != nil {
+			return
+		}
+	}
+	t.Fatalf("%s: a gang waited past reservationAfter %s and no node is reserved", label, w.after)
+}
+
+// fitsEmptyNode reports whether the job's first pending task fits some node when empty.
+func fitsEmptyNode(j *framework.Job, snap *framework.Snapshot) bool {
+	for _, t := range j.Tasks {
+		if t.Status != framework.TaskPending {
+			continue
+		}
+		for _, n := range snap.Nodes {
+			if t.Request.MilliCPU <= n.Allocatable.MilliCPU && t.GPU.GPUs() <= len(n.GPUs) &&
+				(t.GPU.MemoryMiB == 0 || len(n.GPUs) > 0 && t.GPU.MemoryMiB <= n.GPUs[0].MemoryMiB) {
+				return true
+			}
+		}
+		return false
+	}
+	return true
+}
+
+// TestPropertyDaemonWay checks the invariants when every session starts from API
+// objects, as the scheduler daemon's do: nothing a session keeps on the snapshot
+// survives, so waiting times, admissions and reservations must live in the Scheduler.
+func TestPropertyDaemonWay(t *testing.T) {
+	clusters, sessions := envInt(t, "TESSERA_PROPERTY_CLUSTERS", 1500), 8
+	if testing.Short() {
+		clusters = 100
+	}
+	for c := range clusters {
+		w := newAPIWorld(t, uint64(c))
+		for s := range sessions {
+			w.session(t, fmt.Sprintf("seed %d session %d", c, s))
+		}
+	}
+}
