@@ -21,7 +21,9 @@ import (
 	"github.com/tessera-gpu/tessera/scheduler/k8s"
 )
 
-func gangLabel(name string) map[string]string { return map[string]string{tesserav1.LabelPodGroup: name} }
+func gangLabel(name string) map[string]string {
+	return map[string]string{tesserav1.LabelPodGroup: name}
+}
 
 // TestGangAllOrNothing: three 8-GPU pods of a gang of 3 on two 8-GPU nodes bind
 // nothing, and say why on the PodGroup; a third node lets the whole gang bind, each pod

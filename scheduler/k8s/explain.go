@@ -243,4 +243,3 @@ func (e Explanation) WriteText(w io.Writer) error {
 	_, err := io.WriteString(w, b.String())
 	return err
 }
-
