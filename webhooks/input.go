@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	tesserav1 "github.com/tessera-gpu/tessera/api/v1alpha1"
+	"github.com/tessera-gpu/tessera/internal/podrequests"
 )
 
 // Kinds the policies decide on.
@@ -182,7 +183,7 @@ func podSpec(w map[string]any, spec *corev1.PodSpec) {
 		containers = append(containers, container(&spec.Containers[i], false))
 	}
 	w["containers"] = containers
-	w["podRequests"] = resources(PodRequests(spec))
+	w["podRequests"] = resources(podrequests.Of(&corev1.Pod{Spec: *spec}))
 }
 
 func container(c *corev1.Container, init bool) map[string]any {
@@ -193,44 +194,6 @@ func container(c *corev1.Container, init bool) map[string]any {
 		"requests": resources(c.Resources.Requests),
 		"limits":   resources(c.Resources.Limits),
 	}
-}
-
-// PodRequests is what the pod asks of a node: the larger of its containers' sum and
-// any one init container, per resource; a resource with only a limit counts the limit
-// (as the API server defaults it).
-func PodRequests(spec *corev1.PodSpec) corev1.ResourceList {
-	sum := corev1.ResourceList{}
-	for i := range spec.Containers {
-		for name, q := range effectiveRequests(&spec.Containers[i]) {
-			cur := sum[name]
-			cur.Add(q)
-			sum[name] = cur
-		}
-	}
-	for i := range spec.InitContainers {
-		for name, q := range effectiveRequests(&spec.InitContainers[i]) {
-			if cur, ok := sum[name]; !ok || q.Cmp(cur) > 0 {
-				sum[name] = q.DeepCopy()
-			}
-		}
-	}
-	for name, q := range spec.Overhead {
-		cur := sum[name]
-		cur.Add(q)
-		sum[name] = cur
-	}
-	return sum
-}
-
-func effectiveRequests(c *corev1.Container) corev1.ResourceList {
-	out := corev1.ResourceList{}
-	for name, q := range c.Resources.Limits {
-		out[name] = q
-	}
-	for name, q := range c.Resources.Requests {
-		out[name] = q
-	}
-	return out
 }
 
 // resources converts a ResourceList into numbers: whole values as int64, fractions as

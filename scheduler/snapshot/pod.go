@@ -2,13 +2,12 @@ package snapshot
 
 import (
 	"fmt"
-	"slices"
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
-	resourcehelper "k8s.io/component-helpers/resource"
 
 	tesserav1 "github.com/tessera-gpu/tessera/api/v1alpha1"
+	"github.com/tessera-gpu/tessera/internal/podrequests"
 	"github.com/tessera-gpu/tessera/scheduler/framework"
 )
 
@@ -31,49 +30,10 @@ func preemptible(p *corev1.Pod) bool {
 	return p.Annotations[annotationSafeToEvict] != "false" && p.Annotations[annotationDoNotDisrupt] != "true"
 }
 
-// withDefaultedRequests returns p, or a copy whose containers request what they only
-// limit, as the API server defaults requests from limits (hand-written manifests often
-// state only limits for extended resources).
-func withDefaultedRequests(p *corev1.Pod) *corev1.Pod {
-	needs := func(cs []corev1.Container) bool {
-		for i := range cs {
-			for name := range cs[i].Resources.Limits {
-				if _, ok := cs[i].Resources.Requests[name]; !ok {
-					return true
-				}
-			}
-		}
-		return false
-	}
-	if !needs(p.Spec.Containers) && !needs(p.Spec.InitContainers) {
-		return p
-	}
-	fix := func(cs []corev1.Container) []corev1.Container {
-		out := slices.Clone(cs)
-		for i := range out {
-			req := out[i].Resources.Requests.DeepCopy()
-			for name, q := range out[i].Resources.Limits {
-				if _, ok := req[name]; !ok {
-					if req == nil {
-						req = corev1.ResourceList{}
-					}
-					req[name] = q
-				}
-			}
-			out[i].Resources.Requests = req
-		}
-		return out
-	}
-	c := *p
-	c.Spec.Containers = fix(p.Spec.Containers)
-	c.Spec.InitContainers = fix(p.Spec.InitContainers)
-	return &c
-}
-
 // convertTask turns a pod's spec into a task (status and placement are set by the
 // caller). It fails when the pod's GPU requests cannot be honoured.
 func convertTask(p *corev1.Pod, wholeGPUs bool) (*framework.Task, error) {
-	p = withDefaultedRequests(p)
+	p = podrequests.WithDefaultedRequests(p)
 	bad := func(field, format string, args ...any) error {
 		return objErr("Pod", p.Namespace, p.Name, field, format, args...)
 	}
@@ -124,7 +84,7 @@ func convertTask(p *corev1.Pod, wholeGPUs bool) (*framework.Task, error) {
 	if asksTessera && asksNvidia {
 		return nil, bad("spec.containers[*].resources.requests", "asks both %s and %s; they count the same GPUs, ask one", tesserav1.ResourceGPU, tesserav1.ResourceNvidiaGPU)
 	}
-	reqs := resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{})
+	reqs := podrequests.Of(p)
 	gpu := framework.GPURequest{}
 	for _, name := range []corev1.ResourceName{tesserav1.ResourceGPU, tesserav1.ResourceNvidiaGPU} {
 		q := reqs[name]
