@@ -1,7 +1,6 @@
 package scheduler
 
 import (
-	"errors"
 	"fmt"
 	"maps"
 	"os"
@@ -10,6 +9,8 @@ import (
 	"time"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/tessera-gpu/tessera/internal/yamlerr"
 )
 
 // Config is the scheduler configuration, shaped like Volcano's so its users recognise it:
@@ -169,7 +170,7 @@ func LoadConfig(path string) (Config, error) {
 func ParseConfig(b []byte) (Config, error) {
 	var c Config
 	if err := yaml.UnmarshalStrict(b, &c); err != nil {
-		return Config{}, yamlError(err)
+		return Config{}, yamlerr.Clean(err)
 	}
 	var keys map[string]any
 	_ = yaml.Unmarshal(b, &keys)
@@ -191,16 +192,6 @@ func ParseConfig(b []byte) (Config, error) {
 		return Config{}, fmt.Errorf("tiers: no plugin enabled; for example tiers: [{plugins: [{name: predicates}, {name: gpufit}]}]")
 	}
 	return c, nil
-}
-
-// yamlError drops the JSON decoder's prefixes from a YAML decoding error: the file
-// is YAML, and "error unmarshaling JSON" misleads.
-func yamlError(err error) error {
-	msg := err.Error()
-	for _, p := range []string{"error converting YAML to JSON: ", "error unmarshaling JSON: ", "while decoding JSON: ", "json: "} {
-		msg = strings.TrimPrefix(msg, p)
-	}
-	return errors.New(msg)
 }
 
 func knownPlugins() string { return strings.Join(slices.Sorted(maps.Keys(pluginRegistry)), ", ") }

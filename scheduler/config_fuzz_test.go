@@ -3,13 +3,15 @@ package scheduler_test
 import (
 	"testing"
 
+	"github.com/tessera-gpu/tessera/scheduler/testutil"
+
 	"github.com/tessera-gpu/tessera/scheduler"
 )
 
 // FuzzParseConfig: any input either is rejected or gives a configuration the
 // scheduler accepts; nothing panics.
 func FuzzParseConfig(f *testing.F) {
-	for _, seed := range []string{
+	testutil.Seeds(f,
 		volcanoConfig,
 		"",
 		"actions: \"\"\n",
@@ -17,9 +19,7 @@ func FuzzParseConfig(f *testing.F) {
 		"tiers:\n- plugins:\n  - name: binpack\n    arguments: {binpack.weight: 10, binpack.resources: tessera.dev/gpu}\n",
 		"percentageOfNodesToScore: 101\n",
 		"reservationAfter: -1s\ntiers:\n- plugins: [{name: predicates}]\n",
-	} {
-		f.Add([]byte(seed))
-	}
+	)
 	f.Fuzz(func(t *testing.T, b []byte) {
 		cfg, err := scheduler.ParseConfig(b)
 		if err != nil {

@@ -17,3 +17,10 @@ func Within(t testing.TB, d time.Duration, f func()) {
 		t.Fatalf("did not return within %s", d)
 	}
 }
+
+// Seeds adds each text to a fuzz target's seed corpus.
+func Seeds(f *testing.F, texts ...string) {
+	for _, s := range texts {
+		f.Add([]byte(s))
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	tesserav1 "github.com/tessera-gpu/tessera/api/v1alpha1"
+	"github.com/tessera-gpu/tessera/deploy/crds/crdstest"
 )
 
 func decode(t *testing.T, doc string) *unstructured.Unstructured {
@@ -148,116 +149,17 @@ func TestGPUNodeStatus(t *testing.T) {
 
 func TestInvalidObjectsRejected(t *testing.T) {
 	e := requireEnv(t)
-	cases := []struct {
-		name string
-		doc  string
-		want []string // every substring must appear in the API server's message
-	}{
-		{"queue weight zero", `
-apiVersion: tessera.dev/v1alpha1
-kind: Queue
-metadata: {name: bad-weight}
-spec: {weight: 0}`, []string{"spec.weight", "greater than or equal to 1"}},
-		{"queue deserved above capability", `
-apiVersion: tessera.dev/v1alpha1
-kind: Queue
-metadata: {name: bad-deserved}
-spec:
-  deserved: {tessera.dev/gpu: "16"}
-  capability: {tessera.dev/gpu: "8"}`, []string{"spec.deserved", "must not exceed spec.capability"}},
-		{"queue guarantee above capability", `
-apiVersion: tessera.dev/v1alpha1
-kind: Queue
-metadata: {name: bad-guarantee}
-spec:
-  guarantee: {cpu: "2000m", memory: 8Gi}
-  capability: {cpu: "1", memory: 16Gi}`, []string{"spec.guarantee", "must not exceed spec.capability"}},
-		{"queue is its own parent", `
-apiVersion: tessera.dev/v1alpha1
-kind: Queue
-metadata: {name: loop}
-spec: {parent: loop}`, []string{"spec.parent must name another queue"}},
-		{"queue parent not a name", `
-apiVersion: tessera.dev/v1alpha1
-kind: Queue
-metadata: {name: bad-parent}
-spec: {parent: "Team_A"}`, []string{"spec.parent", "should match"}},
-		{"queue weight is a string", `
-apiVersion: tessera.dev/v1alpha1
-kind: Queue
-metadata: {name: bad-type}
-spec: {weight: heavy}`, []string{"spec.weight", "integer"}},
-		{"podgroup minMember zero", `
-apiVersion: tessera.dev/v1alpha1
-kind: PodGroup
-metadata: {name: bad-min, namespace: default}
-spec: {minMember: 0}`, []string{"spec.minMember", "greater than or equal to 1"}},
-		{"podgroup empty topology", `
-apiVersion: tessera.dev/v1alpha1
-kind: PodGroup
-metadata: {name: bad-topo, namespace: default}
-spec: {minMember: 2, topology: {}}`, []string{"spec.topology", "needs required or preferred"}},
-		{"podgroup bad minRuntime", `
-apiVersion: tessera.dev/v1alpha1
-kind: PodGroup
-metadata: {name: bad-runtime, namespace: default}
-spec: {minRuntime: "ten minutes"}`, []string{"spec.minRuntime", "should match"}},
-		{"podgroup queue not a name", `
-apiVersion: tessera.dev/v1alpha1
-kind: PodGroup
-metadata: {name: bad-queue, namespace: default}
-spec: {queue: "Train Prod"}`, []string{"spec.queue", "should match"}},
-		{"scaledown threshold above 100", `
-apiVersion: tessera.dev/v1alpha1
-kind: ScaleDownPolicy
-metadata: {name: bad-threshold}
-spec: {gpuUtilizationThreshold: 150}`, []string{"spec.gpuUtilizationThreshold", "less than or equal to 100"}},
-		{"scaledown maxParallel zero", `
-apiVersion: tessera.dev/v1alpha1
-kind: ScaleDownPolicy
-metadata: {name: bad-parallel}
-spec: {maxParallel: 0}`, []string{"spec.maxParallel", "greater than or equal to 1"}},
-		{"scaledown negative price", `
-apiVersion: tessera.dev/v1alpha1
-kind: ScaleDownPolicy
-metadata: {name: bad-price}
-spec: {pricePerGPUHour: "-2"}`, []string{"spec.pricePerGPUHour", "should match"}},
-		{"scaledown bad idleAfter", `
-apiVersion: tessera.dev/v1alpha1
-kind: ScaleDownPolicy
-metadata: {name: bad-idle}
-spec: {idleAfter: "30 minutes"}`, []string{"spec.idleAfter", "should match"}},
-		{"admission policy unknown enforcement", `
-apiVersion: tessera.dev/v1alpha1
-kind: AdmissionPolicy
-metadata: {name: bad-enforcement}
-spec: {rego: "package tessera.x", targets: [Pod], enforcement: block}`, []string{"spec.enforcement", "Unsupported value", "deny"}},
-		{"admission policy without targets", `
-apiVersion: tessera.dev/v1alpha1
-kind: AdmissionPolicy
-metadata: {name: bad-targets}
-spec: {rego: "package tessera.x", targets: []}`, []string{"spec.targets", "at least 1"}},
-		{"admission policy unknown target", `
-apiVersion: tessera.dev/v1alpha1
-kind: AdmissionPolicy
-metadata: {name: bad-target-kind}
-spec: {rego: "package tessera.x", targets: [Deployment]}`, []string{"spec.targets[0]", "Unsupported value"}},
-		{"admission policy without rego", `
-apiVersion: tessera.dev/v1alpha1
-kind: AdmissionPolicy
-metadata: {name: no-rego}
-spec: {targets: [Pod]}`, []string{"spec.rego", "Required value"}},
-	}
+	cases := crdstest.InvalidObjects(t) // also rejected offline: deploy/crds
 	ctx := t.Context()
 	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			obj := decode(t, tc.doc)
+		t.Run(tc.Name, func(t *testing.T) {
+			obj := decode(t, string(tc.Doc))
 			err := e.Client.Create(ctx, obj)
 			if err == nil {
 				_ = e.Client.Delete(ctx, obj)
-				t.Fatalf("accepted; want a rejection naming %q", tc.want[0])
+				t.Fatalf("accepted; want a rejection naming %q", tc.Want[0])
 			}
-			for _, w := range tc.want {
+			for _, w := range tc.Want {
 				if !strings.Contains(err.Error(), w) {
 					t.Errorf("message %q does not contain %q", err.Error(), w)
 				}

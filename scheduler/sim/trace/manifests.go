@@ -3,6 +3,7 @@ package trace
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,6 +17,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	tesserav1 "github.com/tessera-gpu/tessera/api/v1alpha1"
+	"github.com/tessera-gpu/tessera/deploy/crds"
+	"github.com/tessera-gpu/tessera/internal/yamlerr"
 )
 
 // Manifests are the objects of a user's cluster description in YAML mode.
@@ -106,7 +109,7 @@ func (m *Manifests) decodeOne(raw []byte, file, loc string, seen map[string]stri
 	if h.Kind == "List" && h.APIVersion == "v1" {
 		var l list
 		if err := yaml.UnmarshalStrict(raw, &l); err != nil {
-			return fmt.Errorf("%s:%s (List): %w", file, loc, err)
+			return fmt.Errorf("%s:%s (List): %w", file, loc, yamlerr.Clean(err))
 		}
 		for i, item := range l.Items {
 			if err := m.decodeOne(item, file, fmt.Sprintf("%s item %d", loc, i+1), seen); err != nil {
@@ -140,6 +143,14 @@ func (m *Manifests) decodeOne(raw []byte, file, loc string, seen map[string]stri
 	}
 	if h.Metadata.Name == "" {
 		return errf("missing metadata.name")
+	}
+	if crds.Known(h.APIVersion, h.Kind) {
+		// Default and validate as the API server would, with the CRD's own schema and
+		// CEL rules; the typed decoding below then sees the defaulted object.
+		var err error
+		if raw, err = defaultAndValidate(raw, h.APIVersion, h.Kind); err != nil {
+			return errf("%v", err)
+		}
 	}
 	var obj metav1.Object
 	var err error
@@ -184,6 +195,19 @@ func (m *Manifests) decodeOne(raw []byte, file, loc string, seen map[string]stri
 	return nil
 }
 
+// defaultAndValidate applies a custom resource's CRD defaults and validation, and
+// returns the defaulted object as JSON.
+func defaultAndValidate(raw []byte, apiVersion, kind string) ([]byte, error) {
+	var obj map[string]any
+	if err := yaml.Unmarshal(raw, &obj); err != nil {
+		return nil, err
+	}
+	if errs := crds.DefaultAndValidate(context.Background(), apiVersion, kind, obj); len(errs) > 0 {
+		return nil, errs.ToAggregate()
+	}
+	return json.Marshal(obj)
+}
+
 // namespaced are the kinds that live in a namespace ("default" when none is given).
 var namespaced = map[string]bool{"Pod": true, "Job": true, "PodGroup": true}
 
@@ -194,7 +218,7 @@ func decodeInto[T any, P interface {
 }](raw []byte, list *[]T) (P, error) {
 	var o T
 	if err := yaml.UnmarshalStrict(raw, &o); err != nil {
-		return nil, err
+		return nil, yamlerr.Clean(err)
 	}
 	*list = append(*list, o)
 	return P(&(*list)[len(*list)-1]), nil

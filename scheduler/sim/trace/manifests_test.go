@@ -144,9 +144,10 @@ func TestDecodeManifests(t *testing.T) {
 
 func TestDecodeManifestsErrors(t *testing.T) {
 	node := "apiVersion: v1\nkind: Node\nmetadata:\n  name: n0\n"
+	pg := "apiVersion: tessera.dev/v1alpha1\nkind: PodGroup\nmetadata:\n  name: g\nspec:\n"
 	cases := []struct{ name, in, want string }{
 		{"unknown field", node + "---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: p\nspec:\n  containerz: []\n",
-			`c.yaml:doc 2 (Pod/p): error unmarshaling JSON: while decoding JSON: json: unknown field "containerz"`},
+			`c.yaml:doc 2 (Pod/p): unknown field "containerz"`},
 		{"unknown kind", "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: d\n", `c.yaml:doc 1 (Deployment/d): unknown kind "Deployment"`},
 		{"missing kind", "apiVersion: v1\nmetadata:\n  name: x\n", "c.yaml:doc 1 (?/x): missing kind"},
 		{"wrong apiVersion", "apiVersion: tessera.dev/v1\nkind: Queue\nmetadata:\n  name: q\n", `c.yaml:doc 1 (Queue/q): apiVersion "tessera.dev/v1"; Queue needs apiVersion tessera.dev/v1alpha1`},
@@ -154,18 +155,32 @@ func TestDecodeManifestsErrors(t *testing.T) {
 		{"duplicate", node + "---\n" + node, "c.yaml:doc 2 (Node/n0): duplicate Node/n0 (first in doc 1)"},
 		{"duplicate key", "apiVersion: v1\nkind: Node\nmetadata:\n  name: n0\n  name: n1\n", `c.yaml:doc 1`},
 		{"bad quantity", "apiVersion: tessera.dev/v1alpha1\nkind: Queue\nmetadata:\n  name: q\nspec:\n  deserved:\n    tessera.dev/gpu: lots\n",
-			"c.yaml:doc 1 (Queue/q): error unmarshaling JSON"},
+			`c.yaml:doc 1 (Queue/q): spec.deserved.tessera.dev/gpu: Invalid value: "lots": spec.deserved.tessera.dev/gpu in body should match`},
 		{"unknown Queue field", "apiVersion: tessera.dev/v1alpha1\nkind: Queue\nmetadata:\n  name: q\nspec:\n  weigth: 2\n",
-			`c.yaml:doc 1 (Queue/q): error unmarshaling JSON: while decoding JSON: json: unknown field "weigth"`},
+			`c.yaml:doc 1 (Queue/q): unknown field "weigth"`},
 		{"counts non-empty docs", "---\n# nothing\n---\n" + node + "---\nkind: Queue\napiVersion: v1\nmetadata:\n  name: q\n",
 			`c.yaml:doc 2 (Queue/q): apiVersion "v1"`},
 		{"bad List item", "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: Node\n  metadata:\n    name: a\n- apiVersion: v1\n  kind: Node\n  metadata:\n    name: b\n  spec:\n    podCIDRz: x\n",
-			`c.yaml:doc 1 item 2 (Node/b): error unmarshaling JSON: while decoding JSON: json: unknown field "podCIDRz"`},
+			`c.yaml:doc 1 item 2 (Node/b): unknown field "podCIDRz"`},
 		{"duplicate across List and doc", node + "---\napiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: Node\n  metadata:\n    name: n0\n",
 			"c.yaml:doc 2 item 1 (Node/n0): duplicate Node/n0 (first in doc 1)"},
-		{"unknown List field", "apiVersion: v1\nkind: List\nitemz: []\n", `c.yaml:doc 1 (List): error unmarshaling JSON: while decoding JSON: json: unknown field "itemz"`},
+		{"unknown List field", "apiVersion: v1\nkind: List\nitemz: []\n", `c.yaml:doc 1 (List): unknown field "itemz"`},
 		{"not yaml", "a: [b\n", "c.yaml:doc 1"},
 		{"empty", "# nothing here\n", "c.yaml: no objects; use Node, Namespace, Pod"},
+		// Custom resources are defaulted and validated by their CRDs' schemas and CEL
+		// rules, with the API server's messages.
+		{"PodGroup minMember 0", pg + "  minMember: 0\n",
+			"c.yaml:doc 1 (PodGroup/g): spec.minMember: Invalid value: 0: spec.minMember in body should be greater than or equal to 1"},
+		{"PodGroup minMember -1", pg + "  minMember: -1\n",
+			"c.yaml:doc 1 (PodGroup/g): spec.minMember: Invalid value: -1: spec.minMember in body should be greater than or equal to 1"},
+		{"PodGroup topology without levels", pg + "  minMember: 2\n  topology: {}\n",
+			"c.yaml:doc 1 (PodGroup/g): spec.topology: Invalid value: spec.topology needs required or preferred"},
+		{"AdmissionPolicy unknown target", "apiVersion: tessera.dev/v1alpha1\nkind: AdmissionPolicy\nmetadata:\n  name: p\nspec:\n  targets: [Widget]\n  rego: package tessera.p\n",
+			`c.yaml:doc 1 (AdmissionPolicy/p): spec.targets[0]: Unsupported value: "Widget": supported values: "Pod", "Job", "PodGroup", "Queue"`},
+		{"AdmissionPolicy without targets", "apiVersion: tessera.dev/v1alpha1\nkind: AdmissionPolicy\nmetadata:\n  name: p\nspec:\n  rego: package tessera.p\n",
+			`c.yaml:doc 1 (AdmissionPolicy/p): spec.targets: Required value`},
+		{"Queue its own parent", "apiVersion: tessera.dev/v1alpha1\nkind: Queue\nmetadata:\n  name: q\nspec:\n  parent: q\n",
+			`c.yaml:doc 1 (Queue/q): <nil>: Invalid value: spec.parent must name another queue`},
 		{"job with the core apiVersion", "apiVersion: v1\nkind: Job\nmetadata:\n  name: j\n", `c.yaml:doc 1 (Job/j): apiVersion "v1"; Job needs apiVersion batch/v1`},
 	}
 	for _, c := range cases {
