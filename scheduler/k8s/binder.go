@@ -45,25 +45,21 @@ type eviction struct {
 	reason string
 }
 
-// repairGangs finds gangs bound below minMember that this session could not complete
-// (binds that failed, a scheduler restarted mid-gang, pods deleted): such a gang gets
-// one period to complete, then its bound pods are evicted so that it restarts whole
-// rather than holding GPUs it cannot use.
-func (b *Binder) repairGangs(snap *framework.Snapshot, res *scheduler.Result, now time.Time) []eviction {
-	pipelined := pipelinedJobs(res)
+// repairGangs finds gangs bound below minMember (binds that failed, a scheduler
+// restarted mid-gang, members deleted). Such a gang gets one period for its missing
+// members to bind — this session placed them again if it could — and is then evicted:
+// its bound pods go, so that it restarts whole rather than holding GPUs it cannot use.
+// It returns the evictions and the jobs whose bindings must not be written.
+func (b *Binder) repairGangs(snap *framework.Snapshot, now time.Time) ([]eviction, map[*framework.Job]bool) {
 	seen := map[string]bool{}
 	var out []eviction
+	evicted := map[*framework.Job]bool{}
 	for _, j := range snap.Jobs {
 		if j.Queue == nil || j.MinMember <= 1 {
 			continue
 		}
-		bound := j.Count(framework.TaskRunning, framework.TaskReleasing)
-		done := j.Count(framework.TaskSucceeded)
-		placed := j.Count(framework.TaskAllocated)
-		if pipelined[j] {
-			placed = 0 // its binds wait for evictions; they do not complete it now
-		}
-		if bound == 0 || bound+done+placed >= j.MinMember {
+		bound := j.Count(framework.TaskRunning, framework.TaskReleasing, framework.TaskSucceeded)
+		if bound == 0 || bound >= j.MinMember {
 			continue
 		}
 		seen[j.UID] = true
@@ -75,7 +71,8 @@ func (b *Binder) repairGangs(snap *framework.Snapshot, res *scheduler.Result, no
 		if now.Sub(first) < b.opts.Period {
 			continue
 		}
-		why := fmt.Sprintf("gang %s has %d of %d pods bound and the rest cannot be placed; its bound pods are evicted so that it restarts whole", j.Key(), bound+done, j.MinMember)
+		why := fmt.Sprintf("gang %s had %d of %d pods bound for %s and could not complete; its bound pods are evicted so that it restarts whole",
+			j.Key(), bound, j.MinMember, now.Sub(first).Round(time.Millisecond))
 		if j.Pending != nil {
 			why += " (" + j.Pending.Message + ")"
 		}
@@ -84,6 +81,7 @@ func (b *Binder) repairGangs(snap *framework.Snapshot, res *scheduler.Result, no
 				out = append(out, eviction{task: t, reason: why})
 			}
 		}
+		evicted[j] = true
 		delete(b.partial, j.UID)
 	}
 	for uid := range b.partial {
@@ -91,7 +89,7 @@ func (b *Binder) repairGangs(snap *framework.Snapshot, res *scheduler.Result, no
 			delete(b.partial, uid)
 		}
 	}
-	return out
+	return out, evicted
 }
 
 // pipelinedJobs are the jobs with a binding that waits for evictions of the session.
@@ -107,8 +105,11 @@ func pipelinedJobs(res *scheduler.Result) map[*framework.Job]bool {
 
 // bind binds the session's placements, concurrently. A job with a binding that waits
 // for evictions binds nothing yet: the next session places it once the victims are gone.
-func (b *Binder) bind(ctx context.Context, state *cache.State, bindings []scheduler.Binding) (bound, failed int) {
+func (b *Binder) bind(ctx context.Context, state *cache.State, bindings []scheduler.Binding, skip map[*framework.Job]bool) (bound, failed int) {
 	pipelined := pipelinedJobs(&scheduler.Result{Bindings: bindings})
+	for j := range skip {
+		pipelined[j] = true
+	}
 	var ok, bad atomic.Int64
 	b.parallel(len(bindings), func(i int) {
 		bd := bindings[i]

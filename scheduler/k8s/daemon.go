@@ -119,12 +119,12 @@ func (d *Daemon) RunOnce(ctx context.Context) (Summary, error) {
 	}
 	res := d.scheduler.RunSession(snap)
 	var sum Summary
-	evictions := d.binder.repairGangs(snap, res, start)
+	evictions, broken := d.binder.repairGangs(snap, start)
 	for _, e := range res.Evictions {
 		evictions = append(evictions, eviction{task: e.Task, reason: e.Reason})
 	}
 	sum.Evicted = d.binder.evict(ctx, state, evictions)
-	sum.Bound, sum.BindFailed = d.binder.bind(ctx, state, res.Bindings)
+	sum.Bound, sum.BindFailed = d.binder.bind(ctx, state, res.Bindings, broken)
 	for _, j := range snap.Jobs {
 		sum.Pending += j.Count(framework.TaskPending)
 	}

@@ -11,6 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
@@ -32,6 +33,15 @@ func TestGangAllOrNothing(t *testing.T) {
 	h := newHarness(t)
 	h.node("a", 8, nil)
 	h.node("b", 8, nil)
+	h.node("c", 8, nil)
+	// Another scheduler's pod holds 4 GPUs of node c.
+	other := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "other", Namespace: h.ns},
+		Spec: corev1.PodSpec{NodeName: h.ns + "-c", Containers: []corev1.Container{{Name: "main", Image: "x",
+			Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{tesserav1.ResourceGPU: resource.MustParse("4")},
+				Limits: corev1.ResourceList{tesserav1.ResourceGPU: resource.MustParse("4")}}}}}}
+	if err := h.c.Create(h.ctx, other); err != nil {
+		t.Fatal(err)
+	}
 	h.podGroup("train", 3, "")
 	for i := range 3 {
 		h.pod(podSpec{name: fmt.Sprintf("train-%d", i), gpus: 8, labels: gangLabel("train")})
@@ -48,14 +58,17 @@ func TestGangAllOrNothing(t *testing.T) {
 		}
 		return ""
 	})
-	if n := h.bound(); n != 0 {
-		t.Fatalf("%d pods of an incomplete gang bound", n)
+	if n := h.bound(); n != 1 {
+		t.Fatalf("%d pods of an incomplete gang bound", n-1)
 	}
 	e := h.explain("podgroup", h.ns+"/train")
 	if e.State != "Pending" || e.Reason != "GangIncomplete" || !strings.Contains(e.Message, "only 2 fit together") || e.Hint == "" {
 		t.Fatalf("explain pending gang: %+v", e)
 	}
-	h.node("c", 8, nil)
+	zero := int64(0)
+	if err := h.c.Delete(h.ctx, other, &client.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
+		t.Fatal(err)
+	}
 	h.eventually("gang bound whole", 10*time.Second, func() string {
 		if n := h.bound(); n != 3 {
 			return fmt.Sprintf("%d of 3 bound", n)
@@ -121,45 +134,61 @@ func TestGangWaitsForItsPods(t *testing.T) {
 	})
 }
 
-// TestGPUSlices: twenty 30 GiB slices on two 8 x 80 GiB nodes share GPUs two by two
-// (binpack), and no GPU holds more than its memory.
+// TestGPUSlices: twelve 30 GiB slices and two 4-GPU pods on two 8 x 80 GiB nodes all
+// fit: slices share cards, whole-GPU pods get GPUs of their own, and no GPU holds more
+// slices than its memory.
 func TestGPUSlices(t *testing.T) {
 	h := newHarness(t)
 	h.node("a", 8, nil)
 	h.node("b", 8, nil)
-	for i := range 20 {
+	for i := range 12 {
 		h.pod(podSpec{name: fmt.Sprintf("nb-%d", i), memoryMiB: 30000})
 	}
+	h.pod(podSpec{name: "ft-0", gpus: 4})
+	h.pod(podSpec{name: "ft-1", gpus: 4})
 	h.run(h.daemon(nil))
-	h.eventually("slices bound", 15*time.Second, func() string {
-		if n := h.bound(); n != 20 {
-			return fmt.Sprintf("%d of 20", n)
+	h.eventually("slices and whole GPUs bound", 15*time.Second, func() string {
+		if n := h.bound(); n != 14 {
+			return fmt.Sprintf("%d of 14", n)
 		}
 		return ""
 	})
-	perGPU := map[string]int64{}
+	sliceMiB, whole := map[string]int64{}, map[string]int{}
 	for _, p := range h.pods() {
 		a, err := tesserav1.ParseGPUAssignment(p.Annotations[tesserav1.AnnotationGPUAssign])
 		if err != nil {
 			t.Fatalf("%s: %v", p.Name, err)
 		}
 		c := a.Containers[0]
-		if len(c.UUIDs) != 1 || c.MemoryMiB != 30000 || c.Container != "main" {
+		if c.Container != "main" || a.Node != p.Spec.NodeName {
+			t.Fatalf("%s on %s: %+v", p.Name, p.Spec.NodeName, a)
+		}
+		if strings.HasPrefix(p.Name, "ft-") {
+			if len(c.UUIDs) != 4 || c.MemoryMiB != 0 {
+				t.Fatalf("%s: %+v", p.Name, c)
+			}
+			for _, u := range c.UUIDs {
+				whole[u]++
+			}
+			continue
+		}
+		if len(c.UUIDs) != 1 || c.MemoryMiB != 30000 {
 			t.Fatalf("%s: %+v", p.Name, c)
 		}
-		perGPU[p.Spec.NodeName+"/"+c.UUIDs[0]] += c.MemoryMiB
+		sliceMiB[c.UUIDs[0]] += c.MemoryMiB
 	}
-	shared := 0
-	for g, mib := range perGPU {
+	for g, mib := range sliceMiB {
 		if mib > 81920 {
 			t.Errorf("GPU %s holds %d MiB of slices, above its 81920", g, mib)
 		}
-		if mib == 60000 {
-			shared++
+		if whole[g] > 0 {
+			t.Errorf("GPU %s is both sliced and given whole", g)
 		}
 	}
-	if shared != 10 {
-		t.Errorf("%d GPUs hold two slices, want 10 (binpack): %v", shared, perGPU)
+	for g, n := range whole {
+		if n > 1 {
+			t.Errorf("GPU %s given whole to %d pods", g, n)
+		}
 	}
 }
 
@@ -213,7 +242,11 @@ func ptr[T any](v T) *T { return &v }
 
 // failingBinds makes the binds of the named pods fail while fail() is true.
 func failingBinds(fail func(pod string) bool) client.Client {
-	return interceptor.NewClient(env.Client.(client.WithWatch), interceptor.Funcs{
+	c, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Scheme})
+	if err != nil {
+		panic(err)
+	}
+	return interceptor.NewClient(c, interceptor.Funcs{
 		SubResourceCreate: func(ctx context.Context, c client.Client, sub string, obj client.Object, subObj client.Object, opts ...client.SubResourceCreateOption) error {
 			if sub == "binding" && fail(obj.GetName()) {
 				return errors.New("injected bind failure")
@@ -223,7 +256,7 @@ func failingBinds(fail func(pod string) bool) client.Client {
 	})
 }
 
-// TestBindFailureRetried: a gang member whose first binds fail is retried next
+// TestBindFailureRetried: a gang member whose first bind fails is retried next
 // session, and the gang ends whole.
 func TestBindFailureRetried(t *testing.T) {
 	h := newHarness(t)
@@ -233,7 +266,7 @@ func TestBindFailureRetried(t *testing.T) {
 		h.pod(podSpec{name: fmt.Sprintf("g-%d", i), gpus: 2, labels: gangLabel("g")})
 	}
 	var mu sync.Mutex
-	failures := 2
+	failures := 1
 	c := failingBinds(func(pod string) bool {
 		mu.Lock()
 		defer mu.Unlock()
@@ -281,7 +314,7 @@ func TestBindFailureEvictsPartialGang(t *testing.T) {
 func TestPreemptionThroughEviction(t *testing.T) {
 	h := newHarness(t)
 	h.node("a", 8, nil)
-	h.pod(podSpec{name: "low", gpus: 8, priority: 0})
+	h.pod(podSpec{name: "low", gpus: 8})
 	stop := h.run(h.daemon(nil))
 	h.eventually("low bound", 10*time.Second, func() string {
 		if h.bound() != 1 {
@@ -290,7 +323,7 @@ func TestPreemptionThroughEviction(t *testing.T) {
 		return ""
 	})
 	stop()
-	h.pod(podSpec{name: "high", gpus: 8, priority: 100})
+	h.pod(podSpec{name: "high", gpus: 8, priorityClass: h.highPriority()})
 	h.run(h.daemon(nil))
 	h.eventually("low evicted, high bound", 15*time.Second, func() string {
 		h.kubelet()

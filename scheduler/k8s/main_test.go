@@ -10,6 +10,7 @@ import (
 
 	"github.com/go-logr/logr/testr"
 	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -147,6 +148,11 @@ func (h *harness) node(name string, gpus int, labels map[string]string) {
 	if err := h.c.Status().Update(h.ctx, n); err != nil {
 		h.t.Fatal(err)
 	}
+	// The API server taints a new node not-ready until its kubelet reports; there is none.
+	n.Spec.Taints = nil
+	if err := h.c.Update(h.ctx, n); err != nil {
+		h.t.Fatal(err)
+	}
 }
 
 // podSpec is a pod of the test's namespace for the tessera scheduler.
@@ -156,8 +162,9 @@ type podSpec struct {
 	memoryMiB int64
 	labels    map[string]string
 	annots    map[string]string
-	priority  int32
-	owner     *metav1.OwnerReference
+	// priorityClass names a PriorityClass (the API server resolves spec.priority).
+	priorityClass string
+	owner         *metav1.OwnerReference
 }
 
 func (h *harness) pod(s podSpec) *corev1.Pod {
@@ -171,7 +178,7 @@ func (h *harness) pod(s podSpec) *corev1.Pod {
 	}
 	p := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: s.name, Namespace: h.ns, Labels: s.labels, Annotations: s.annots},
-		Spec: corev1.PodSpec{SchedulerName: tesserav1.SchedulerName, Priority: &s.priority,
+		Spec: corev1.PodSpec{SchedulerName: tesserav1.SchedulerName, PriorityClassName: s.priorityClass,
 			Containers: []corev1.Container{{Name: "main", Image: "x", Resources: corev1.ResourceRequirements{Requests: req, Limits: req}}}},
 	}
 	if s.owner != nil {
@@ -260,4 +267,14 @@ func (h *harness) explain(kind, name string) k8s.Explanation {
 		h.t.Fatal(err)
 	}
 	return e
+}
+
+// highPriority makes sure the PriorityClass test-high (value 100) exists and names it.
+func (h *harness) highPriority() string {
+	h.t.Helper()
+	pc := &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "test-high"}, Value: 100}
+	if err := h.c.Create(h.ctx, pc); err != nil && !apierrors.IsAlreadyExists(err) {
+		h.t.Fatal(err)
+	}
+	return pc.Name
 }

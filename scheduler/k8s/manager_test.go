@@ -95,7 +95,7 @@ func TestDeployRBACGrantsEnough(t *testing.T) {
 		}
 		return ""
 	})
-	h.pod(podSpec{name: "high", gpus: 6, priority: 100, labels: queue})
+	h.pod(podSpec{name: "high", gpus: 6, priorityClass: h.highPriority(), labels: queue})
 	h.eventually("eviction, Queue status and events as the ServiceAccount", 20*time.Second, func() string {
 		var low corev1.Pod
 		if err := h.c.Get(h.ctx, client.ObjectKey{Namespace: h.ns, Name: "low"}, &low); err != nil || low.DeletionTimestamp == nil {

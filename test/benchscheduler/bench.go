@@ -95,7 +95,11 @@ func (b *bench) nodes(ctx context.Context, n int) error {
 			return err
 		}
 		node.Status = corev1.NodeStatus{Capacity: res, Allocatable: res, Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}}
-		if _, err := b.cs.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{}); err != nil {
+		if node, err = b.cs.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{}); err != nil {
+			return err
+		}
+		node.Spec.Taints = nil // the API server taints new nodes not-ready; no kubelet will clear it
+		if _, err := b.cs.CoreV1().Nodes().Update(ctx, node, metav1.UpdateOptions{}); err != nil {
 			return err
 		}
 		names[i] = name
