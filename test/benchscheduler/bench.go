@@ -16,9 +16,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
 
 	tesserav1 "github.com/tessera-gpu/tessera/api/v1alpha1"
 	"github.com/tessera-gpu/tessera/scheduler"
@@ -161,46 +162,57 @@ func (b *bench) createPods(ctx context.Context, ns, schedulerName string, pods, 
 	})
 }
 
-// watchBinds starts r and waits until every pod of ns is bound.
+// watchBinds starts r and waits until every pod of ns is bound, counting binds from
+// an informer's watch (which re-establishes a watch the server closes).
 func (b *bench) watchBinds(ctx context.Context, ns string, pods int, r runner) (first, last time.Time, err error) {
-	list, err := b.cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
-	if err != nil {
+	var mu sync.Mutex
+	bound := map[string]bool{}
+	done := make(chan struct{})
+	seen := func(obj any) {
+		p, ok := obj.(*corev1.Pod)
+		if !ok || p.Spec.NodeName == "" {
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if bound[p.Name] {
+			return
+		}
+		now := time.Now()
+		if len(bound) == 0 {
+			first = now
+		}
+		bound[p.Name], last = true, now
+		switch {
+		case len(bound) == pods:
+			close(done)
+		case len(bound)%1000 == 0:
+			fmt.Fprintf(os.Stderr, "%s: %d/%d bound\n", ns, len(bound), pods)
+		}
+	}
+	factory := informers.NewSharedInformerFactoryWithOptions(b.cs, 0, informers.WithNamespace(ns))
+	inf := factory.Core().V1().Pods().Informer()
+	if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{AddFunc: seen, UpdateFunc: func(_, o any) { seen(o) }}); err != nil {
 		return first, last, err
 	}
-	w, err := b.cs.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{ResourceVersion: list.ResourceVersion})
-	if err != nil {
-		return first, last, err
-	}
-	defer w.Stop()
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	factory.Start(wctx.Done())
+	factory.WaitForCacheSync(wctx.Done())
 	stop, err := r.start(ctx, ns)
 	if err != nil {
 		return first, last, err
 	}
 	defer stop()
-	bound := map[string]bool{}
-	deadline := time.After(b.timeout)
-	for len(bound) < pods {
-		select {
-		case ev, ok := <-w.ResultChan():
-			if !ok {
-				return first, last, fmt.Errorf("watch closed after %d binds", len(bound))
-			}
-			p, isPod := ev.Object.(*corev1.Pod)
-			if !isPod || ev.Type == watch.Deleted || p.Spec.NodeName == "" || bound[p.Name] {
-				continue
-			}
-			now := time.Now()
-			if len(bound) == 0 {
-				first = now
-			}
-			bound[p.Name], last = true, now
-			if len(bound)%1000 == 0 {
-				fmt.Fprintf(os.Stderr, "%s: %d/%d bound\n", ns, len(bound), pods)
-			}
-		case <-deadline:
-			return first, last, fmt.Errorf("%d of %d pods bound after %s", len(bound), pods, b.timeout)
-		}
+	select {
+	case <-done:
+	case <-time.After(b.timeout):
+		mu.Lock()
+		defer mu.Unlock()
+		return first, last, fmt.Errorf("%d of %d pods bound after %s", len(bound), pods, b.timeout)
 	}
+	mu.Lock()
+	defer mu.Unlock()
 	return first, last, nil
 }
 
