@@ -42,11 +42,7 @@ func strip(obj any) (any, error) {
 		return obj, nil
 	}
 	o.SetManagedFields(nil)
-	if a := o.GetAnnotations(); a != nil {
-		if _, ok := a[corev1.LastAppliedConfigAnnotation]; ok {
-			delete(a, corev1.LastAppliedConfigAnnotation)
-		}
-	}
+	delete(o.GetAnnotations(), corev1.LastAppliedConfigAnnotation)
 	if p, ok := obj.(*corev1.Pod); ok {
 		p.Status.Conditions = nil
 		p.Status.ContainerStatuses, p.Status.InitContainerStatuses, p.Status.EphemeralContainerStatuses = nil, nil, nil

@@ -38,7 +38,6 @@ type harness struct {
 	c      client.Client // direct client, for the test's own reads and writes
 	ns     string
 	cache  crcache.Cache
-	stop   context.CancelFunc
 	nodes  []string
 	period time.Duration
 }
