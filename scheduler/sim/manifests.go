@@ -124,8 +124,8 @@ func RunManifests(m *trace.Manifests, policy string, cfg *scheduler.Config, seed
 		total += n.Allocatable.GPU
 		for _, t := range n.Tasks {
 			p := Placement{Pod: t.Key(), Node: n.Name, Existing: existing[t]}
-			for _, i := range t.GPUs.Indices() {
-				p.GPUs = append(p.GPUs, n.GPUs[i].UUID)
+			if a, ok := snapshot.Assignment(t, n, t.GPUs); ok { // what the daemon would write on the Binding
+				p.GPUs = a.Containers[0].UUIDs
 			}
 			res.Placements = append(res.Placements, p)
 		}
