@@ -254,7 +254,7 @@ func (h *Handler) admitPolicy(ctx context.Context, req *admissionv1.AdmissionReq
 			Status:  metav1.StatusFailure,
 			Code:    http.StatusUnprocessableEntity,
 			Reason:  metav1.StatusReasonInvalid,
-			Message: fmt.Sprintf("AdmissionPolicy %s does not compile or its tests fail: %s", req.Name, strings.Join(errs, "; ")),
+			Message: fmt.Sprintf("AdmissionPolicy %s is rejected: %s", req.Name, strings.Join(errs, "; ")),
 		}}
 	}
 	h.Metrics.count(op, KindAdmissionPolicy, ResultAllowed)

@@ -26,6 +26,8 @@ import (
 // scheduling them.
 type Local struct {
 	mutating, validating *Handler
+	// Warnings are about the policy set itself: AdmissionPolicies replacing built-ins.
+	Warnings []string
 }
 
 // DeniedError is a create the policies deny; Messages are their reasons.
@@ -41,16 +43,25 @@ func (e *DeniedError) Error() string {
 // NewLocal compiles the default policies plus policies (AdmissionPolicy objects, in
 // spec.order, then name order, as the webhook loads them) and decides on cluster's
 // data. A policy that does not compile or fails its tests is an error with the
-// compiler's file:row messages.
+// compiler's file:row messages; so is one named like a built-in policy without
+// spec.replaceBuiltin (Warnings name those replaced on purpose).
 func NewLocal(ctx context.Context, policies []tesserav1.AdmissionPolicy, cluster ClusterSource) (*Local, error) {
-	set, err := rego.Defaults()
+	defaults, err := rego.Defaults()
 	if err != nil {
 		return nil, err
 	}
+	set := defaults
+	var warnings []string
 	aps := slices.Clone(policies)
 	sortPolicies(aps)
 	for i := range aps {
-		set = set.With(ToPolicy(&aps[i]))
+		var warning string
+		if set, warning, err = withPolicy(set, defaults, &aps[i]); err != nil {
+			return nil, fmt.Errorf("AdmissionPolicy %s: %w", aps[i].Name, err)
+		}
+		if warning != "" {
+			warnings = append(warnings, warning)
+		}
 	}
 	engine := policy.NewEngine(0, policy.NewMetrics(nil))
 	if _, err := engine.Load(ctx, set); err != nil {
@@ -60,7 +71,7 @@ func NewLocal(ctx context.Context, policies []tesserav1.AdmissionPolicy, cluster
 		return &Handler{Mutating: mutating, ValidateOnMutate: map[string]bool{KindPod: true}, Evaluator: engine,
 			Cluster: cluster, Metrics: NewMetrics(nil), Log: logr.Discard()}
 	}
-	return &Local{mutating: h(true), validating: h(false)}, nil
+	return &Local{mutating: h(true), validating: h(false), Warnings: warnings}, nil
 }
 
 // Admit decides the create of obj (a *corev1.Pod, *batchv1.Job, *tesserav1.PodGroup or

@@ -109,3 +109,35 @@ func TestLocalUnsupportedKind(t *testing.T) {
 		t.Fatal("a ConfigMap was admitted")
 	}
 }
+
+// An AdmissionPolicy named like a built-in does not silently replace it: without
+// spec.replaceBuiltin it is rejected (and the built-in keeps denying oversized
+// slices); with it, the built-in is replaced and a warning says so.
+func TestBuiltinPoliciesReplacedOnlyOnPurpose(t *testing.T) {
+	ctx := context.Background()
+	lax := admissionPolicy("gpu", "package tessera.mygpu\n\nwarn contains \"checked\" if false\n")
+	if _, err := NewLocal(ctx, []tesserav1.AdmissionPolicy{lax}, testCluster(t)); err == nil ||
+		!strings.Contains(err.Error(), `AdmissionPolicy gpu: metadata.name: "gpu" is the name of a built-in policy; choose another name to add a policy, or set spec.replaceBuiltin: true`) {
+		t.Fatalf("policy named like a built-in: %v", err)
+	}
+	stray := admissionPolicy("mine", "package tessera.mine\n")
+	stray.Spec.ReplaceBuiltin = true
+	if _, err := NewLocal(ctx, []tesserav1.AdmissionPolicy{stray}, testCluster(t)); err == nil ||
+		!strings.Contains(err.Error(), `spec.replaceBuiltin: there is no built-in policy named "mine"; built-ins: queue, scheduler, priority, gang, gpu, queues`) {
+		t.Fatalf("replaceBuiltin without a built-in: %v", err)
+	}
+	huge := func() *corev1.Pod {
+		return makePod("big").res(tesserav1.ResourceGPUMemory, "100000", true).queue("train").obj()
+	}
+	if _, err := localFor(t).Admit(ctx, huge()); err == nil || !strings.Contains(err.Error(), "largest GPU in the cluster") {
+		t.Fatalf("built-in gpu policy: %v", err)
+	}
+	lax.Spec.ReplaceBuiltin = true
+	l := localFor(t, lax)
+	if len(l.Warnings) != 1 || l.Warnings[0] != "AdmissionPolicy gpu replaces the built-in policy gpu (spec.replaceBuiltin)" {
+		t.Errorf("warnings %q", l.Warnings)
+	}
+	if _, err := l.Admit(ctx, huge()); err != nil {
+		t.Errorf("with the built-in replaced on purpose: %v", err)
+	}
+}

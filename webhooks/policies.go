@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
+	"strings"
 	"sync"
 
 	"github.com/go-logr/logr"
@@ -47,6 +49,27 @@ func ToPolicy(ap *tesserav1.AdmissionPolicy) policy.Policy {
 		Targets:     targets,
 		Module:      policy.Module{File: PolicyFile(ap.Name), Source: ap.Spec.Rego},
 	}
+}
+
+// withPolicy adds an AdmissionPolicy to set. A policy named like one of defaults (a
+// built-in) replaces it only when spec.replaceBuiltin says so, and then with a
+// warning; otherwise, and for replaceBuiltin without a built-in of that name, the
+// reason is returned and set is unchanged.
+func withPolicy(set, defaults policy.Set, ap *tesserav1.AdmissionPolicy) (policy.Set, string, error) {
+	var builtins []string
+	for _, p := range defaults.Policies {
+		builtins = append(builtins, p.Name)
+	}
+	builtin := slices.Contains(builtins, ap.Name)
+	switch {
+	case builtin && !ap.Spec.ReplaceBuiltin:
+		return set, "", fmt.Errorf("metadata.name: %q is the name of a built-in policy; choose another name to add a policy, or set spec.replaceBuiltin: true to replace the built-in", ap.Name)
+	case !builtin && ap.Spec.ReplaceBuiltin:
+		return set, "", fmt.Errorf("spec.replaceBuiltin: there is no built-in policy named %q; built-ins: %s", ap.Name, strings.Join(builtins, ", "))
+	case builtin:
+		return set.With(ToPolicy(ap)), fmt.Sprintf("AdmissionPolicy %s replaces the built-in policy %s (spec.replaceBuiltin)", ap.Name, ap.Name), nil
+	}
+	return set.With(ToPolicy(ap)), "", nil
 }
 
 // sortPolicies puts AdmissionPolicies in the order they join the set: spec.order,
@@ -108,7 +131,11 @@ func (r *PolicyController) CheckPolicy(ctx context.Context, raw []byte) ([]strin
 		base = *r.served
 	}
 	r.mu.Unlock()
-	_, err := r.Engine.Check(ctx, base.With(ToPolicy(&ap)))
+	candidate, _, err := withPolicy(base, r.Defaults, &ap)
+	if err != nil {
+		return []string{err.Error()}, nil
+	}
+	_, err = r.Engine.Check(ctx, candidate)
 	return compileErrors(err)
 }
 
@@ -146,8 +173,15 @@ func (r *PolicyController) Reconcile(ctx context.Context, _ reconcile.Request) (
 			continue
 		}
 		p := ToPolicy(ap)
-		candidate := set.With(p)
-		_, err := r.Engine.Check(ctx, candidate)
+		candidate, warning, err := withPolicy(set, r.Defaults, ap)
+		if err != nil {
+			errs[ap.Name] = []string{err.Error()}
+			continue
+		}
+		if warning != "" {
+			r.Log.Info(warning)
+		}
+		_, err = r.Engine.Check(ctx, candidate)
 		msgs, hard := compileErrors(err)
 		if hard != nil {
 			r.mu.Unlock()

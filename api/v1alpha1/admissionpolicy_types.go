@@ -37,6 +37,12 @@ type AdmissionPolicySpec struct {
 	// +optional
 	Enforcement Enforcement `json:"enforcement,omitempty"`
 
+	// ReplaceBuiltin replaces the built-in policy of the same name (queue, scheduler,
+	// priority, gang, gpu, queues). A policy named like a built-in without it is
+	// rejected, so that no built-in check is dropped by accident.
+	// +optional
+	ReplaceBuiltin bool `json:"replaceBuiltin,omitempty"`
+
 	// Order sorts policies; lower runs first and later policies see earlier patches.
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=10000
@@ -60,7 +66,8 @@ type AdmissionPolicyStatus struct {
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 }
 
-// AdmissionPolicy adds or overrides a Rego admission policy.
+// AdmissionPolicy adds a Rego admission policy, or replaces a built-in one
+// (spec.replaceBuiltin).
 //
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status

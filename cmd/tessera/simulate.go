@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -292,5 +293,7 @@ func admitManifests(ctx context.Context, m *trace.Manifests) (*trace.Manifests, 
 	if err != nil {
 		return nil, sim.AdmissionResult{}, err
 	}
-	return sim.AdmitManifests(ctx, m, local)
+	admitted, res, err := sim.AdmitManifests(ctx, m, local)
+	res.Warnings = append(slices.Clone(local.Warnings), res.Warnings...)
+	return admitted, res, err
 }

@@ -196,3 +196,22 @@ func TestSimulateManifestsBadPolicy(t *testing.T) {
 		t.Fatalf("err %v; want the compiler's file:row message", err)
 	}
 }
+
+// An AdmissionPolicy named like a built-in is rejected unless it replaces it on
+// purpose; then the output warns.
+func TestSimulateManifestsBuiltinPolicyName(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "m.yaml")
+	doc := func(replace string) string {
+		return "apiVersion: v1\nkind: Node\nmetadata:\n  name: n\n---\napiVersion: tessera.dev/v1alpha1\nkind: AdmissionPolicy\n" +
+			"metadata:\n  name: gpu\nspec:\n  targets: [Pod]\n" + replace + "  rego: |\n    package tessera.mygpu\n    warn contains \"x\" if false\n"
+	}
+	writeFile(t, path, doc(""))
+	if _, err := execute("simulate", "--manifests", path); err == nil || !strings.Contains(err.Error(), `"gpu" is the name of a built-in policy`) {
+		t.Fatalf("got %v", err)
+	}
+	writeFile(t, path, doc("  replaceBuiltin: true\n"))
+	out, err := execute("simulate", "--manifests", path)
+	if err != nil || !strings.Contains(out, "admission warning: AdmissionPolicy gpu replaces the built-in policy gpu") {
+		t.Fatalf("got %v:\n%s", err, out)
+	}
+}
