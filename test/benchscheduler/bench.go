@@ -35,17 +35,18 @@ type bench struct {
 	cfg      *rest.Config
 	cs       *kubernetes.Clientset
 	timeout  time.Duration
+	out      string // the report's path; logs go next to it
 	nodeList []string
 }
 
-func newBench(env *testenv.Env, timeout time.Duration) (*bench, error) {
+func newBench(env *testenv.Env, timeout time.Duration, out string) (*bench, error) {
 	cfg := rest.CopyConfig(env.Config)
 	cfg.QPS, cfg.Burst = 5000, 5000
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, err
 	}
-	return &bench{env: env, cfg: cfg, cs: cs, timeout: timeout}, nil
+	return &bench{env: env, cfg: cfg, cs: cs, timeout: timeout, out: out}, nil
 }
 
 func splitList(s string) []string {
@@ -273,7 +274,7 @@ func (b *bench) tessera() runner {
 // kubeScheduler runs the kube-scheduler binary against the API server, with client
 // QPS and burst of 5000 (its default QPS of 50 would cap it).
 func (b *bench) kubeScheduler(bin string) runner {
-	return runner{schedulerName: corev1.DefaultSchedulerName, start: func(ctx context.Context, _ string) (func(), error) {
+	return runner{schedulerName: corev1.DefaultSchedulerName, start: func(ctx context.Context, ns string) (func(), error) {
 		dir, err := os.MkdirTemp("", "kube-scheduler")
 		if err != nil {
 			return nil, err
@@ -304,6 +305,8 @@ leaderElection: {leaderElect: false}
 			_ = cmd.Process.Kill()
 			_ = cmd.Wait()
 			_ = logFile.Close()
+			// Keep the log next to the report, for a run that looks wrong.
+			_ = os.Rename(logFile.Name(), filepath.Join(filepath.Dir(b.out), "kube-scheduler-"+ns+".log"))
 			_ = os.RemoveAll(dir)
 		}, nil
 	}}

@@ -51,12 +51,15 @@ func main() {
 }
 
 func run(nodes, pods int, cases, out, kubeScheduler string, heapNodes, heapPods int, timeout time.Duration) error {
+	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+		return err
+	}
 	env, err := testenv.New(testenv.Options{})
 	if err != nil {
 		return err
 	}
 	defer func() { _ = env.Stop() }()
-	b, err := newBench(env, timeout)
+	b, err := newBench(env, timeout, out)
 	if err != nil {
 		return err
 	}
@@ -104,9 +107,6 @@ func run(nodes, pods int, cases, out, kubeScheduler string, heapNodes, heapPods 
 		}
 		rep.HeapMiB, rep.HeapNodes, rep.HeapPods = mib, heapNodes, heapPods
 		fmt.Printf("heap after scheduling %d pods on %d nodes: %.0f MiB\n", heapPods, heapNodes, mib)
-	}
-	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
-		return err
 	}
 	data, err := json.MarshalIndent(rep, "", "  ")
 	if err != nil {
