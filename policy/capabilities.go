@@ -46,3 +46,40 @@ func allowedBuiltin(b *ast.Builtin) bool {
 	}
 	return true
 }
+
+// removedReason explains why a builtin that OPA has is not available here, or is ""
+// for a name OPA does not know or that is allowed.
+func removedReason(name string) string {
+	var b *ast.Builtin
+	for _, c := range ast.CapabilitiesForThisVersion().Builtins {
+		if c.Name == name {
+			b = c
+			break
+		}
+	}
+	if b == nil || allowedBuiltin(b) {
+		return ""
+	}
+	switch {
+	case strings.HasPrefix(name, "http.") || strings.HasPrefix(name, "net."):
+		return "network access is not allowed in admission policies"
+	case strings.HasPrefix(name, "time.now"):
+		return "the clock is not available in admission policies; a decision depends on its input alone"
+	case strings.HasPrefix(name, "rand.") || strings.HasPrefix(name, "uuid."):
+		return "randomness is not available in admission policies; a decision depends on its input alone"
+	}
+	return name + " is not available in admission policies; a decision depends on its input alone"
+}
+
+// explainUndefined rewords the compiler's "undefined function X" for builtins removed
+// on purpose.
+func explainUndefined(msg string) string {
+	name, ok := strings.CutPrefix(msg, "undefined function ")
+	if !ok {
+		return msg
+	}
+	if reason := removedReason(name); reason != "" {
+		return name + ": " + reason
+	}
+	return msg
+}

@@ -235,10 +235,11 @@ func astErrors(err error) []string {
 	}
 	out := make([]string, 0, len(list))
 	for _, e := range list {
+		msg := explainUndefined(e.Message)
 		if e.Location != nil {
-			out = append(out, fmt.Sprintf("%s:%d: %s", e.Location.File, e.Location.Row, e.Message))
+			out = append(out, fmt.Sprintf("%s:%d: %s", e.Location.File, e.Location.Row, msg))
 		} else {
-			out = append(out, e.Message)
+			out = append(out, msg)
 		}
 	}
 	return out

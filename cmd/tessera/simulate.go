@@ -83,7 +83,7 @@ pending pod is placed or told why not.
 				}
 				defer html.Close()
 			}
-			o.Progress = cmd.ErrOrStderr()
+			o.Progress, o.Warn = cmd.ErrOrStderr(), cmd.ErrOrStderr()
 			results, err := sim.Run(o)
 			if err != nil {
 				if html != nil {

@@ -82,3 +82,26 @@ func FileInput(nodesPath, podsPath string) (TraceInput, error) {
 func OpenbVariants() []string {
 	return slices.Sorted(slices.Values(append(traces.OpenbVariants(), slices.Collect(maps.Keys(constrainedVariants))...)))
 }
+
+// Unplaceable describes the pods that ask more GPUs than the largest node has, which
+// can never run; "" when there are none.
+func (in TraceInput) Unplaceable() string {
+	largest := 0
+	for _, n := range in.Nodes {
+		largest = max(largest, n.GPUs)
+	}
+	var count int
+	var first *trace.PodSpec
+	for i := range in.Pods {
+		if p := &in.Pods[i]; p.NumGPU > largest {
+			if count++; first == nil {
+				first = p
+			}
+		}
+	}
+	if count == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%s: %d pods ask more GPUs than the largest node has (%d), such as %s on line %d asking %d; they can never run",
+		in.Name, count, largest, first.Name, first.Line, first.NumGPU)
+}

@@ -94,7 +94,10 @@ func RunManifests(m *trace.Manifests, policy string, cfg *scheduler.Config, seed
 		res.Problems = append(res.Problems, e.Error())
 	}
 	if len(snap.Nodes) == 0 {
-		return res, fmt.Errorf("the manifests describe no usable node")
+		if len(res.Problems) == 0 {
+			return res, fmt.Errorf("the manifests describe no node")
+		}
+		return res, fmt.Errorf("the manifests describe no usable node: %s", strings.Join(res.Problems, "; "))
 	}
 	for i := range m.Pods {
 		if p := &m.Pods[i]; p.Spec.NodeName == "" && p.Spec.SchedulerName != tesserav1.SchedulerName {

@@ -135,3 +135,15 @@ allocated GPUs: 12.5%
 		t.Errorf("output:\n%s\nwant:\n%s", buf.String(), want)
 	}
 }
+
+// When no node is usable, the error says why (here: more GPUs than a node may have).
+func TestRunManifestsNoUsableNodeSaysWhy(t *testing.T) {
+	m, err := trace.DecodeManifests(strings.NewReader("apiVersion: v1\nkind: Node\nmetadata:\n  name: big\nstatus:\n  allocatable: {tessera.dev/gpu: \"128\"}\n"), "m.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = RunManifests(m, "tessera", nil, FirstSeed)
+	if err == nil || !strings.Contains(err.Error(), "no usable node: Node big: status.allocatable[tessera.dev/gpu]: 128 GPUs; at most 64 per node are supported") {
+		t.Fatalf("got %v", err)
+	}
+}

@@ -39,6 +39,8 @@ type Options struct {
 	Custom map[string]scheduler.Config
 	// Progress receives a progress bar; nil for none.
 	Progress io.Writer
+	// Warn receives warnings about the input ("warning: ..." lines); nil for none.
+	Warn io.Writer
 }
 
 // configFor is cfg when set, else the named policy's configuration, with the run's seed.
@@ -162,6 +164,9 @@ func (o Options) runner() (func(run, func()) (report.Result, error), func(int64)
 		}
 		if err != nil {
 			return nil, nil, "", err
+		}
+		if w := in.Unplaceable(); w != "" && o.Warn != nil {
+			fmt.Fprintf(o.Warn, "warning: %s\n", w)
 		}
 		if o.Mode == ModeReplay {
 			rin, err := PodTraceInput(in.Name, in.Nodes, in.Pods)
