@@ -147,3 +147,24 @@ func TestRunManifestsNoUsableNodeSaysWhy(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 }
+
+// TestRunManifestsModelPins: pods pinned to T4s by node selector or affinity count as
+// T4-only demand, so the pod that may use any GPU goes to the V100s and all three run.
+func TestRunManifestsModelPins(t *testing.T) {
+	m, err := trace.ReadManifests("testdata/manifests-models.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := RunManifests(m, "tessera", nil, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodes := map[string]string{}
+	for _, p := range r.Placements {
+		nodes[p.Pod] = p.Node
+	}
+	want := map[string]string{"team/any": "v100", "team/pinned-by-selector": "t4", "team/pinned-by-affinity": "t4"}
+	if !reflect.DeepEqual(nodes, want) || len(r.Pending) != 0 {
+		t.Errorf("placed %v, pending %v; want %v", nodes, r.Pending, want)
+	}
+}

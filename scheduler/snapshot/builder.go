@@ -624,23 +624,29 @@ func (s *build) finish() {
 			s.snap.MaxGPUMemoryMiB = max(s.snap.MaxGPUMemoryMiB, n.GPUs[i].MemoryMiB)
 		}
 	}
-	s.snap.Workload = workload(s.snap.Jobs)
+	s.snap.Workload = workload(s.snap.Jobs, newGPUModels(s.snap.Nodes))
 }
 
 // workload is the distribution of the snapshot's task shapes, the typical pods that
-// fragmentation-aware placers measure against.
-func workload(jobs []*framework.Job) framework.Workload {
+// fragmentation-aware placers measure against. A task's GPU models are its request's,
+// or else those its node selector and affinity pin by GPU model label.
+func workload(jobs []*framework.Job, gm *gpuModels) framework.Workload {
 	type shape struct {
 		cpu           int64
 		count         int
 		milli, memory int64
+		models        string
 	}
 	counts := map[shape]int{}
 	var order []shape
 	total := 0
 	for _, j := range jobs {
 		for _, t := range j.Tasks {
-			k := shape{t.Request.MilliCPU, t.GPU.Count, t.GPU.Milli, t.GPU.MemoryMiB}
+			models := t.GPU.Models
+			if len(models) == 0 {
+				models = gm.of(t)
+			}
+			k := shape{t.Request.MilliCPU, t.GPU.Count, t.GPU.Milli, t.GPU.MemoryMiB, strings.Join(models, "|")}
 			if counts[k] == 0 {
 				order = append(order, k)
 			}
@@ -650,8 +656,15 @@ func workload(jobs []*framework.Job) framework.Workload {
 	}
 	w := make(framework.Workload, 0, len(order))
 	for _, k := range order {
-		w = append(w, framework.PodShape{MilliCPU: k.cpu, GPU: framework.GPURequest{Count: k.count, Milli: k.milli, MemoryMiB: k.memory},
-			P: float64(counts[k]) / float64(total)})
+		w = append(w, framework.PodShape{MilliCPU: k.cpu, P: float64(counts[k]) / float64(total),
+			GPU: framework.GPURequest{Count: k.count, Milli: k.milli, MemoryMiB: k.memory, Models: modelList(k.models)}})
 	}
 	return w
+}
+
+func modelList(joined string) []string {
+	if joined == "" {
+		return nil
+	}
+	return strings.Split(joined, "|")
 }
