@@ -34,9 +34,10 @@ type GPUFit struct {
 	cpuPerGPU float64
 	memPerGPU float64
 	// demand is the workload's model-constrained GPU demand; pressure its share of each
-	// model's free GPUs this session.
+	// model's free GPUs this session, by model id of free.
 	demand   []modelDemand
-	pressure map[string]float64
+	free     modelFree
+	pressure []float64
 }
 
 var (
@@ -73,7 +74,13 @@ func (*GPUFit) Name() string { return Name }
 // OnSessionOpen implements framework.SnapshotObserver.
 func (g *GPUFit) OnSessionOpen(s *framework.Snapshot) {
 	g.cache.NewSession()
-	defer func() { g.pressure = modelPressure(s.Nodes, g.demand) }()
+	defer func() {
+		g.pressure = g.pressure[:0]
+		if len(g.demand) > 0 {
+			g.free.update(s.Nodes)
+			g.pressure = modelPressure(&g.free, g.demand, g.pressure)
+		}
+	}()
 	if g.workload.Same(s.Workload) {
 		return
 	}
@@ -113,7 +120,7 @@ func (g *GPUFit) PlaceGPUs(t *framework.Task, n *framework.Node) (framework.GPUS
 		}
 		return v
 	})
-	if v.OK && g.pressure != nil {
+	if v.OK && len(g.pressure) > 0 {
 		v.Score -= g.stranded(t, n, v.GPUs) / g.BandMilli
 	}
 	return v.GPUs, v.Score, v.OK
@@ -122,15 +129,18 @@ func (g *GPUFit) PlaceGPUs(t *framework.Task, n *framework.Node) (framework.GPUS
 // stranded is the model-constrained demand that placing t on n's GPUs takes capacity
 // from, in milli: not banded, as it is the same for every node of one GPU model.
 func (g *GPUFit) stranded(t *framework.Task, n *framework.Node, gpus framework.GPUSet) float64 {
-	p := g.pressure[n.GPUModel]
-	if p == 0 {
+	if n.Index >= len(g.free.model) {
+		return 0
+	}
+	id := g.free.model[n.Index]
+	if id < 0 || g.pressure[id] == 0 {
 		return 0
 	}
 	var milli int64
 	for _, i := range gpus.Indices() {
 		milli += t.GPU.MilliOn(&n.GPUs[i])
 	}
-	return p * float64(milli)
+	return g.pressure[id] * float64(milli)
 }
 
 // measure is the FGD fragmentation plus the free GPU share that the node's remaining CPU

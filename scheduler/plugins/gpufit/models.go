@@ -37,42 +37,74 @@ func constrainedDemand(w framework.Workload, refMemoryMiB int64) []modelDemand {
 	return out
 }
 
-// modelPressure is, per GPU model, the part of its free GPU share that the workload's
-// model-constrained demand is expected to need: as much demand as the cluster has free
-// GPU share arrives, each constrained part spread over its models by their free share.
-// A placement that takes x milli of model m from pods that could run elsewhere strands
-// about x x pressure[m] of the constrained demand, which then finds no GPU.
-func modelPressure(nodes []*framework.Node, demand []modelDemand) map[string]float64 {
-	if len(demand) == 0 {
-		return nil
-	}
-	free := map[string]float64{}
-	var total float64
-	for _, n := range nodes {
-		if n.Unschedulable || n.GPUModel == "" {
-			continue
+// modelFree is the free GPU share per GPU model, kept up to date from the nodes whose
+// allocation changed since the last session.
+type modelFree struct {
+	nodes   []*framework.Node
+	ids     map[string]int
+	byModel []float64 // per model id
+	// per node index: model id (-1 for none), version and free share last counted
+	model   []int
+	version []uint64
+	free    []float64
+}
+
+// update counts the session's nodes, from scratch when the node list is another.
+func (f *modelFree) update(nodes []*framework.Node) {
+	if len(nodes) != len(f.nodes) || len(nodes) > 0 && &nodes[0] != &f.nodes[0] {
+		*f = modelFree{nodes: nodes, ids: map[string]int{}}
+		for _, n := range nodes {
+			for len(f.model) <= n.Index {
+				f.model, f.version, f.free = append(f.model, -1), append(f.version, 0), append(f.free, 0)
+			}
+			if n.Unschedulable || n.GPUModel == "" {
+				continue
+			}
+			id, ok := f.ids[n.GPUModel]
+			if !ok {
+				id = len(f.ids)
+				f.ids[n.GPUModel] = id
+				f.byModel = append(f.byModel, 0)
+			}
+			f.model[n.Index], f.version[n.Index] = id, n.Version-1
 		}
-		f := float64(n.FreeGPUMilli())
-		free[n.GPUModel] += f
-		total += f
 	}
-	p := map[string]float64{}
+	for _, n := range nodes {
+		if id := f.model[n.Index]; id >= 0 && f.version[n.Index] != n.Version {
+			free := float64(n.FreeGPUMilli())
+			f.byModel[id] += free - f.free[n.Index]
+			f.free[n.Index], f.version[n.Index] = free, n.Version
+		}
+	}
+}
+
+// modelPressure is, per GPU model id of f, the part of its free GPU share that the
+// workload's model-constrained demand is expected to need: as much demand as the
+// cluster has free GPU share arrives, each constrained part spread over its models by
+// their free share. A placement that takes x milli of model m from pods that could run
+// elsewhere strands about x * pressure[m] of the constrained demand, which then finds
+// no GPU.
+func modelPressure(f *modelFree, demand []modelDemand, pressure []float64) []float64 {
+	pressure = append(pressure[:0], make([]float64, len(f.byModel))...)
+	var total float64
+	for _, free := range f.byModel {
+		total += free
+	}
 	for _, d := range demand {
 		var avail float64
 		for _, m := range d.models {
-			avail += free[m]
+			if id, ok := f.ids[m]; ok {
+				avail += f.byModel[id]
+			}
 		}
-		if avail == 0 {
+		if avail <= 0 {
 			continue
 		}
 		for _, m := range d.models {
-			if free[m] > 0 {
-				p[m] += total * d.share / avail
+			if id, ok := f.ids[m]; ok {
+				pressure[id] = min(pressure[id]+total*d.share/avail, 1)
 			}
 		}
 	}
-	for m := range p {
-		p[m] = min(p[m], 1)
-	}
-	return p
+	return pressure
 }
