@@ -31,11 +31,12 @@
 // # Fill-up protocol
 //
 // FillUp tunes a pod list to a multiple of the cluster's GPU capacity as the FGD
-// paper's simulator does (keep the list, append seeded draws with replacement until the
-// next would overshoot; or remove random pods when the list asks for too much) and
-// shuffles it; TypicalShapes gives the paper's "typical pods" (the shapes covering 95% of
-// the workload) that fragmentation is measured against. Randomness comes from
-// math/rand/v2's PCG (NewRand), so every result is a pure function of its seed.
+// paper's simulator does (shuffle the list, then append seeded draws with replacement
+// until the next would overshoot, or remove random pods when the list asks for too
+// much), drawing from math/rand's source in that simulator's order, so a seed gives its
+// arrivals; TypicalShapes gives the paper's "typical pods" (the shapes covering 95% of
+// the workload) that fragmentation is measured against. Other randomness comes from
+// math/rand/v2's PCG (NewRand); every result is a pure function of its seed.
 //
 // # The "operator" scenario
 //

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"math"
+	randv1 "math/rand"
 	"math/rand/v2"
 	"slices"
 	"strconv"
@@ -46,20 +47,25 @@ func CheckFillUp(pods []PodSpec, clusterGPUMilli int64, arrive float64) error {
 	return nil
 }
 
-// FillUp builds the FGD paper's fill-up workload the way its simulator tunes a pod
-// list to a target of arrive x clusterGPUMilli GPU milli (request = NumGPU x GPUMilli):
+// FillUp builds the FGD paper's fill-up workload the way its simulator does
+// (github.com/hkust-adsl/kubernetes-scheduler-simulator, Simulator.SortClusterPods and
+// TunePodsByNodeTotalResource), to a target of arrive x clusterGPUMilli GPU milli
+// (request = NumGPU x GPUMilli):
 //
-//   - when the list asks for less, every pod is kept and pods drawn uniformly with
-//     replacement from the list are appended until the next draw would exceed the
+//   - the list, ordered by name, is shuffled;
+//   - when it asks for less than the target, pods drawn uniformly with replacement from
+//     the list as given are appended, unshuffled, until the next draw would exceed the
 //     target (that draw is discarded; CPU-only draws add nothing and are kept);
 //   - when it asks for more, uniformly chosen pods are removed until it no longer does.
 //
-// The result is then shuffled with the same source. Randomness is NewRand(seed), so the
-// workload is a pure function of its inputs. Drawn copies are renamed "<name>-t<k>"
-// (k counts the draws) so names stay unique; Line still points at the source row;
-// GPUModels is shared with the source pod and must not be modified. FillUp returns
-// nil when no pod asks for a GPU or the target is not a positive finite number, and
-// stops at MaxFillUpPods pods (CheckFillUp tells beforehand).
+// So the list's own pods arrive first, each once, in random order, and the draws after.
+// Randomness is math/rand's source seeded with seed, drawn in the reference simulator's
+// order (one value is discarded first, as its seeding does), so a seed gives the same
+// arrivals as there. Drawn copies are renamed "<name>-t<k>" (k counts the draws) so
+// names stay unique; Line still points at the source row; GPUModels is shared with the
+// source pod and must not be modified. FillUp returns nil when no pod asks for a GPU
+// or the target is not a positive finite number, and stops at MaxFillUpPods pods
+// (CheckFillUp tells beforehand).
 func FillUp(pods []PodSpec, clusterGPUMilli int64, arrive float64, seed int64) []PodSpec {
 	target := arrive * float64(clusterGPUMilli)
 	var total int64
@@ -69,15 +75,21 @@ func FillUp(pods []PodSpec, clusterGPUMilli int64, arrive float64, seed int64) [
 	if !(target > 0) || math.IsInf(target, 0) || total == 0 {
 		return nil
 	}
-	rng := NewRand(seed)
+	rng := randv1.New(randv1.NewSource(seed))
+	rng.Int()
 	out := slices.Clone(pods)
+	slices.SortStableFunc(out, func(a, b PodSpec) int { return strings.Compare(a.Name, b.Name) })
+	rng.Shuffle(len(out), func(i, j int) { out[i], out[j] = out[j], out[i] })
 	for float64(total) > target {
-		i := rng.IntN(len(out))
+		i := rng.Intn(len(out))
 		total -= out[i].GPURequestMilli()
 		out = slices.Delete(out, i, i+1)
 	}
+	if float64(total) == target {
+		return out
+	}
 	for k := 0; len(out) < MaxFillUpPods; k++ {
-		p := pods[rng.IntN(len(pods))]
+		p := pods[rng.Intn(len(pods))]
 		if float64(total+p.GPURequestMilli()) > target {
 			break
 		}
@@ -85,7 +97,6 @@ func FillUp(pods []PodSpec, clusterGPUMilli int64, arrive float64, seed int64) [
 		total += p.GPURequestMilli()
 		out = append(out, p)
 	}
-	rng.Shuffle(len(out), func(i, j int) { out[i], out[j] = out[j], out[i] })
 	return out
 }
 

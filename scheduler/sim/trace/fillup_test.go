@@ -39,6 +39,11 @@ func TestFillUpOpenb(t *testing.T) {
 	if originals != len(pods) {
 		t.Errorf("%d of the %d trace pods kept; the list asks for less than 1.3 x the cluster, so all must be", originals, len(pods))
 	}
+	for i, p := range a[:len(pods)] {
+		if strings.Contains(p.Name, "-t") {
+			t.Fatalf("arrival %d is the draw %s; the list's own pods arrive first", i, p.Name)
+		}
+	}
 	// Drawing stops at the first pod that would overshoot the target, so the total is
 	// at most the target and less than one (largest) pod short of it.
 	target := 1.3 * cluster
