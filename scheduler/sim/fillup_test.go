@@ -141,3 +141,18 @@ func TestFillUpConstrained(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkFillUpTessera is one fill-up run of Tessera (target: at most 2 s).
+func BenchmarkFillUpTessera(b *testing.B) {
+	for _, list := range []string{"default", "gpuspec20"} {
+		b.Run(list, func(b *testing.B) {
+			f := openb(b, list)
+			f.Policy = "tessera"
+			for b.Loop() {
+				if _, err := RunFillUp(f); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
