@@ -40,6 +40,7 @@ type Scheduler struct {
 	reclaim      framework.ReclaimPolicy
 	observers    []framework.SnapshotObserver
 	rng          *rand.Rand
+	pcg          *rand.PCG // rng's source, copied by WhatIf
 	firstTie     bool
 	// reservations maps node name to the key of the job it is held for.
 	reservations map[string]string
@@ -66,7 +67,8 @@ func New(cfg Config) (*Scheduler, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	s := &Scheduler{cfg: cfg, rng: rand.New(rand.NewPCG(uint64(cfg.Seed), 0x7e55e7a)), reservations: map[string]string{},
+	pcg := rand.NewPCG(uint64(cfg.Seed), 0x7e55e7a)
+	s := &Scheduler{cfg: cfg, rng: rand.New(pcg), pcg: pcg, reservations: map[string]string{},
 		jobs: map[string]jobMemory{}, firstTie: cfg.TieBreak == TieBreakFirst}
 	for _, name := range cfg.actionNames() {
 		a, ok := actionRegistry[name]

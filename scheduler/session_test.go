@@ -10,18 +10,7 @@ import (
 	"github.com/tessera-gpu/tessera/scheduler/testutil"
 )
 
-func newTessera(t testing.TB) *scheduler.Scheduler {
-	t.Helper()
-	cfg, err := scheduler.Policy("tessera")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := scheduler.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
-}
+func newTessera(t testing.TB) *scheduler.Scheduler { return testutil.Scheduler(t, "tessera") }
 
 func nodes(n int, gpus int) []*framework.Node {
 	out := make([]*framework.Node, n)
