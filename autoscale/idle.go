@@ -1,0 +1,59 @@
+package autoscale
+
+import (
+	"cmp"
+	"slices"
+	"time"
+)
+
+// IdleGPUs finds pods whose GPUs are allocated but unused: every utilization sample
+// of the pod stayed at or below Threshold for longer than After. Such pods are
+// reported (tessera_gpu_allocated_idle_gpus and an event on the pod), never evicted:
+// the owner decides. It is not safe for concurrent use.
+type IdleGPUs struct {
+	Threshold float64
+	After     time.Duration
+	since     map[string]time.Time // pod -> first sample of the current idle stretch
+	gpus      map[string]int
+}
+
+// IdlePod is a pod whose allocated GPUs sat idle since Since.
+type IdlePod struct {
+	Pod   string
+	GPUs  int
+	Since time.Time
+}
+
+// Observe records a sample: utilization (percent, the highest over the pod's GPUs) of
+// pod, which holds gpus GPUs, at now.
+func (d *IdleGPUs) Observe(pod string, gpus int, utilization float64, now time.Time) {
+	if d.since == nil {
+		d.since, d.gpus = map[string]time.Time{}, map[string]int{}
+	}
+	d.gpus[pod] = gpus
+	if utilization > d.Threshold {
+		delete(d.since, pod)
+		return
+	}
+	if _, ok := d.since[pod]; !ok {
+		d.since[pod] = now
+	}
+}
+
+// Forget drops a pod that ended.
+func (d *IdleGPUs) Forget(pod string) {
+	delete(d.since, pod)
+	delete(d.gpus, pod)
+}
+
+// Idle lists the pods idle for longer than After at now, by name.
+func (d *IdleGPUs) Idle(now time.Time) []IdlePod {
+	var out []IdlePod
+	for pod, s := range d.since {
+		if now.Sub(s) > d.After {
+			out = append(out, IdlePod{Pod: pod, GPUs: d.gpus[pod], Since: s})
+		}
+	}
+	slices.SortFunc(out, func(a, b IdlePod) int { return cmp.Compare(a.Pod, b.Pod) })
+	return out
+}

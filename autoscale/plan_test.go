@@ -1,0 +1,199 @@
+package autoscale_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/tessera-gpu/tessera/autoscale"
+	"github.com/tessera-gpu/tessera/scheduler/framework"
+	"github.com/tessera-gpu/tessera/scheduler/testutil"
+)
+
+func policy() autoscale.Policy {
+	return autoscale.Policy{Name: "p", Selector: labels.Everything(), IdleAfter: 30 * time.Minute, Cooldown: 10 * time.Minute, MaxParallel: 1}
+}
+
+// world is a cluster of 8-GPU nodes with GPUNodes on a fake clock.
+type world struct {
+	t       *testing.T
+	planner *autoscale.Planner
+	c       *autoscale.Cluster
+}
+
+func newWorld(t *testing.T, nodes int, pol autoscale.Policy) *world {
+	var ns []*framework.Node
+	states := map[string]autoscale.NodeState{}
+	for i := range nodes {
+		n := testutil.MakeNode(string(rune('a'+i))).GPUs(8, "A100-80GB").Obj()
+		ns = append(ns, n)
+		states[n.Name] = autoscale.NodeState{GPUsReady: true}
+	}
+	return &world{t: t, planner: autoscale.NewPlanner(pol, testutil.Scheduler(t, "tessera")), c: &autoscale.Cluster{Snap: testutil.Snapshot(0, ns, nil), Nodes: states}}
+}
+
+// at plans at minute m and returns the decision per node.
+func (w *world) at(m int) map[string]autoscale.Decision {
+	w.c.Snap.Now = testutil.Epoch.Add(time.Duration(m) * time.Minute)
+	out := map[string]autoscale.Decision{}
+	for _, d := range w.planner.Plan(w.c).Nodes {
+		out[d.Node] = d
+	}
+	return out
+}
+
+func (w *world) node(name string) *framework.Node {
+	for _, n := range w.c.Snap.Nodes {
+		if n.Name == name {
+			return n
+		}
+	}
+	w.t.Fatalf("no node %s", name)
+	return nil
+}
+
+func (w *world) run(j *framework.Job, nodes ...string) *framework.Job {
+	var ns []*framework.Node
+	for _, n := range nodes {
+		ns = append(ns, w.node(n))
+	}
+	testutil.Run(j, testutil.Epoch, ns...)
+	w.c.Snap.Jobs = append(w.c.Snap.Jobs, j)
+	return j
+}
+
+func expect(t *testing.T, d autoscale.Decision, candidate bool, reason, msg string) {
+	t.Helper()
+	if d.Candidate != candidate || d.Reason != reason || !strings.Contains(d.Message, msg) {
+		t.Fatalf("%s: candidate %v reason %q message %q; want %v %q containing %q", d.Node, d.Candidate, d.Reason, d.Message, candidate, reason, msg)
+	}
+}
+
+func TestEmptyAfterIdleAfter(t *testing.T) {
+	w := newWorld(t, 3, policy())
+	job := w.run(testutil.MakeJob("train").GPU(8).Obj(), "a")
+	st := w.c.Nodes["c"]
+	st.GPUsReady = false
+	w.c.Nodes["c"] = st
+	got := w.at(0)
+	expect(t, got["a"], false, autoscale.ReasonNotIdle, "1 GPU pods hold 8.0 of 8 GPUs")
+	expect(t, got["b"], false, autoscale.ReasonNotIdle, "Empty for 0s of 30m0s")
+	expect(t, got["c"], false, autoscale.ReasonNotReady, "no GPUNode")
+	expect(t, w.at(29)["b"], false, autoscale.ReasonNotIdle, "Empty for 29m0s")
+	got = w.at(31)
+	expect(t, got["b"], true, "", "Empty for 31m0s")
+	expect(t, got["c"], false, autoscale.ReasonNotReady, "")
+
+	// GPU utilization samples move the idle start: b was active at minute 20.
+	st = w.c.Nodes["b"]
+	st.LastActive = testutil.Epoch.Add(20 * time.Minute)
+	w.c.Nodes["b"] = st
+	expect(t, w.at(40)["b"], false, autoscale.ReasonNotIdle, "Empty for 20m0s")
+	st.LastActive = time.Time{}
+	w.c.Nodes["b"] = st
+
+	// The job ends: a becomes idle from now on, not from the start.
+	finish(job)
+	expect(t, w.at(45)["a"], false, autoscale.ReasonNotIdle, "Empty for 0s")
+	got = w.at(80)
+	expect(t, got["b"], true, "", "")
+	expect(t, got["a"], false, autoscale.ReasonMaxParallel, "maxParallel 1")
+}
+
+func finish(j *framework.Job) {
+	for _, task := range j.Tasks {
+		if task.Node != nil {
+			task.Node.Remove(task)
+		}
+		task.Status = framework.TaskSucceeded
+	}
+}
+
+func TestClusterRules(t *testing.T) {
+	pol := policy()
+	pol.MaxParallel, pol.MinNodes = 10, 2
+	w := newWorld(t, 4, pol)
+	w.at(0)
+	got := w.at(31)
+	expect(t, got["a"], true, "", "")
+	expect(t, got["b"], true, "", "")
+	expect(t, got["c"], false, autoscale.ReasonMinNodes, "below minNodes 2")
+
+	// Nodes being scaled down count against maxParallel and the group's min size.
+	w.planner.Policy.MinNodes = 0
+	for _, n := range []string{"a", "b", "c", "d"} {
+		st := w.c.Nodes[n]
+		st.Group = "md"
+		w.c.Nodes[n] = st
+	}
+	st := w.c.Nodes["a"]
+	st.InProgress = true
+	w.c.Nodes["a"] = st
+	w.c.Groups = map[string]autoscale.Group{"md": {Replicas: 4, MinSize: 2}}
+	got = w.at(32)
+	expect(t, got["a"], false, autoscale.ReasonInProgress, "")
+	expect(t, got["b"], true, "", "")
+	expect(t, got["c"], false, autoscale.ReasonMinSize, "node group md at 2 replicas may not go below its min size 2")
+
+	w.c.LastScaleDown = testutil.Epoch.Add(30 * time.Minute)
+	expect(t, w.at(33)["b"], false, autoscale.ReasonCooldown, "cooldown after the last scale-down until 2026-01-01T00:40:00Z")
+	expect(t, w.at(41)["b"], true, "", "")
+
+	st = w.c.Nodes["b"]
+	st.Blocker = &autoscale.Blocker{Reason: autoscale.ReasonPDB, Message: "PodDisruptionBudget x/y allows 0 disruptions"}
+	w.c.Nodes["b"] = st
+	got = w.at(42)
+	expect(t, got["b"], false, autoscale.ReasonPDB, "allows 0")
+	expect(t, got["c"], true, "", "")
+}
+
+func TestUnderusedMovesPodsOnlyWhenTheyFit(t *testing.T) {
+	pol := policy()
+	pol.UnderusedShare = 0.5
+	w := newWorld(t, 3, pol)
+	w.run(testutil.MakeJob("small").GPU(2).Obj(), "a")
+	w.run(testutil.MakeJob("big").GPU(6).Obj(), "b")
+	full := w.run(testutil.MakeJob("full").GPU(8).Obj(), "c")
+	w.at(0)
+	got := w.at(31)
+	expect(t, got["a"], true, "", "Underused for 31m0s")
+	expect(t, got["b"], false, autoscale.ReasonNotIdle, "1 GPU pods hold 6.0 of 8 GPUs")
+	expect(t, got["c"], false, autoscale.ReasonNotIdle, "")
+
+	finish(full)
+	w.c.Snap.Jobs = w.c.Snap.Jobs[:2]
+	w.run(testutil.MakeJob("seven").GPU(7).Obj(), "c")
+	// a's 2-GPU pod fits neither b (2 free) nor c (1 free)... b has 2 free: it fits.
+	expect(t, w.at(62)["a"], true, "", "")
+	w.run(testutil.MakeJob("two").GPU(2).Obj(), "b")
+	expect(t, w.at(63)["a"], false, autoscale.ReasonNoPlace, "pod default/small-0 fits on no other node")
+}
+
+func TestPendingGangKeepsItsNodes(t *testing.T) {
+	w := newWorld(t, 4, policy())
+	w.planner.Policy.MaxParallel = 4
+	q := testutil.MakeQueue("train").DeservedGPUs(32).Obj()
+	w.c.Snap.Queues = []*framework.Queue{q}
+	blocker := w.run(testutil.MakeJob("blocker").GPU(1).Queue(q).Obj(), "a")
+	_ = blocker
+	gang := testutil.MakeJob("gang").Tasks(4).GPU(8).Queue(q).Obj()
+	gang.Inqueue = true
+	w.c.Snap.Jobs = append(w.c.Snap.Jobs, gang)
+	w.at(0)
+	got := w.at(31)
+	for _, n := range []string{"b", "c", "d"} {
+		expect(t, got[n], false, autoscale.ReasonNeededByGang, "pending job default/gang waits within queue train's deserved share")
+	}
+	// Without the gang and queue rules (the CA-like baseline), the nodes go, but the
+	// deserved share is kept by the queue rules alone.
+	w.planner.Queues = false
+	got = w.at(32)
+	expect(t, got["b"], true, "", "")
+	w.planner.Queues = true
+	gang.Tasks = nil
+	w.c.Snap.Jobs = w.c.Snap.Jobs[:1]
+	got = w.at(33)
+	expect(t, got["b"], false, autoscale.ReasonDeserved, "the queues deserve 32 GPUs together; only 24 would be left")
+}
