@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 
 	lua "github.com/yuin/gopher-lua"
 )
@@ -16,10 +15,18 @@ type Health struct {
 	Message string
 }
 
-// HealthCheck runs the Argo CD Lua health check of a kind (argocd/health/<kind>.lua,
-// lower case) on an object given as JSON, with the interpreter Argo CD embeds.
+// HealthScripts maps each of Tessera's kinds to its Argo CD health check in
+// argocd/health, as argocd/kustomization.yaml registers them.
+var HealthScripts = map[string]string{"Queue": "ready.lua", "AdmissionPolicy": "ready.lua", "ScaleDownPolicy": "ready.lua", "PodGroup": "podgroup.lua"}
+
+// HealthCheck runs the Argo CD Lua health check of a kind on an object given as JSON,
+// with the interpreter Argo CD embeds.
 func HealthCheck(dir, kind string, object []byte) (Health, error) {
-	src, err := os.ReadFile(filepath.Join(dir, strings.ToLower(kind)+".lua"))
+	script, ok := HealthScripts[kind]
+	if !ok {
+		return Health{}, fmt.Errorf("no health check for kind %s", kind)
+	}
+	src, err := os.ReadFile(filepath.Join(dir, script))
 	if err != nil {
 		return Health{}, err
 	}
@@ -39,11 +46,11 @@ func HealthCheck(dir, kind string, object []byte) (Health, error) {
 	}
 	L.SetGlobal("obj", toLua(L, obj))
 	if err := L.DoString(string(src)); err != nil {
-		return Health{}, fmt.Errorf("%s.lua: %w", strings.ToLower(kind), err)
+		return Health{}, fmt.Errorf("%s: %w", script, err)
 	}
 	hs, ok := L.Get(-1).(*lua.LTable)
 	if !ok {
-		return Health{}, fmt.Errorf("%s.lua returned %s, want a table", strings.ToLower(kind), L.Get(-1).Type())
+		return Health{}, fmt.Errorf("%s returned %s, want a table", script, L.Get(-1).Type())
 	}
 	return Health{Status: lua.LVAsString(hs.RawGetString("status")), Message: lua.LVAsString(hs.RawGetString("message"))}, nil
 }

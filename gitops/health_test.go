@@ -1,6 +1,7 @@
 package gitops_test
 
 import (
+	"os"
 	"strings"
 	"testing"
 
@@ -50,6 +51,20 @@ status: {observedGeneration: 1, conditions: [{type: Ready, status: "False", mess
 		}
 		if h.Status != tc.status || !strings.Contains(h.Message, tc.message) {
 			t.Errorf("%s %s: got %+v, want %s containing %q", tc.kind, tc.object, h, tc.status, tc.message)
+		}
+	}
+}
+
+// TestHealthChecksRegistered: argocd/kustomization.yaml registers, for each kind, the
+// script the tests run.
+func TestHealthChecksRegistered(t *testing.T) {
+	b, err := os.ReadFile("argocd/kustomization.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for kind, script := range gitops.HealthScripts {
+		if line := "resource.customizations.health.tessera.dev_" + kind + "=health/" + script; !strings.Contains(string(b), line) {
+			t.Errorf("argocd/kustomization.yaml lacks %s", line)
 		}
 	}
 }
