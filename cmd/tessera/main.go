@@ -64,7 +64,6 @@ func newRootCommand() *cobra.Command {
 		{"simulate", "Replay a cluster trace through the scheduler and compare policies"},
 		{"explain", "Explain why a job is pending"},
 		{"gitops", "Lint and render the GitOps repository of queues and policies"},
-		{"convert", "Convert Volcano / Kueue objects into Tessera's"},
 	} {
 		if !registered(root, c.use) {
 			root.AddCommand(notImplemented(c.use, c.short))

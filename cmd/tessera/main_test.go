@@ -22,7 +22,7 @@ func TestVersion(t *testing.T) {
 
 func TestUnbuiltSubcommandExitsTwo(t *testing.T) {
 	root := newRootCommand()
-	root.SetArgs([]string{"convert", "volcano", "queue.yaml"})
+	root.SetArgs([]string{"gitops", "lint", "gitops/clusters"})
 	err := root.Execute()
 	var ec *exitCodeError
 	if !errors.As(err, &ec) || ec.code != 2 || !strings.Contains(err.Error(), "not implemented yet") {
