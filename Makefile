@@ -52,11 +52,11 @@ verify:
 	  if [ "$$before" != "$$after" ]; then \
 	    echo "generated files are stale; run 'make generate' and commit:"; git status --porcelain -- $(GENERATED); exit 1; fi
 
-## demo: the built-in operator scenario (kube-default vs tessera) and the Alibaba openb
+## demo: the built-in operator scenario (kube-default vs volcano vs tessera) and the Alibaba openb
 ## trace (bestfit vs fgd vs tessera, 3 seeds), with HTML reports in out/
 demo: build
 	@mkdir -p out
-	./$(BIN) simulate --scenario operator --policy kube-default,tessera --seeds 3 --report out/demo-operator.html
+	./$(BIN) simulate --scenario operator --policy kube-default,volcano,tessera --seeds 3 --report out/demo-operator.html
 	./$(BIN) simulate --trace default --policy bestfit,fgd,tessera --seeds 3 --report out/demo-openb.html
 
 ## bench-scheduler: pods bound per second on a real API server (1,000 nodes x 8 GPUs,

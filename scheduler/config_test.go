@@ -135,7 +135,7 @@ func TestLoadConfigErrors(t *testing.T) {
 
 func TestPolicies(t *testing.T) {
 	names := scheduler.PolicyNames()
-	if names[0] != "tessera" || len(names) != 8 {
+	if names[0] != "tessera" || len(names) != 9 {
 		t.Fatalf("policies %v", names)
 	}
 	for _, name := range names {
@@ -153,7 +153,7 @@ func TestPolicies(t *testing.T) {
 			t.Fatalf("%s: job not placed: %v", name, j.Pending)
 		}
 	}
-	if _, err := scheduler.Policy("volcano"); err == nil || !strings.Contains(err.Error(), "known: tessera, kube-default") {
+	if _, err := scheduler.Policy("slurm"); err == nil || !strings.Contains(err.Error(), "known: tessera, volcano, kube-default") {
 		t.Fatalf("unknown policy: %v", err)
 	}
 }

@@ -23,6 +23,16 @@ var presets = map[string]Config{
 		ReservationAfter: Duration{30 * time.Minute},
 		TieBreak:         TieBreakFirst,
 	},
+	// volcano is Volcano's default scheduler configuration as GPU clusters run it:
+	// its actions and plugins, binpack placement, GPU-memory slices (the HAMi-style
+	// gpu-memory resource) and no reservation for waiting gangs.
+	"volcano": {
+		Actions: DefaultActions,
+		Tiers: []Tier{
+			{Plugins: []PluginOption{{Name: "priority"}, {Name: "gang"}}},
+			{Plugins: []PluginOption{{Name: "proportion"}, {Name: "predicates"}, {Name: "binpack"}}},
+		},
+	},
 	"kube-default": {
 		Actions:   "allocate",
 		Tiers:     []Tier{{Plugins: []PluginOption{{Name: "priority"}, {Name: "predicates"}, {Name: "leastallocated"}}}},
@@ -59,7 +69,7 @@ func Policy(name string) (Config, error) {
 
 // PolicyNames lists the policies, Tessera's first.
 func PolicyNames() []string {
-	names := []string{"tessera", "kube-default"}
+	names := []string{"tessera", "volcano", "kube-default"}
 	rest := append([]string(nil), baselines...)
 	sort.Strings(rest)
 	return append(names, rest...)

@@ -133,7 +133,7 @@ pending pod is placed or told why not.
 // Default policies per input.
 const (
 	defaultFillUpPolicies    = "bestfit,fgd,tessera"
-	defaultReplayPolicies    = "kube-default,tessera"
+	defaultReplayPolicies    = "kube-default,volcano,tessera"
 	defaultManifestsPolicies = "tessera"
 )
 
