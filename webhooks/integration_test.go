@@ -56,7 +56,7 @@ func TestMain(m *testing.M) {
 }
 
 // webhookEnv returns an API server that calls this package's webhooks over TLS, with
-// the webhook configurations shipped in deploy/webhook and the priority classes in deploy/.
+// the webhook configurations and priority classes of the kustomize base (rendered from the chart).
 func webhookEnv(t testing.TB) *testenv.Env {
 	t.Helper()
 	envOnce.Do(func() { env, envErr = startWebhookEnv() })
@@ -115,14 +115,14 @@ func startWebhookEnv() (*testenv.Env, error) {
 }
 
 // apiServerForWebhooks starts an API server with the webhook configurations shipped in
-// deploy/webhook, pointed at the local serving port of e.Webhook, and the priority
-// classes of deploy/; it returns how many classes it created.
+// the kustomize base, pointed at the local serving port of e.Webhook, and the base's
+// priority classes; it returns how many classes it created.
 func apiServerForWebhooks() (*testenv.Env, int, error) {
 	root, err := testenv.RepoRoot()
 	if err != nil {
 		return nil, 0, err
 	}
-	docs, err := readYAML(filepath.Join(root, "deploy", "webhook", "webhooks.yaml"))
+	docs, err := readYAML(filepath.Join(root, "deploy", "kustomize", "base", "webhook", "webhooks.yaml"))
 	if err != nil {
 		return nil, 0, err
 	}
@@ -147,7 +147,7 @@ func apiServerForWebhooks() (*testenv.Env, int, error) {
 	if err != nil {
 		return nil, 0, err
 	}
-	classes, err := readYAML(filepath.Join(root, "deploy", "priorityclasses.yaml"))
+	classes, err := readYAML(filepath.Join(root, "deploy", "kustomize", "base", "priorityclasses.yaml"))
 	for _, d := range classes {
 		if err != nil {
 			break

@@ -141,14 +141,14 @@ func startWebhookProcess(b *testing.B, e *testenv.Env) string {
 }
 
 // deployedEnv returns the literal environment variables (the Go runtime's GC
-// settings) of the webhook container in deploy/webhook/deployment.yaml, so the
+// settings) of the webhook container in the kustomize base, so the
 // process runs as shipped.
 func deployedEnv(b *testing.B) []string {
 	root, err := testenv.RepoRoot()
 	if err != nil {
 		b.Fatal(err)
 	}
-	docs, err := readYAML(filepath.Join(root, "deploy", "webhook", "deployment.yaml"))
+	docs, err := readYAML(filepath.Join(root, "deploy", "kustomize", "base", "webhook", "deployment.yaml"))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -170,7 +170,7 @@ func deployedEnv(b *testing.B) []string {
 		}
 	}
 	if len(env) == 0 {
-		b.Fatal("deploy/webhook/deployment.yaml sets no literal environment for the webhook")
+		b.Fatal("deploy/kustomize/base/webhook/deployment.yaml sets no literal environment for the webhook")
 	}
 	return env
 }

@@ -132,7 +132,7 @@ func TestShippedExamplePolicies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	files, err := filepath.Glob(filepath.Join(root, "deploy", "webhook", "examples", "*.yaml"))
+	files, err := filepath.Glob(filepath.Join(root, "deploy", "examples", "*.yaml"))
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no example policies: %v", err)
 	}

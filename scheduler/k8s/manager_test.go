@@ -58,10 +58,11 @@ func ensureNamespace(t *testing.T, ctx context.Context, name string) {
 	}
 }
 
-// TestDeployRBACGrantsEnough applies deploy/scheduler's RBAC and runs the scheduler as
+// TestDeployRBACGrantsEnough applies the scheduler's RBAC of the kustomize base (rendered
+// from the chart) and runs the scheduler as
 // its ServiceAccount through everything it writes: a lease, binds, an implicit gang's
 // PodGroup and its status, a Queue's status, an eviction and events. Removing any verb
-// from rbac.yaml fails this test.
+// from the chart's scheduler/rbac.yaml fails this test.
 func TestDeployRBACGrantsEnough(t *testing.T) {
 	h := newHarness(t)
 	ensureNamespace(t, h.ctx, leaseNamespace)
@@ -69,7 +70,7 @@ func TestDeployRBACGrantsEnough(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := env.Apply(h.ctx, filepath.Join(root, "deploy", "scheduler", "rbac.yaml")); err != nil {
+	if err := env.Apply(h.ctx, filepath.Join(root, "deploy", "kustomize", "base", "scheduler", "rbac.yaml")); err != nil {
 		t.Fatal(err)
 	}
 	h.node("a", 8, nil)

@@ -17,7 +17,8 @@ import (
 	"github.com/tessera-gpu/tessera/test/testenv"
 )
 
-// TestDeployManifestsGrantEnough applies deploy/node-agent to the real API server and runs
+// TestDeployManifestsGrantEnough applies the node agent of the kustomize base (rendered from
+// the chart) and its namespace to the real API server and runs
 // the agent as its ServiceAccount: publishing, pod listing and events must all be allowed
 // by the shipped ClusterRole.
 func TestDeployManifestsGrantEnough(t *testing.T) {
@@ -29,10 +30,12 @@ func TestDeployManifestsGrantEnough(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	files, err := filepath.Glob(filepath.Join(root, "deploy", "node-agent", "*.yaml"))
+	base := filepath.Join(root, "deploy", "kustomize", "base")
+	files, err := filepath.Glob(filepath.Join(base, "node-agent", "*.yaml"))
 	if err != nil || len(files) == 0 {
-		t.Fatalf("no manifests in deploy/node-agent: %v", err)
+		t.Fatalf("no manifests in deploy/kustomize/base/node-agent: %v", err)
 	}
+	files = append(files, filepath.Join(base, "namespace.yaml"))
 	objs, err := env.DecodeFiles(files...)
 	if err != nil {
 		t.Fatal(err)

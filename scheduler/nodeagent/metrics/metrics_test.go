@@ -56,10 +56,10 @@ tessera_node_agent_nvml_up 1
 	}
 }
 
-// TestAlertRulesUseExportedMetrics keeps deploy/node-agent/alerts in step with the
+// TestAlertRulesUseExportedMetrics keeps the chart's node-agent alerts in step with the
 // metric names.
 func TestAlertRulesUseExportedMetrics(t *testing.T) {
-	b, err := os.ReadFile(filepath.Join("..", "..", "..", "deploy", "node-agent", "alerts", "gpu-slices.rules.yaml"))
+	b, err := os.ReadFile(filepath.Join("..", "..", "..", "deploy", "helm", "tessera", "files", "prometheus", "gpu-slices.rules.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
