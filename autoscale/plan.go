@@ -24,6 +24,9 @@ type NodeState struct {
 	Group string
 	// InProgress is set while the node is being scaled down.
 	InProgress bool
+	// CountFrom is where the idle count starts for a node the planner sees for the
+	// first time (a one-shot plan reads it from the GPUNode); zero: now.
+	CountFrom time.Time
 	// Ignored are the UIDs of tasks a drain leaves alone (DaemonSet and mirror pods).
 	Ignored map[string]bool
 }
@@ -136,7 +139,7 @@ func (pl *Planner) Plan(c *Cluster) *Plan {
 		selected++
 		var best candidate
 		for _, m := range pl.Methods {
-			since := pl.track(m, n, now)
+			since := pl.track(m, n, now, st.CountFrom)
 			if ok && !st.LastActive.IsZero() && st.LastActive.After(since) && !since.IsZero() {
 				since = st.LastActive
 			}
@@ -187,7 +190,7 @@ func (pl *Planner) Plan(c *Cluster) *Plan {
 }
 
 // track updates since when m's condition has held on n and returns it (zero: not now).
-func (pl *Planner) track(m Method, n *framework.Node, now time.Time) time.Time {
+func (pl *Planner) track(m Method, n *framework.Node, now, from time.Time) time.Time {
 	byNode := pl.since[m.Name()]
 	if byNode == nil {
 		byNode = map[string]time.Time{}
@@ -200,6 +203,9 @@ func (pl *Planner) track(m Method, n *framework.Node, now time.Time) time.Time {
 	s, ok := byNode[n.Name]
 	if !ok {
 		s = now
+		if !from.IsZero() && from.Before(now) {
+			s = from
+		}
 		byNode[n.Name] = s
 	}
 	return s

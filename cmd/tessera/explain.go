@@ -1,12 +1,9 @@
 package main
 
 import (
-	"encoding/json"
-	"fmt"
 	"time"
 
 	"github.com/spf13/cobra"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/tessera-gpu/tessera/scheduler/k8s"
 )
@@ -25,22 +22,7 @@ and its pending jobs with their reasons. It runs one scheduling session over a s
 of the cluster and changes nothing.`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if output != "text" && output != "json" {
-				return fmt.Errorf("-o %q: use text or json", output)
-			}
-			scfg, err := schedulerConfig(config, policy)
-			if err != nil {
-				return err
-			}
-			cfg, err := restConfig(kubeconfig)
-			if err != nil {
-				return err
-			}
-			scheme, err := newScheme()
-			if err != nil {
-				return err
-			}
-			c, err := client.New(cfg, client.Options{Scheme: scheme})
+			c, scfg, err := liveClient(kubeconfig, config, policy, output)
 			if err != nil {
 				return err
 			}
@@ -49,17 +31,11 @@ of the cluster and changes nothing.`,
 				return err
 			}
 			if output == "json" {
-				enc := json.NewEncoder(cmd.OutOrStdout())
-				enc.SetIndent("", "  ")
-				return enc.Encode(e)
+				return writeJSON(cmd.OutOrStdout(), e)
 			}
 			return e.WriteText(cmd.OutOrStdout())
 		},
 	}
-	fs := cmd.Flags()
-	fs.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig file; empty: $KUBECONFIG or the in-cluster config")
-	fs.StringVar(&config, "config", "", "scheduler configuration the cluster's scheduler runs; empty: --policy")
-	fs.StringVar(&policy, "policy", "tessera", "built-in policy used when --config is empty")
-	fs.StringVarP(&output, "output", "o", "text", "text or json")
+	liveFlags(cmd, "kubeconfig file; empty: $KUBECONFIG or the in-cluster config", &kubeconfig, &config, &policy, &output)
 	return cmd
 }

@@ -1,15 +1,21 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tesserav1 "github.com/tessera-gpu/tessera/api/v1alpha1"
+	"github.com/tessera-gpu/tessera/scheduler"
 )
 
 // restConfig loads the kubeconfig file, or $KUBECONFIG / the in-cluster config when
@@ -38,4 +44,42 @@ func newScheme() (*runtime.Scheme, error) {
 		return nil, err
 	}
 	return scheme, nil
+}
+
+// liveClient checks -o and returns a client of the cluster in kubeconfig and the
+// scheduler configuration (--config, else the built-in --policy) for read-only commands.
+func liveClient(kubeconfig, config, policy, output string) (client.Client, scheduler.Config, error) {
+	if output != "text" && output != "json" {
+		return nil, scheduler.Config{}, fmt.Errorf("-o %q: use text or json", output)
+	}
+	scfg, err := schedulerConfig(config, policy)
+	if err != nil {
+		return nil, scfg, err
+	}
+	cfg, err := restConfig(kubeconfig)
+	if err != nil {
+		return nil, scfg, err
+	}
+	scheme, err := newScheme()
+	if err != nil {
+		return nil, scfg, err
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	return c, scfg, err
+}
+
+// liveFlags declares the flags of liveClient.
+func liveFlags(cmd *cobra.Command, kubeconfigHelp string, kubeconfig, config, policy, output *string) {
+	fs := cmd.Flags()
+	fs.StringVar(kubeconfig, "kubeconfig", "", kubeconfigHelp)
+	fs.StringVar(config, "config", "", "scheduler configuration the cluster's scheduler runs; empty: --policy")
+	fs.StringVar(policy, "policy", "tessera", "built-in policy used when --config is empty")
+	fs.StringVarP(output, "output", "o", "text", "text or json")
+}
+
+// writeJSON writes v as indented JSON.
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
 }

@@ -1,0 +1,125 @@
+package autoscale
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	tesserav1 "github.com/tessera-gpu/tessera/api/v1alpha1"
+	"github.com/tessera-gpu/tessera/scheduler"
+	"github.com/tessera-gpu/tessera/scheduler/cache"
+	"github.com/tessera-gpu/tessera/scheduler/snapshot"
+)
+
+// TaintCandidate marks a node being scaled down; the scheduler avoids it.
+const TaintCandidate = "tessera.dev/scale-down-candidate"
+
+// ReadCluster builds what a planning round for pol reads from the cluster: the
+// scheduler's snapshot (scheduler/cache) and, per node, whether its GPUs are reported,
+// their last activity, the first rule that keeps it and whether it is being scaled
+// down. A node first seen by a planner counts as idle from its GPUNode's
+// lastActiveTime (or the node's creation).
+func ReadCluster(ctx context.Context, r client.Reader, pol *tesserav1.ScaleDownPolicy, opts snapshot.Options, now time.Time) (*Cluster, error) {
+	snap, state, _, err := cache.New(r, opts).Snapshot(ctx, now)
+	if err != nil {
+		return nil, err
+	}
+	var pdbs policyv1.PodDisruptionBudgetList
+	if err := r.List(ctx, &pdbs); err != nil {
+		return nil, fmt.Errorf("list PodDisruptionBudgets: %w", err)
+	}
+	budgets := make([]*policyv1.PodDisruptionBudget, len(pdbs.Items))
+	for i := range pdbs.Items {
+		budgets[i] = &pdbs.Items[i]
+	}
+	byNode := map[string][]*corev1.Pod{}
+	for _, p := range state.Pods {
+		if p.Spec.NodeName != "" {
+			byNode[p.Spec.NodeName] = append(byNode[p.Spec.NodeName], p)
+		}
+	}
+	c := &Cluster{Snap: snap, Nodes: map[string]NodeState{}}
+	for _, rec := range pol.Status.RecentScaleDowns {
+		if rec.Time.After(c.LastScaleDown) {
+			c.LastScaleDown = rec.Time.Time
+		}
+	}
+	for name, node := range state.Nodes {
+		pods := byNode[name]
+		slices.SortFunc(pods, func(a, b *corev1.Pod) int { return strings.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name) })
+		st := NodeState{Blocker: NodeBlocker(node, pods, budgets), Ignored: map[string]bool{}, CountFrom: node.CreationTimestamp.Time}
+		if g := state.GPUNodes[name]; g != nil {
+			st.GPUsReady = true
+			if g.Status.LastActiveTime != nil {
+				st.LastActive = g.Status.LastActiveTime.Time
+				st.CountFrom = st.LastActive
+			}
+		}
+		for _, t := range node.Spec.Taints {
+			st.InProgress = st.InProgress || t.Key == TaintCandidate
+		}
+		for _, p := range pods {
+			if !Evicted(p) {
+				st.Ignored[string(p.UID)] = true
+			}
+		}
+		c.Nodes[name] = st
+	}
+	return c, nil
+}
+
+// PlanCluster plans once for every ScaleDownPolicy of the cluster, changing nothing.
+func PlanCluster(ctx context.Context, r client.Reader, cfg scheduler.Config, now time.Time) ([]*Plan, error) {
+	var pols tesserav1.ScaleDownPolicyList
+	if err := r.List(ctx, &pols); err != nil {
+		return nil, fmt.Errorf("list ScaleDownPolicies: %w", err)
+	}
+	var out []*Plan
+	for i := range pols.Items {
+		pol, err := PolicyFrom(&pols.Items[i])
+		if err != nil {
+			return nil, err
+		}
+		sched, err := scheduler.New(cfg)
+		if err != nil {
+			return nil, err
+		}
+		c, err := ReadCluster(ctx, r, &pols.Items[i], snapshot.Options{WholeGPUs: cfg.WholeGPUs}, now)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, NewPlanner(pol, sched).Plan(c))
+	}
+	return out, nil
+}
+
+// WriteText prints one line per GPU node: whether it is a candidate, and why or why not.
+func (p *Plan) WriteText(w io.Writer) error {
+	dry := ""
+	if p.DryRun {
+		dry = " (dryRun: reports only)"
+	}
+	fmt.Fprintf(w, "ScaleDownPolicy %s%s\n", p.Policy, dry)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NODE\tGPUS\tCANDIDATE\tREASON\tWHY")
+	for _, d := range p.Nodes {
+		gpus := fmt.Sprintf("%d", d.GPUs)
+		if d.GPUModel != "" {
+			gpus += " x " + d.GPUModel
+		}
+		cand, reason := "no", d.Reason
+		if d.Candidate {
+			cand, reason = "yes", d.Method
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", d.Node, gpus, cand, reason, d.Message)
+	}
+	return tw.Flush()
+}
