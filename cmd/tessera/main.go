@@ -63,7 +63,6 @@ func newRootCommand() *cobra.Command {
 		{"node-agent", "Discover GPUs through NVML, publish GPUNode, serve the device plugin"},
 		{"simulate", "Replay a cluster trace through the scheduler and compare policies"},
 		{"explain", "Explain why a job is pending"},
-		{"gitops", "Lint and render the GitOps repository of queues and policies"},
 	} {
 		if !registered(root, c.use) {
 			root.AddCommand(notImplemented(c.use, c.short))
