@@ -39,6 +39,9 @@ type ReplayJob struct {
 	GPU                 framework.GPURequest
 	MilliCPU, MemoryMiB int64
 	Arrival, Duration   int64
+	// DeclaredRuntime is the runtime the job's user declared, in seconds (0: none);
+	// the scheduler sees this as the job's expected runtime, never Duration.
+	DeclaredRuntime int64
 }
 
 // ReplayInput is a cluster and the jobs that arrive on it.
@@ -57,7 +60,7 @@ func ScenarioInput(s trace.Scenario) ReplayInput {
 	for _, j := range s.Jobs {
 		in.Jobs = append(in.Jobs, ReplayJob{Name: j.Name, Class: j.Class, Queue: j.Queue, Priority: j.Priority,
 			MinMember: j.MinMember, Tasks: j.Tasks, GPU: framework.GPURequest{Count: j.GPUsPerTask, MemoryMiB: j.GPUMemoryMiB},
-			MilliCPU: j.MilliCPU, MemoryMiB: j.MemoryMiB, Arrival: j.Arrival, Duration: j.Duration})
+			MilliCPU: j.MilliCPU, MemoryMiB: j.MemoryMiB, Arrival: j.Arrival, Duration: j.Duration, DeclaredRuntime: j.DeclaredRuntime})
 	}
 	return in
 }
@@ -230,7 +233,7 @@ func RunReplay(rp Replay) (report.Result, error) {
 		r.since = now
 		if !r.started {
 			r.started, r.startedAt = true, now
-			out.WaitSeconds = append(out.WaitSeconds, float64(now-r.spec.Arrival))
+			recordWait(out, r.spec, now)
 		}
 		heap.Push(&pending, completion{at: now + r.spec.Duration - r.done, r: r, epoch: r.epoch})
 	}
@@ -336,7 +339,7 @@ func RunReplay(rp Replay) (report.Result, error) {
 		if !r.started {
 			out.JobsStarved++
 			out.CensoredWaits++
-			out.WaitSeconds = append(out.WaitSeconds, float64(now-r.spec.Arrival))
+			recordWait(out, r.spec, now)
 		}
 	}
 	if lastT < horizon {
@@ -348,12 +351,20 @@ func RunReplay(rp Replay) (report.Result, error) {
 	return res, nil
 }
 
+// recordWait adds a job's wait, arrival to now, with its queue and class.
+func recordWait(out *report.Replay, spec *ReplayJob, now int64) {
+	out.WaitSeconds = append(out.WaitSeconds, float64(now-spec.Arrival))
+	out.WaitQueues = append(out.WaitQueues, spec.Queue)
+	out.WaitClasses = append(out.WaitClasses, spec.Class)
+}
+
 // epoch is the virtual clock's origin.
 var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
 func replayJob(spec *ReplayJob, q *framework.Queue, wholeGPUs bool) *framework.Job {
 	j := &framework.Job{Name: spec.Name, Namespace: "sim", UID: spec.Name, Queue: q, Priority: spec.Priority,
-		MinMember: max(spec.MinMember, 1), Created: epoch.Add(time.Duration(spec.Arrival) * time.Second)}
+		MinMember: max(spec.MinMember, 1), Created: epoch.Add(time.Duration(spec.Arrival) * time.Second),
+		ExpectedRuntime: time.Duration(spec.DeclaredRuntime) * time.Second}
 	gpu := spec.GPU
 	if wholeGPUs && gpu.Shared() {
 		gpu = framework.GPURequest{Count: 1, Models: gpu.Models}

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"maps"
 	"math"
 	"slices"
 )
@@ -60,6 +61,10 @@ type Replay struct {
 	// WaitSeconds has one entry per job: its queue wait, arrival to start; for a job
 	// that never started, arrival to the end of the run (a censored wait).
 	WaitSeconds []float64 `json:"wait_seconds"`
+	// WaitQueues and WaitClasses, parallel to WaitSeconds, name each job's queue and
+	// class ("" when the input has none).
+	WaitQueues  []string `json:"wait_queues,omitempty"`
+	WaitClasses []string `json:"wait_classes,omitempty"`
 	// CensoredWaits counts the jobs that never started, whose waits are lower bounds.
 	CensoredWaits int `json:"censored_waits"`
 	Preemptions   int `json:"preemptions"`
@@ -115,6 +120,47 @@ type ReplaySummary struct {
 	MaxJobsStarved        int     `json:"max_jobs_starved"`
 	MeanNodesRemoved      float64 `json:"mean_nodes_removed,omitempty"`
 	MeanGPUNodeHoursSaved float64 `json:"mean_gpu_node_hours_saved,omitempty"`
+	// Waits is the wait distribution per queue, then per job class, pooled over the
+	// runs, censored waits included: a mean over all jobs hides who waits.
+	Waits []GroupWaits `json:"waits,omitempty"`
+}
+
+// GroupWaits is the wait distribution of the jobs of one queue or one class.
+type GroupWaits struct {
+	// By is "queue" or "class"; Name the queue or class.
+	By          string  `json:"by"`
+	Name        string  `json:"name"`
+	Jobs        int     `json:"jobs"`
+	MeanSeconds float64 `json:"mean_seconds"`
+	P50Seconds  float64 `json:"p50_seconds"`
+	P95Seconds  float64 `json:"p95_seconds"`
+	MaxSeconds  float64 `json:"max_seconds"`
+}
+
+// groupWaits splits the runs' waits by queue and by class, in name order.
+func groupWaits(rs []Result) []GroupWaits {
+	var out []GroupWaits
+	for _, by := range []string{"queue", "class"} {
+		groups := map[string][]float64{}
+		for _, r := range rs {
+			names := r.Replay.WaitQueues
+			if by == "class" {
+				names = r.Replay.WaitClasses
+			}
+			for i, name := range names {
+				if name != "" && i < len(r.Replay.WaitSeconds) {
+					groups[name] = append(groups[name], r.Replay.WaitSeconds[i])
+				}
+			}
+		}
+		for _, name := range slices.Sorted(maps.Keys(groups)) {
+			w := groups[name]
+			mean, _ := MeanStddev(w)
+			out = append(out, GroupWaits{By: by, Name: name, Jobs: len(w), MeanSeconds: mean,
+				P50Seconds: Percentile(w, 50), P95Seconds: Percentile(w, 95), MaxSeconds: slices.Max(w)})
+		}
+	}
+	return out
 }
 
 // Summarize groups results by (policy, trace), in the order each pair first appears,
@@ -177,6 +223,7 @@ func summarizeGroup(policy, trace string, rs []Result) Summary {
 		rep.MeanUtilPct, rep.StddevUtilPct = MeanStddev(pick(func(r Result) float64 { return r.Replay.MeanUtilPct }))
 		rep.MeanWaitSeconds, _ = MeanStddev(waits)
 		rep.P95WaitSeconds = Percentile(waits, 95)
+		rep.Waits = groupWaits(rs)
 		s.Replay = rep
 	}
 	return s

@@ -53,6 +53,7 @@ func WriteTable(w io.Writer, results []Result, summaries []Summary) error {
 			if note := censoredNote(replay); note != "" {
 				ew.printf("%s\n", note)
 			}
+			writeGroupWaits(ew, replay)
 		}
 	}
 	return ew.err
@@ -226,3 +227,19 @@ func (e *errWriter) Write(p []byte) (int, error) {
 }
 
 func (e *errWriter) printf(format string, args ...any) { fmt.Fprintf(e, format, args...) }
+
+// writeGroupWaits writes the wait distribution per queue and per job class, one row
+// per policy and group, when the runs know queues or classes.
+func writeGroupWaits(w io.Writer, replay []Summary) {
+	rows := [][]string{{"policy", "waits of", "jobs", "mean", "p50", "p95", "max"}}
+	for _, s := range replay {
+		for _, g := range s.Replay.Waits {
+			rows = append(rows, []string{s.Policy, g.By + " " + g.Name, fmt.Sprint(g.Jobs), FormatSeconds(g.MeanSeconds),
+				FormatSeconds(g.P50Seconds), FormatSeconds(g.P95Seconds), FormatSeconds(g.MaxSeconds)})
+		}
+	}
+	if len(rows) > 1 {
+		io.WriteString(w, "waits by queue and job class, all runs pooled:\n")
+		writeAligned(w, rows)
+	}
+}
