@@ -6,6 +6,7 @@ import (
 	"os"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/tessera-gpu/tessera/internal/version"
 )
@@ -40,9 +41,11 @@ func newRootCommand() *cobra.Command {
 	root := &cobra.Command{
 		Use:           "tessera",
 		Short:         "GPU batch platform for Kubernetes: gang scheduling, GPU slices, queues, idle-node scale-down",
+		Version:       version.String(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	root.SetVersionTemplate("{{.Version}}\n") // the same line as `tessera version`
 	root.AddCommand(
 		&cobra.Command{
 			Use:   "version",
@@ -68,8 +71,32 @@ func newRootCommand() *cobra.Command {
 			root.AddCommand(notImplemented(c.use, c.short))
 		}
 	}
+	plainBoolFlags(root)
 	return root
 }
+
+// plainBoolFlags makes every boolean flag of cmd and its subcommands print as
+// "--name" in help, without pflag's "[=true|false]"; --name=false still works.
+func plainBoolFlags(cmd *cobra.Command) {
+	cmd.InitDefaultHelpFlag()
+	cmd.InitDefaultVersionFlag()
+	for _, fs := range []*pflag.FlagSet{cmd.Flags(), cmd.PersistentFlags()} {
+		fs.VisitAll(func(f *pflag.Flag) {
+			if f.Value.Type() == "bool" {
+				if _, plain := f.Value.(plainBool); !plain {
+					f.Value, f.NoOptDefVal = plainBool{f.Value}, "true"
+				}
+			}
+		})
+	}
+	for _, c := range cmd.Commands() {
+		plainBoolFlags(c)
+	}
+}
+
+// plainBool hides a boolean flag value's IsBoolFlag, which makes pflag print
+// "[=true|false]"; NoOptDefVal "true" keeps "--name" meaning true.
+type plainBool struct{ pflag.Value }
 
 func registered(root *cobra.Command, name string) bool {
 	for _, c := range root.Commands() {

@@ -45,3 +45,20 @@ func TestBinaryStarts(t *testing.T) {
 		t.Fatalf("tessera version: %v: %s", err, out)
 	}
 }
+
+// --version and `tessera version` print the same line; help shows boolean flags
+// without pflag's "[=true|false]".
+func TestVersionFlagAndPlainBoolHelp(t *testing.T) {
+	version, err := execute("version")
+	if err != nil {
+		t.Fatal(err)
+	}
+	flag, err := execute("--version")
+	if err != nil || flag != version {
+		t.Errorf("--version %q (%v), version %q", flag, err, version)
+	}
+	help, err := execute("simulate", "--help")
+	if err != nil || strings.Contains(help, "[=true|false]") || !strings.Contains(help, "--admission ") {
+		t.Errorf("help (%v):\n%s", err, help)
+	}
+}

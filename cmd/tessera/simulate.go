@@ -48,7 +48,16 @@ Inputs: a shipped openb trace (--trace default), your own node and pod lists in 
 openb CSV format (--nodes, --pods), a built-in scenario (--scenario operator), or your
 cluster in YAML (--manifests): its objects pass the admission policies, then every
 pending pod is placed or told why not.
---config runs a scheduler configuration file as one more policy, to preview a change.`,
+--config runs a scheduler configuration file as one more policy, to preview a change.
+
+Fill-up columns: "alloc% @N" is the share of cluster GPUs allocated when the arrived
+GPU request reached N% of the cluster's GPUs; "unalloc% @100" is 100 minus alloc% @100
+(lower is better); "frag% @90" is the fragmented GPUs (FGD's measure) at 90% arrived.
+A point the run did not reach shows as –.
+Replay columns: "wait" is arrival to start; a job that never started counts until the
+end of the run (a censored wait). "starved" counts the jobs of the worst run that never
+started or waited more than 12 hours. "util" is the GPU share doing useful work: held
+by jobs that can make progress (a whole gang), a memory slice as its share of the GPU.`,
 		Example: `  tessera simulate --trace default --policy bestfit,fgd,tessera --seeds 3 --report report.html
   tessera simulate --scenario operator --policy kube-default,tessera
   tessera simulate --nodes nodes.csv --pods pods.csv --config my-scheduler.yaml --format json

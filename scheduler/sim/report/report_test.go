@@ -275,11 +275,15 @@ func TestWriteTable(t *testing.T) {
 			t.Errorf("row for %s %q lacks %q", s.Policy, row, want)
 		}
 	}
-	if row := rowOf(lines[6:], "tessera "); !strings.Contains(row, "77.50 ± 0.71") {
+	r := slices.Index(lines, "operator — replay, 2 seeds")
+	if row := rowOf(lines[r:], "tessera "); !strings.Contains(row, "77.50 ± 0.71") {
 		t.Errorf("replay row %q", row)
 	}
+	if lines[5] != fillKey || lines[r+4] != replayKey {
+		t.Errorf("keys under the tables missing:\n%s", out)
+	}
 	// Columns line up: every row of a table has the same width.
-	for _, block := range [][]string{lines[1:5], lines[7:10]} {
+	for _, block := range [][]string{lines[1:5], lines[r+1 : r+4]} {
 		for _, l := range block {
 			if len([]rune(l)) != len([]rune(block[0])) {
 				t.Errorf("ragged table:\n%s", strings.Join(block, "\n"))

@@ -35,21 +35,23 @@ func WriteTable(w io.Writer, results []Result, summaries []Summary) error {
 					pmOpt(s.MeanFragPctAt90, s.StddevFragPctAt90, s.Runs), fmt.Sprintf("%.2f", s.MeanWallSeconds)})
 			}
 			writeAligned(ew, rows)
+			ew.printf("%s\n", fillKey)
 			if note := offlineNote(fill); note != "" {
 				ew.printf("%s\n", note)
 			}
 		}
 		if len(replay) > 0 {
 			ew.printf("%s — replay, %s\n", tr, runsNote(replay))
-			rows := [][]string{{"policy", "runs", "mean alloc%", "mean util%", "wait mean", "wait p95", "preemptions", "starved", "wall s"}}
+			rows := [][]string{{"policy", "runs", "mean alloc%", "mean util%", "wait mean", "wait p95", "preemptions/run", "starved", "wall s"}}
 			for _, s := range replay {
 				r := s.Replay
 				rows = append(rows, []string{s.Policy, fmt.Sprint(s.Runs),
 					pm(r.MeanAllocPct, r.StddevAllocPct, s.Runs), pm(r.MeanUtilPct, r.StddevUtilPct, s.Runs),
 					FormatSeconds(r.MeanWaitSeconds), FormatSeconds(r.P95WaitSeconds),
-					fmt.Sprintf("%.1f", r.MeanPreemptions), fmt.Sprint(r.MaxJobsStarved), fmt.Sprintf("%.2f", s.MeanWallSeconds)})
+					fmt.Sprintf("%.0f", r.MeanPreemptions), fmt.Sprint(r.MaxJobsStarved), fmt.Sprintf("%.2f", s.MeanWallSeconds)})
 			}
 			writeAligned(ew, rows)
+			ew.printf("%s\n", replayKey)
 			if note := censoredNote(replay); note != "" {
 				ew.printf("%s\n", note)
 			}
@@ -127,6 +129,14 @@ func offlineNote(fill []Summary) string {
 	}
 	return ""
 }
+
+// Keys printed under the tables.
+const (
+	fillKey = "alloc% @N: GPUs allocated when the arrived GPU request reached N% of the cluster's GPUs; " +
+		"unalloc% @100 = 100 - alloc% @100, lower is better; frag% @90: fragmented GPUs at 90% arrived; – : not reached"
+	replayKey = "alloc%: GPUs held; util%: GPUs doing useful work (whole gangs, slices as their share); " +
+		"starved: jobs of the worst run that never started or waited over 12h"
+)
 
 // censoredNote says which policies' waits include jobs that never started, or is
 // empty when every job started.
