@@ -269,6 +269,7 @@ func RunReplay(rp Replay) (report.Result, error) {
 			t = min(t, now+retryEvery)
 		}
 		if next >= len(in.Jobs) && pending.Len() == 0 && !waiting {
+			out.AllDoneHours = float64(now) / 3600
 			break // everything ran
 		}
 		if t >= end {

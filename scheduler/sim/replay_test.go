@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"math"
 	"slices"
 	"testing"
 
@@ -73,7 +74,7 @@ func TestReplayGangProgressesOnlyWhenWhole(t *testing.T) {
 	}
 	// Tessera never admits a gang that can never fit and holds nothing.
 	ts := replay(t, "tessera", in)
-	if ts.MeanAllocPct != 0 || ts.JobsStarved != 1 {
+	if ts.MeanAllocPct != 0 || ts.JobsStarved != 1 || ts.AllDoneHours != 0 {
 		t.Errorf("tessera: alloc %.1f%% starved %d; want nothing held", ts.MeanAllocPct, ts.JobsStarved)
 	}
 }
@@ -110,5 +111,8 @@ func TestReplayPreemptionKeepsCheckpoint(t *testing.T) {
 	}
 	if busyUntil < 3 || busyUntil > 3+1.0/6+1e-9 {
 		t.Errorf("cluster busy until %.2f h, want 3.0-3.17 h (185 minutes of work)", busyUntil)
+	}
+	if want := 185.0 / 60; math.Abs(rp.AllDoneHours-want) > 1e-9 {
+		t.Errorf("all jobs done at %.3f h, want %.3f h", rp.AllDoneHours, want)
 	}
 }

@@ -84,7 +84,10 @@ func legend(b *strings.Builder, ss []Summary, colors map[string]string) {
 
 func fillSection(b *strings.Builder, trace string, ss []Summary, colors map[string]string) {
 	fmt.Fprintf(b, "<section><h2>%s <span class=\"mode\">fill-up</span></h2>\n", esc(trace))
-	b.WriteString("<table><thead><tr><th>policy</th><th>runs</th><th>unallocated % @100</th><th>alloc % @50</th><th>@90</th><th>@100</th><th>@130</th><th>frag % @90</th><th>wall s</th></tr></thead><tbody>\n")
+	if h := FillHeadline(ss); h != "" {
+		fmt.Fprintf(b, "<p class=\"headline\">%s</p>\n", esc(h))
+	}
+	b.WriteString("<table><thead><tr><th>policy</th><th>runs</th><th>unallocated % @100 (lower is better)</th><th>alloc % @50</th><th>@90</th><th>@100</th><th>@130</th><th>frag % @90</th><th>wall s</th></tr></thead><tbody>\n")
 	best := slices.MinFunc(ss, func(a, c Summary) int { return cmpOpt(a.MeanUnallocatedPctAt100, c.MeanUnallocatedPctAt100) })
 	for _, s := range ss {
 		cls := ""
@@ -101,23 +104,40 @@ func fillSection(b *strings.Builder, trace string, ss []Summary, colors map[stri
 		fmt.Fprintf(b, "<p class=\"note\">%s</p>\n", esc(note))
 	}
 	xMax := 100.0
-	var alloc, frag []series
+	var alloc, frag, unalloc []series
+	unallocMax := 1.0
 	for _, s := range ss {
 		if len(s.Curve) == 0 {
 			continue
 		}
 		xMax = max(xMax, s.Curve[len(s.Curve)-1].ArrivedPct)
 		a := series{name: s.Policy, color: colors[s.Policy]}
-		fr := a
+		fr, un := a, a
 		for _, p := range s.Curve {
 			a.xs, a.ys = append(a.xs, p.ArrivedPct), append(a.ys, p.AllocPct)
 			fr.xs, fr.ys = append(fr.xs, p.ArrivedPct), append(fr.ys, p.FragPct)
+			if p.ArrivedPct >= unallocFrom {
+				un.xs, un.ys = append(un.xs, p.ArrivedPct), append(un.ys, 100-p.AllocPct)
+				unallocMax = max(unallocMax, 100-p.AllocPct)
+			}
 		}
-		alloc, frag = append(alloc, a), append(frag, fr)
+		alloc, frag, unalloc = append(alloc, a), append(frag, fr), append(unalloc, un)
 	}
 	if len(alloc) > 0 {
 		legend(b, ss, colors)
 		b.WriteString(`<div class="charts">`)
+		if xMax > unallocFrom {
+			// Where the policies differ: the FGD paper's view, 80% arrived and beyond.
+			var guides []guide
+			if off := offlineMean(ss); off > 0 {
+				guides = append(guides, guide{unallocFrom, off, xMax, off, fmt.Sprintf("offline reference %.2f%%", off), xMax, off})
+			}
+			guides = append(guides, guide{x1: 100, x2: 100, y2: unallocMax})
+			lineChart{
+				title: "Unallocated GPUs vs arrived GPU request (lower is better)", xLabel: "arrived GPU request, % of cluster GPUs", yLabel: "unallocated GPUs, %",
+				xMin: unallocFrom, xMax: xMax, yMax: unallocMax, series: unalloc, guides: guides,
+			}.render(b)
+		}
 		lineChart{
 			title: "GPU allocation vs arrived GPU request", xLabel: "arrived GPU request, % of cluster GPUs", yLabel: "allocated GPUs, %",
 			xMax: xMax, yMax: 100, series: alloc,
@@ -138,9 +158,48 @@ func fillSection(b *strings.Builder, trace string, ss []Summary, colors map[stri
 	b.WriteString("</section>\n")
 }
 
+// unallocFrom is where the unallocated-GPU chart starts, in % arrived.
+const unallocFrom = 80
+
+// FillHeadline is one sentence with the finding of a trace's fill-up runs: the
+// unallocated GPUs at 100% arrived of each policy, best first, and the offline
+// reference; "" when no policy reached 100%.
+func FillHeadline(ss []Summary) string {
+	var reached []Summary
+	for _, s := range ss {
+		if s.MeanUnallocatedPctAt100 != nil {
+			reached = append(reached, s)
+		}
+	}
+	if len(reached) == 0 {
+		return ""
+	}
+	slices.SortStableFunc(reached, func(a, c Summary) int { return cmpOpt(a.MeanUnallocatedPctAt100, c.MeanUnallocatedPctAt100) })
+	h := fmt.Sprintf("%s leaves %.1f%% of GPUs unallocated at 100%% arrived", reached[0].Policy, *reached[0].MeanUnallocatedPctAt100)
+	var rest []string
+	for _, s := range reached[1:] {
+		rest = append(rest, fmt.Sprintf("%s %.1f%%", s.Policy, *s.MeanUnallocatedPctAt100))
+	}
+	if len(rest) > 0 {
+		h += "; " + strings.Join(rest, ", ")
+	}
+	if off := offlineMean(ss); off > 0 {
+		h += fmt.Sprintf(" (lower is better; an offline packing of the same arrivals leaves %.1f%%)", off)
+	} else {
+		h += " (lower is better)"
+	}
+	return h + "."
+}
+
 func replaySection(b *strings.Builder, trace string, ss []Summary, results []Result, colors map[string]string) {
 	fmt.Fprintf(b, "<section><h2>%s <span class=\"mode\">replay</span></h2>\n", esc(trace))
-	b.WriteString("<table><thead><tr><th>policy</th><th>runs</th><th>mean GPU alloc %</th><th>mean GPU util %</th><th>wait mean</th><th>wait p95</th><th>preemptions / run</th><th>starved jobs (worst run)</th><th>nodes removed</th><th>GPU-node-hours saved</th><th>wall s</th></tr></thead><tbody>\n")
+	// Autoscaler columns and the node chart appear once an autoscaler fills them.
+	autoscaled := slices.ContainsFunc(ss, func(s Summary) bool { return s.Replay.MeanNodesRemoved > 0 || s.Replay.MeanGPUNodeHoursSaved > 0 })
+	b.WriteString("<table><thead><tr><th>policy</th><th>runs</th><th>mean GPU alloc %</th><th>mean GPU util %</th><th>wait mean</th><th>wait p95</th><th>preemptions / run</th><th>starved jobs (worst run)</th>")
+	if autoscaled {
+		b.WriteString("<th>nodes removed</th><th>GPU-node-hours saved</th>")
+	}
+	b.WriteString("<th>wall s</th></tr></thead><tbody>\n")
 	best := slices.MaxFunc(ss, func(a, c Summary) int { return cmpFloat(a.Replay.MeanUtilPct, c.Replay.MeanUtilPct) })
 	for _, s := range ss {
 		r := s.Replay
@@ -148,19 +207,31 @@ func replaySection(b *strings.Builder, trace string, ss []Summary, results []Res
 		if len(ss) > 1 && s.Policy == best.Policy {
 			cls = ` class="best"`
 		}
-		fmt.Fprintf(b, "<tr%s><td><i class=\"dot\" style=\"background:%s\"></i>%s</td><td>%d</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%.1f</td><td>%d</td><td>%.1f</td><td>%.1f</td><td>%.2f</td></tr>\n",
+		fmt.Fprintf(b, "<tr%s><td><i class=\"dot\" style=\"background:%s\"></i>%s</td><td>%d</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%.0f</td><td>%d</td>",
 			cls, colors[s.Policy], esc(s.Policy), s.Runs, esc(pm(r.MeanAllocPct, r.StddevAllocPct, s.Runs)), esc(pm(r.MeanUtilPct, r.StddevUtilPct, s.Runs)), FormatSeconds(r.MeanWaitSeconds),
-			FormatSeconds(r.P95WaitSeconds), r.MeanPreemptions, r.MaxJobsStarved, r.MeanNodesRemoved, r.MeanGPUNodeHoursSaved, s.MeanWallSeconds)
+			FormatSeconds(r.P95WaitSeconds), r.MeanPreemptions, r.MaxJobsStarved)
+		if autoscaled {
+			fmt.Fprintf(b, "<td>%.1f</td><td>%.1f</td>", r.MeanNodesRemoved, r.MeanGPUNodeHoursSaved)
+		}
+		fmt.Fprintf(b, "<td>%.2f</td></tr>\n", s.MeanWallSeconds)
 	}
 	b.WriteString("</tbody></table>\n")
+	b.WriteString("<p class=\"note\">Allocation counts the GPUs pods hold; useful utilisation counts only GPUs held by jobs that can make progress " +
+		"(a gang with at least its minimum members running) and a GPU-memory slice as its share of the GPU. A scheduler without gangs " +
+		"binds parts of gangs that hold GPUs and do nothing, so its allocation can be high while its useful utilisation is low. " +
+		"Starved: jobs of the worst run that never started or waited over 12 hours.</p>\n")
 	if note := censoredNote(ss); note != "" {
 		fmt.Fprintf(b, "<p class=\"note\">%s</p>\n", esc(note))
 	}
 	legend(b, ss, colors)
 	var alloc, util, nodes, waits []series
+	var done []guide
 	tMax, nMax := 0.0, 1.0
 	for _, s := range ss {
 		runs := runsOf(results, s)
+		if at := allDone(runs); at > 0 {
+			done = append(done, guide{x1: at, x2: at, y2: 100, label: s.Policy + ": all jobs done", lx: at, ly: 100 - 6*float64(len(done))})
+		}
 		grid, a, u, n := meanTimeSeries(runs)
 		if len(grid) > 0 {
 			tMax = max(tMax, grid[len(grid)-1])
@@ -176,11 +247,13 @@ func replaySection(b *strings.Builder, trace string, ss []Summary, results []Res
 	b.WriteString(`<div class="charts">`)
 	if len(alloc) > 0 {
 		lineChart{title: "GPU allocation over time (mean over seeds)", xLabel: "time, hours", yLabel: "allocated GPUs, %",
-			xMax: tMax, yMax: 100, step: true, series: alloc}.render(b)
+			xMax: tMax, yMax: 100, step: true, series: alloc, guides: done}.render(b)
 		lineChart{title: "Useful GPU utilisation over time (mean over seeds)", xLabel: "time, hours", yLabel: "GPUs doing work, %",
-			xMax: tMax, yMax: 100, step: true, series: util}.render(b)
-		lineChart{title: "GPU nodes over time (mean over seeds)", xLabel: "time, hours", yLabel: "GPU nodes",
-			xMax: tMax, yMax: nMax * 1.1, step: true, series: nodes}.render(b)
+			xMax: tMax, yMax: 100, step: true, series: util, guides: done}.render(b)
+		if autoscaled {
+			lineChart{title: "GPU nodes over time (mean over seeds)", xLabel: "time, hours", yLabel: "GPU nodes",
+				xMax: tMax, yMax: nMax * 1.1, step: true, series: nodes}.render(b)
+		}
 	}
 	cats := make([]string, len(waitBins))
 	for i, bin := range waitBins {
@@ -207,6 +280,19 @@ func runsSection(b *strings.Builder, results []Result) {
 			opt(r.UnallocatedPctAt100), opt(r.FragPctAt90), meanAlloc, started, preempt, starved, r.WallSeconds)
 	}
 	b.WriteString("</tbody></table></details></section>\n")
+}
+
+// allDone is when the last of the runs had finished every job, in hours; 0 when a run
+// left a job unfinished.
+func allDone(runs []Result) float64 {
+	var at float64
+	for _, r := range runs {
+		if r.Replay.AllDoneHours <= 0 {
+			return 0
+		}
+		at = max(at, r.Replay.AllDoneHours)
+	}
+	return at
 }
 
 func runsOf(results []Result, s Summary) []Result {
@@ -338,6 +424,7 @@ svg.chart{width:100%;height:auto;border:1px solid var(--line);border-radius:8px;
 .series{fill:none;stroke-width:2;stroke-linejoin:round}
 .guide{stroke:#afb8c1;stroke-width:1;stroke-dasharray:4 4}
 .note{color:var(--muted);font-size:13px;margin:4px 0 12px}
+.headline{font-size:16px;font-weight:600;margin:4px 0 10px}
 .guide-label{font-size:11px;fill:#8c959f;text-anchor:end}
 details summary{cursor:pointer;font-weight:600;margin:24px 0 8px}
 footer{margin-top:28px;color:var(--muted);font-size:12px;border-top:1px solid var(--line);padding-top:10px}

@@ -269,7 +269,7 @@ func TestWriteTable(t *testing.T) {
 	}
 	// One row per policy with mean ± stddev of unallocated % at 100.
 	for _, s := range ss[:3] {
-		row := rowOf(lines, s.Policy+" ")
+		row := rowOf(lines[2:], s.Policy+" ")
 		want := pmOpt(s.MeanUnallocatedPctAt100, s.StddevUnallocatedPctAt100, s.Runs)
 		if row == "" || !strings.Contains(row, want) || !strings.Contains(row, pct(s.MeanAllocPctAt, "130")) {
 			t.Errorf("row for %s %q lacks %q", s.Policy, row, want)
@@ -279,11 +279,14 @@ func TestWriteTable(t *testing.T) {
 	if row := rowOf(lines[r:], "tessera "); !strings.Contains(row, "77.50 ± 0.71") {
 		t.Errorf("replay row %q", row)
 	}
-	if lines[5] != fillKey || lines[r+4] != replayKey {
+	if !strings.HasPrefix(lines[1], "tessera leaves 5.9% of GPUs unallocated at 100% arrived; fgd 7.0%, bestfit 9.2% (lower is better") {
+		t.Errorf("headline %q", lines[1])
+	}
+	if lines[6] != fillKey || lines[r+4] != replayKey {
 		t.Errorf("keys under the tables missing:\n%s", out)
 	}
 	// Columns line up: every row of a table has the same width.
-	for _, block := range [][]string{lines[1:5], lines[r+1 : r+4]} {
+	for _, block := range [][]string{lines[2:6], lines[r+1 : r+4]} {
 		for _, l := range block {
 			if len([]rune(l)) != len([]rune(block[0])) {
 				t.Errorf("ragged table:\n%s", strings.Join(block, "\n"))
@@ -314,21 +317,31 @@ func TestWriteHTML(t *testing.T) {
 			t.Errorf("page contains %q", bad)
 		}
 	}
-	if n := strings.Count(page, "<svg"); n != 6 { // 2 fill-up charts + 4 replay charts
+	if n := strings.Count(page, "<svg"); n != 6 { // 3 fill-up charts + 3 replay charts (no autoscaler: no node chart)
 		t.Errorf("%d charts, want 6", n)
+	}
+	for _, want := range []string{"Unallocated GPUs vs arrived GPU request (lower is better)", `<p class="headline">tessera leaves`} {
+		if !strings.Contains(page, want) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
+	for _, absent := range []string{"GPU nodes over time", "nodes removed"} {
+		if strings.Contains(page, absent) {
+			t.Errorf("page shows %q though no autoscaler ran", absent)
+		}
 	}
 	if strings.Count(page, "<svg") != strings.Count(page, "</svg>") {
 		t.Error("unbalanced svg elements")
 	}
 	for _, want := range []string{"<title>Tessera simulation &lt;demo&gt;</title>", "GPU allocation vs arrived GPU request",
-		"GPU fragmentation vs arrived GPU request", "GPU allocation over time", "GPU nodes over time", "Queue wait distribution",
+		"GPU fragmentation vs arrived GPU request", "GPU allocation over time", "Queue wait distribution",
 		"<polyline", "<rect", "fgd", "kube-default", "All 13 runs"} {
 		if !strings.Contains(page, want) {
 			t.Errorf("page lacks %q", want)
 		}
 	}
 	// Each policy gets one colour, the same in every chart.
-	if strings.Count(page, `stroke="#4e79a7"`) != 2 || strings.Count(page, `stroke="#f28e2b"`) != 2 {
+	if strings.Count(page, `stroke="#4e79a7"`) != 3 || strings.Count(page, `stroke="#f28e2b"`) != 3 {
 		t.Errorf("colours per fill-up chart series are inconsistent")
 	}
 }

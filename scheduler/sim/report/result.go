@@ -75,6 +75,8 @@ type Replay struct {
 	// MeanUtilPct is the time-weighted mean of UtilPct: GPU share doing useful work
 	// (held by jobs that can run, counting a memory slice as its share of the GPU).
 	MeanUtilPct float64 `json:"mean_util_pct"`
+	// AllDoneHours is when every job had finished, in hours; 0 when some never did.
+	AllDoneHours float64 `json:"all_done_hours,omitempty"`
 	// NodesRemoved and GPUNodeHoursSaved are set when autoscaling is on.
 	NodesRemoved      int     `json:"nodes_removed,omitempty"`
 	GPUNodeHoursSaved float64 `json:"gpu_node_hours_saved,omitempty"`

@@ -27,6 +27,9 @@ func WriteTable(w io.Writer, results []Result, summaries []Summary) error {
 		}
 		if len(fill) > 0 {
 			ew.printf("%s — fill-up, %s\n", tr, runsNote(fill))
+			if h := FillHeadline(fill); h != "" {
+				ew.printf("%s\n", h)
+			}
 			rows := [][]string{{"policy", "runs", "unalloc% @100", "alloc% @50", "@90", "@100", "@130", "frag% @90", "wall s"}}
 			for _, s := range fill {
 				rows = append(rows, []string{s.Policy, fmt.Sprint(s.Runs),
@@ -115,6 +118,16 @@ func byTrace(summaries []Summary) []traceGroup {
 		}
 	}
 	return out
+}
+
+// offlineMean is the offline reference of a trace's fill-up runs, 0 when none.
+func offlineMean(fill []Summary) float64 {
+	for _, s := range fill {
+		if s.MeanOfflineUnallocatedPctAt100 > 0 {
+			return s.MeanOfflineUnallocatedPctAt100
+		}
+	}
+	return 0
 }
 
 // offlineNote describes the offline reference of a trace's fill-up runs, or is empty
