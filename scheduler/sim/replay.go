@@ -211,9 +211,43 @@ func RunReplay(rp Replay) (report.Result, error) {
 		}
 		return alloc, useful
 	}
+	for _, q := range in.Queues {
+		out.Queues = append(out.Queues, report.QueueSeries{Name: q.Name, DeservedGPUs: q.DeservedGPUs, CapabilityGPUs: q.CapabilityGPUs})
+	}
+	queueIndex := func(q *framework.Queue) int {
+		for i := range out.Queues {
+			if q != nil && out.Queues[i].Name == q.Name {
+				return i
+			}
+		}
+		return -1
+	}
+	perQueue := func() (alloc []float64, pending []int) {
+		alloc, pending = make([]float64, len(out.Queues)), make([]int, len(out.Queues))
+		for _, r := range active {
+			i := queueIndex(r.job.Queue)
+			if i < 0 {
+				continue
+			}
+			if !r.started || r.since < 0 {
+				pending[i]++
+			}
+			for _, t := range r.job.Tasks {
+				if t.Status == framework.TaskRunning {
+					alloc[i] += float64(t.Placed.GPU) / framework.MilliPerGPU
+				}
+			}
+		}
+		return alloc, pending
+	}
 	advance := func(to int64) {
 		a, u := held()
+		qa, qp := perQueue()
 		for ts := (lastT/sampleEvery + 1) * sampleEvery; ts <= to; ts += sampleEvery {
+			for i := range out.Queues {
+				out.Queues[i].AllocGPUs = append(out.Queues[i].AllocGPUs, qa[i])
+				out.Queues[i].PendingJobs = append(out.Queues[i].PendingJobs, qp[i])
+			}
 			out.Times = append(out.Times, float64(ts)/3600)
 			out.AllocPct = append(out.AllocPct, 100*float64(a)/float64(capacity))
 			out.UtilPct = append(out.UtilPct, 100*float64(u)/float64(capacity))

@@ -35,6 +35,18 @@ func TestReplayOperatorScenario(t *testing.T) {
 		if rp.MeanAllocPct < rp.MeanUtilPct-1e-9 || rp.MeanAllocPct > 100 {
 			t.Errorf("%s: allocation %.2f%% below utilisation %.2f%% or above 100", p, rp.MeanAllocPct, rp.MeanUtilPct)
 		}
+		// Per-queue series run with the samples; under Tessera no queue exceeds its capability.
+		if len(rp.Queues) != len(in.Queues) {
+			t.Fatalf("%s: %d queue series, want %d", p, len(rp.Queues), len(in.Queues))
+		}
+		for _, q := range rp.Queues {
+			if len(q.AllocGPUs) != len(rp.Times) || len(q.PendingJobs) != len(rp.Times) {
+				t.Errorf("%s: queue %s has %d/%d samples, want %d", p, q.Name, len(q.AllocGPUs), len(q.PendingJobs), len(rp.Times))
+			}
+			if p == "tessera" && q.CapabilityGPUs > 0 && slices.Max(q.AllocGPUs) > float64(q.CapabilityGPUs) {
+				t.Errorf("tessera: queue %s holds %.0f GPUs, capability %d", q.Name, slices.Max(q.AllocGPUs), q.CapabilityGPUs)
+			}
+		}
 	}
 	if util["tessera"] <= util["kube-default"] {
 		t.Errorf("tessera utilisation %.1f%% does not beat kube-default's %.1f%%", util["tessera"], util["kube-default"])

@@ -255,6 +255,7 @@ func replaySection(b *strings.Builder, trace string, ss []Summary, results []Res
 				xMax: tMax, yMax: nMax * 1.1, step: true, series: nodes}.render(b)
 		}
 	}
+	queueCharts(b, ss, results, colors)
 	cats := make([]string, len(waitBins))
 	for i, bin := range waitBins {
 		cats[i] = bin.label
@@ -280,6 +281,58 @@ func runsSection(b *strings.Builder, results []Result) {
 			opt(r.UnallocatedPctAt100), opt(r.FragPctAt90), meanAlloc, started, preempt, starved, r.WallSeconds)
 	}
 	b.WriteString("</tbody></table></details></section>\n")
+}
+
+// queueCharts draws, per queue, the GPUs each policy's first run gives it against its
+// deserved share and capability, and its pending jobs, over time.
+func queueCharts(b *strings.Builder, ss []Summary, results []Result, colors map[string]string) {
+	type line struct {
+		policy string
+		run    Result
+	}
+	var first []line
+	for _, s := range ss {
+		if runs := runsOf(results, s); len(runs) > 0 && len(runs[0].Replay.Queues) > 0 {
+			first = append(first, line{s.Policy, runs[0]})
+		}
+	}
+	if len(first) == 0 {
+		return
+	}
+	for qi, q := range first[0].run.Replay.Queues {
+		var alloc, pending []series
+		tMax, aMax, pMax := 0.0, float64(max(q.CapabilityGPUs, q.DeservedGPUs, 1)), 1.0
+		for _, l := range first {
+			rp := l.run.Replay
+			if qi >= len(rp.Queues) || rp.Queues[qi].Name != q.Name || len(rp.Times) == 0 {
+				continue
+			}
+			qs := rp.Queues[qi]
+			a := series{name: l.policy, color: colors[l.policy], xs: rp.Times, ys: qs.AllocGPUs}
+			p := series{name: l.policy, color: colors[l.policy], xs: rp.Times}
+			for i, n := range qs.PendingJobs {
+				p.ys = append(p.ys, float64(n))
+				pMax = max(pMax, float64(n))
+				aMax = max(aMax, qs.AllocGPUs[i])
+			}
+			tMax = max(tMax, rp.Times[len(rp.Times)-1])
+			alloc, pending = append(alloc, a), append(pending, p)
+		}
+		var guides []guide
+		if q.DeservedGPUs > 0 {
+			d := float64(q.DeservedGPUs)
+			guides = append(guides, guide{0, d, tMax, d, "deserved", tMax, d})
+		}
+		if q.CapabilityGPUs > 0 {
+			c := float64(q.CapabilityGPUs)
+			guides = append(guides, guide{0, c, tMax, c, "capability", tMax, c})
+		}
+		seed := fmt.Sprintf("seed %d", first[0].run.Seed)
+		lineChart{title: fmt.Sprintf("Queue %s: allocated GPUs (%s)", q.Name, seed), xLabel: "time, hours", yLabel: "GPUs",
+			xMax: tMax, yMax: aMax * 1.1, step: true, series: alloc, guides: guides}.render(b)
+		lineChart{title: fmt.Sprintf("Queue %s: pending jobs (%s)", q.Name, seed), xLabel: "time, hours", yLabel: "jobs",
+			xMax: tMax, yMax: pMax * 1.1, step: true, series: pending}.render(b)
+	}
 }
 
 // allDone is when the last of the runs had finished every job, in hours; 0 when a run

@@ -499,3 +499,25 @@ func TestCensoredWaitsNoted(t *testing.T) {
 		t.Errorf("table lacks %q:\n%s", want, table.String())
 	}
 }
+
+// Replay reports chart each queue: allocated GPUs against deserved and capability,
+// and pending jobs.
+func TestQueueCharts(t *testing.T) {
+	var rs []Result
+	for _, p := range []string{"kube-default", "tessera"} {
+		r := replayResult(p, 42, 60)
+		n := len(r.Replay.Times)
+		q := QueueSeries{Name: "train-prod", DeservedGPUs: 40, CapabilityGPUs: 64, AllocGPUs: make([]float64, n), PendingJobs: make([]int, n)}
+		r.Replay.Queues = []QueueSeries{q}
+		rs = append(rs, r)
+	}
+	var buf bytes.Buffer
+	if err := WriteHTML(&buf, "t", rs, nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"Queue train-prod: allocated GPUs (seed 42)", "Queue train-prod: pending jobs (seed 42)", ">deserved<", ">capability<"} {
+		if !strings.Contains(buf.String(), want) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
+}

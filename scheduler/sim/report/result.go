@@ -75,11 +75,23 @@ type Replay struct {
 	// MeanUtilPct is the time-weighted mean of UtilPct: GPU share doing useful work
 	// (held by jobs that can run, counting a memory slice as its share of the GPU).
 	MeanUtilPct float64 `json:"mean_util_pct"`
+	// Queues are per-queue series, parallel to Times; empty when the input has no queues.
+	Queues []QueueSeries `json:"queues,omitempty"`
 	// AllDoneHours is when every job had finished, in hours; 0 when some never did.
 	AllDoneHours float64 `json:"all_done_hours,omitempty"`
 	// NodesRemoved and GPUNodeHoursSaved are set when autoscaling is on.
 	NodesRemoved      int     `json:"nodes_removed,omitempty"`
 	GPUNodeHoursSaved float64 `json:"gpu_node_hours_saved,omitempty"`
+}
+
+// QueueSeries is one queue of a replay over time: what it holds against what it
+// deserves and may hold, and how many of its jobs wait.
+type QueueSeries struct {
+	Name           string    `json:"name"`
+	DeservedGPUs   int64     `json:"deserved_gpus,omitempty"`
+	CapabilityGPUs int64     `json:"capability_gpus,omitempty"`
+	AllocGPUs      []float64 `json:"alloc_gpus"`
+	PendingJobs    []int     `json:"pending_jobs"`
 }
 
 // Summary aggregates the runs of one policy on one trace across seeds: means and
