@@ -223,6 +223,7 @@ func RunReplay(rp Replay) (report.Result, error) {
 		return -1
 	}
 	perQueue := func() (alloc []float64, pending []int) {
+		milli := make([]int64, len(out.Queues))
 		alloc, pending = make([]float64, len(out.Queues)), make([]int, len(out.Queues))
 		for _, r := range active {
 			i := queueIndex(r.job.Queue)
@@ -234,9 +235,12 @@ func RunReplay(rp Replay) (report.Result, error) {
 			}
 			for _, t := range r.job.Tasks {
 				if t.Status == framework.TaskRunning {
-					alloc[i] += float64(t.Placed.GPU) / framework.MilliPerGPU
+					milli[i] += t.Placed.GPU
 				}
 			}
+		}
+		for i, m := range milli {
+			alloc[i] = float64(m) / framework.MilliPerGPU
 		}
 		return alloc, pending
 	}

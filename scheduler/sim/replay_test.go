@@ -44,7 +44,7 @@ func TestReplayOperatorScenario(t *testing.T) {
 				t.Errorf("%s: queue %s has %d/%d samples, want %d", p, q.Name, len(q.AllocGPUs), len(q.PendingJobs), len(rp.Times))
 			}
 			if p == "tessera" && q.CapabilityGPUs > 0 && slices.Max(q.AllocGPUs) > float64(q.CapabilityGPUs) {
-				t.Errorf("tessera: queue %s holds %.0f GPUs, capability %d", q.Name, slices.Max(q.AllocGPUs), q.CapabilityGPUs)
+				t.Errorf("tessera: queue %s holds %g GPUs, capability %d", q.Name, slices.Max(q.AllocGPUs), q.CapabilityGPUs)
 			}
 		}
 	}
