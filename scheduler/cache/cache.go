@@ -188,26 +188,11 @@ func (c *Cache) Snapshot(ctx context.Context, now time.Time) (*framework.Snapsho
 		st.Nodes[n.Name] = n
 		b.AddNode(n, st.GPUNodes[n.Name])
 	}
-	for i := range queues.Items {
-		st.Queues[queues.Items[i].Name] = &queues.Items[i]
-		b.AddQueue(&queues.Items[i])
-	}
-	for i := range groups.Items {
-		g := &groups.Items[i]
-		st.PodGroups[g.Namespace+"/"+g.Name] = g
-		b.AddPodGroup(g)
-	}
-	for i := range nss.Items {
-		b.AddNamespace(&nss.Items[i])
-	}
-	for i := range jobs.Items {
-		j := &jobs.Items[i]
-		st.Jobs[j.Namespace+"/"+j.Name] = j
-		b.AddJob(j)
-	}
-	for i := range pdbs.Items {
-		b.AddPDB(&pdbs.Items[i])
-	}
+	addAll(queues.Items, st.Queues, b.AddQueue)
+	addAll(groups.Items, st.PodGroups, b.AddPodGroup)
+	addAll(nss.Items, nil, b.AddNamespace)
+	addAll(jobs.Items, st.Jobs, b.AddJob)
+	addAll(pdbs.Items, nil, b.AddPDB)
 	c.mu.Lock()
 	seen := make(map[types.UID]bool, len(c.assumed))
 	for i := range pods.Items {
@@ -227,6 +212,25 @@ func (c *Cache) Snapshot(ctx context.Context, now time.Time) (*framework.Snapsho
 	c.mu.Unlock()
 	snap, errs := b.Build()
 	return snap, st, errs, nil
+}
+
+// addAll hands each listed object to add and, when index is not nil, records it there
+// by namespace/name (name for cluster-scoped kinds).
+func addAll[T any, P interface {
+	*T
+	client.Object
+}](items []T, index map[string]P, add func(P)) {
+	for i := range items {
+		o := P(&items[i])
+		if index != nil {
+			key := o.GetName()
+			if ns := o.GetNamespace(); ns != "" {
+				key = ns + "/" + key
+			}
+			index[key] = o
+		}
+		add(o)
+	}
 }
 
 // apply returns the pod as the assumption says it is, or the cached pod (dropping the

@@ -70,12 +70,7 @@ func TestGangAllOrNothing(t *testing.T) {
 	if err := h.c.Delete(h.ctx, other, &client.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
 		t.Fatal(err)
 	}
-	h.eventually("gang bound whole", 10*time.Second, func() string {
-		if n := h.bound(); n != 3 {
-			return fmt.Sprintf("%d of 3 bound", n)
-		}
-		return ""
-	})
+	h.waitBound("gang bound whole", 3, 10*time.Second)
 	nodes := map[string]bool{}
 	for _, p := range h.pods() {
 		a, err := tesserav1.ParseGPUAssignment(p.Annotations[tesserav1.AnnotationGPUAssign])
@@ -127,12 +122,7 @@ func TestGangWaitsForItsPods(t *testing.T) {
 	}
 	h.pod(podSpec{name: "g-2", gpus: 1, labels: gangLabel("g")})
 	h.pod(podSpec{name: "g-3", gpus: 1, labels: gangLabel("g")})
-	h.eventually("all 4 bound", 10*time.Second, func() string {
-		if n := h.bound(); n != 4 {
-			return fmt.Sprintf("%d of 4", n)
-		}
-		return ""
-	})
+	h.waitBound("all 4 bound", 4, 10*time.Second)
 }
 
 // TestGPUSlices: twelve 30 GiB slices and two 4-GPU pods on two 8 x 80 GiB nodes all
@@ -148,12 +138,7 @@ func TestGPUSlices(t *testing.T) {
 	h.pod(podSpec{name: "ft-0", gpus: 4})
 	h.pod(podSpec{name: "ft-1", gpus: 4})
 	h.run(h.daemon(nil))
-	h.eventually("slices and whole GPUs bound", 15*time.Second, func() string {
-		if n := h.bound(); n != 14 {
-			return fmt.Sprintf("%d of 14", n)
-		}
-		return ""
-	})
+	h.waitBound("slices and whole GPUs bound", 14, 15*time.Second)
 	sliceMiB, whole := map[string]int64{}, map[string]int{}
 	for _, p := range h.pods() {
 		a, err := tesserav1.ParseGPUAssignment(p.Annotations[tesserav1.AnnotationGPUAssign])
@@ -231,12 +216,7 @@ func TestImplicitGangs(t *testing.T) {
 	}
 	h.pod(podSpec{name: "finetune-1", gpus: 2, owner: owner})
 	h.pod(podSpec{name: "vc-1", gpus: 2, annots: volcano})
-	h.eventually("both gangs bound", 10*time.Second, func() string {
-		if n := h.bound(); n != 4 {
-			return fmt.Sprintf("%d of 4", n)
-		}
-		return ""
-	})
+	h.waitBound("both gangs bound", 4, 10*time.Second)
 }
 
 func ptr[T any](v T) *T { return &v }
@@ -278,12 +258,7 @@ func TestBindFailureRetried(t *testing.T) {
 		return false
 	})
 	h.run(h.daemon(c))
-	h.eventually("gang completed after retries", 10*time.Second, func() string {
-		if n := h.bound(); n != 4 {
-			return fmt.Sprintf("%d of 4", n)
-		}
-		return ""
-	})
+	h.waitBound("gang completed after retries", 4, 10*time.Second)
 }
 
 // TestBindFailureEvictsPartialGang: a member that can never bind gets its gang's bound

@@ -210,6 +210,17 @@ func (h *harness) bound() int {
 	return n
 }
 
+// waitBound waits until want pods of the namespace are bound.
+func (h *harness) waitBound(what string, want int, d time.Duration) {
+	h.t.Helper()
+	h.eventually(what, d, func() string {
+		if n := h.bound(); n != want {
+			return fmt.Sprintf("%d of %d bound", n, want)
+		}
+		return ""
+	})
+}
+
 // eventually polls cond until it returns "" or the deadline passes, failing with the
 // last message.
 func (h *harness) eventually(what string, d time.Duration, cond func() string) {
