@@ -1,11 +1,8 @@
 package scheduler
 
 import (
-	"cmp"
 	"fmt"
-	"maps"
 	"slices"
-	"time"
 
 	"github.com/tessera-gpu/tessera/scheduler/framework"
 )
@@ -167,138 +164,20 @@ func waitsForCapacity(j *framework.Job) bool {
 	return false
 }
 
-// reserve holds nodes for a starving job, replacing any earlier reservation, as EASY
-// backfilling does: from the running tasks' expected ends it finds the earliest time
-// at which enough nodes (within one topology domain when the gang requires one) could
-// hold the gang's missing tasks, and reserves only those nodes, from then. Until then
-// jobs expected to end in time may use them. Where ends are unknown it reserves the
-// nodes closest to free, for no one else. It reports false, changing nothing, when no
-// node could ever hold one of the tasks.
+// reserve holds nodes for a starving job, replacing any earlier reservation: the nodes
+// that are closest to free and whose capacity, once their current tasks end, holds the
+// job's pending tasks. It reports false, changing nothing, when no node could ever hold
+// one of them.
 func (s *Session) reserve(j *framework.Job) bool {
 	t := firstPending(j)
 	if !slices.ContainsFunc(s.Snap.Nodes, func(n *framework.Node) bool { return capacityFor(t, n) > 0 }) {
 		return false
 	}
 	for _, n := range s.Snap.Nodes {
-		n.Reserved, n.ReservedFrom = nil, time.Time{}
+		n.Reserved = nil
 	}
 	clear(s.reservations)
-	need := s.minAvailable(j) - holding(j)
-	if need < 1 {
-		need = j.Count(framework.TaskPending)
-	}
-	nodes, from := s.earliestStart(j, t, need)
-	if nodes == nil {
-		nodes = s.leastBusy(t, need)
-	}
-	s.reservedFrom = from
-	for _, n := range nodes {
-		n.Reserved, n.ReservedFrom = j, from
-		s.reservations[n.Name] = j.Key()
-	}
-	if j.Pending != nil {
-		if from.IsZero() {
-			j.Pending.Message += fmt.Sprintf("; %d node(s) reserved until it fits", len(nodes))
-		} else {
-			j.Pending.Message += fmt.Sprintf("; %d node(s) reserved, expected to start at %s", len(nodes), from.Format("15:04"))
-		}
-	}
-	return true
-}
-
-// earliestStart is the smallest set of nodes that could hold need tasks like t at the
-// earliest expected time, and that time; nil when running tasks of unknown end keep
-// every candidate set from ever holding them.
-func (s *Session) earliestStart(j *framework.Job, t *framework.Task, need int) ([]*framework.Node, time.Time) {
-	groups := [][]*framework.Node{s.Snap.Nodes}
-	if level := j.Topology.Required; level != "" {
-		byDomain := map[string][]*framework.Node{}
-		for _, n := range s.Snap.Nodes {
-			if v, ok := n.Labels[level]; ok {
-				byDomain[v] = append(byDomain[v], n)
-			}
-		}
-		groups = slices.Collect(maps.Values(byDomain))
-		slices.SortFunc(groups, func(a, b []*framework.Node) int { return a[0].Index - b[0].Index })
-	}
-	var best []*framework.Node
-	var bestAt time.Time
-	for _, g := range groups {
-		nodes, at := s.earliestIn(g, t, need)
-		if nodes != nil && (best == nil || at.Before(bestAt)) {
-			best, bestAt = nodes, at
-		}
-	}
-	return best, bestAt
-}
-
-// earliestIn is earliestStart within one group of nodes.
-func (s *Session) earliestIn(group []*framework.Node, t *framework.Task, need int) ([]*framework.Node, time.Time) {
-	type ready struct {
-		n     *framework.Node
-		steps []readyStep
-	}
-	var cands []ready
-	var times []time.Time
-	for _, n := range group {
-		if capacityFor(t, n) == 0 {
-			continue
-		}
-		steps := s.readySteps(t, n)
-		cands = append(cands, ready{n, steps})
-		for _, st := range steps {
-			times = append(times, st.at)
-		}
-	}
-	slices.SortFunc(times, time.Time.Compare)
-	countAt := func(r ready, at time.Time) (int, time.Time) {
-		c, since := 0, time.Time{}
-		for _, st := range r.steps {
-			if st.at.After(at) {
-				break
-			}
-			if st.count > c {
-				c, since = st.count, st.at
-			}
-		}
-		return c, since
-	}
-	for _, at := range times {
-		total := 0
-		for _, r := range cands {
-			c, _ := countAt(r, at)
-			total += c
-		}
-		if total < need {
-			continue
-		}
-		// Enough room at at: take the nodes that get there first, most room first.
-		slices.SortStableFunc(cands, func(a, b ready) int {
-			ca, sa := countAt(a, at)
-			cb, sb := countAt(b, at)
-			if c := sa.Compare(sb); c != 0 {
-				return c
-			}
-			return cb - ca
-		})
-		var nodes []*framework.Node
-		for _, r := range cands {
-			if need <= 0 {
-				break
-			}
-			if c, _ := countAt(r, at); c > 0 {
-				nodes = append(nodes, r.n)
-				need -= c
-			}
-		}
-		return nodes, at
-	}
-	return nil, time.Time{}
-}
-
-// leastBusy is the nodes closest to free whose capacity, once their current tasks
-// end, holds need tasks like t.
-func (s *Session) leastBusy(t *framework.Task, need int) []*framework.Node {
+	need := j.Count(framework.TaskPending)
 	type cand struct {
 		n    *framework.Node
 		busy int64
@@ -310,16 +189,27 @@ func (s *Session) leastBusy(t *framework.Task, need int) []*framework.Node {
 		}
 		cands = append(cands, cand{n, n.Used.GPU*4 + n.Used.MilliCPU/1000})
 	}
-	slices.SortStableFunc(cands, func(a, b cand) int { return cmp.Compare(a.busy, b.busy) })
-	var nodes []*framework.Node
+	slices.SortStableFunc(cands, func(a, b cand) int {
+		switch {
+		case a.busy < b.busy:
+			return -1
+		case a.busy > b.busy:
+			return 1
+		}
+		return 0
+	})
 	for _, c := range cands {
 		if need <= 0 {
 			break
 		}
-		nodes = append(nodes, c.n)
+		c.n.Reserved = j
+		s.reservations[c.n.Name] = j.Key()
 		need -= capacityFor(t, c.n)
 	}
-	return nodes
+	if j.Pending != nil {
+		j.Pending.Message += "; nodes reserved until it fits"
+	}
+	return true
 }
 
 // capacityFor is how many tasks like t an empty node could hold.

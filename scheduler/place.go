@@ -23,7 +23,7 @@ func (s *Session) numFeasibleToFind(total int) int {
 
 // fits runs the filters.
 func (s *Session) fits(t *framework.Task, n *framework.Node) framework.FitCode {
-	if n.Reserved != nil && n.Reserved != t.Job && !s.endsBefore(t.Job, n.ReservedFrom) {
+	if n.Reserved != nil && n.Reserved != t.Job {
 		return framework.FitReserved
 	}
 	for _, f := range s.filters {
@@ -177,11 +177,6 @@ func (s *Session) placeTasks(j *framework.Job, st *Statement, candidates []*fram
 			}
 		}
 		st.Allocate(t, n, gpus, milli, pipelined)
-		if r := n.Reserved; r != nil && r != j {
-			d, _ := s.expectedRuntime(j)
-			st.ops[len(st.ops)-1].note = fmt.Sprintf("backfilled until %s, before the reservation for %s",
-				s.Snap.Now.Add(d).Format("15:04"), r.Key())
-		}
 		placed++
 	}
 	return placed, firstFail, queueMsg

@@ -44,11 +44,6 @@ type Scheduler struct {
 	firstTie     bool
 	// reservations maps node name to the key of the job it is held for.
 	reservations map[string]string
-	// reservedFrom is when the reserved gang is expected to be able to start (zero:
-	// unknown); jobs expected to end by then may use its nodes meanwhile.
-	reservedFrom time.Time
-	// history holds the runtimes of recently finished jobs by queue and shape.
-	history map[runtimeKey][]time.Duration
 	// gated is set when an enqueue action admits jobs; without one every job is admitted.
 	gated bool
 	// evictedBy maps a victim job's key to the keys of the jobs it was evicted for; a
@@ -65,10 +60,6 @@ type jobMemory struct {
 	waitingSince time.Time
 	// inqueue is set once the enqueue action admitted the job.
 	inqueue bool
-	// started is when the job's gang last started running (zero: not running), and
-	// shape its runtime history key, recorded when it ends.
-	started time.Time
-	shape   runtimeKey
 }
 
 // New builds a scheduler from a configuration.
@@ -78,7 +69,7 @@ func New(cfg Config) (*Scheduler, error) {
 	}
 	pcg := rand.NewPCG(uint64(cfg.Seed), 0x7e55e7a)
 	s := &Scheduler{cfg: cfg, rng: rand.New(pcg), pcg: pcg, reservations: map[string]string{},
-		jobs: map[string]jobMemory{}, history: map[runtimeKey][]time.Duration{}, firstTie: cfg.TieBreak == TieBreakFirst}
+		jobs: map[string]jobMemory{}, firstTie: cfg.TieBreak == TieBreakFirst}
 	for _, name := range cfg.actionNames() {
 		a, ok := actionRegistry[name]
 		if !ok {
@@ -188,7 +179,6 @@ func (s *Session) open() {
 		q.Allocated, q.Request = framework.Resources{}, framework.Resources{}
 	}
 	jobs := make(map[string]*framework.Job, len(s.reservations))
-	s.recordEnded()
 	for _, j := range snap.Jobs {
 		j.Pending = nil
 		if m, ok := s.Scheduler.jobs[j.UID]; ok {
@@ -223,7 +213,7 @@ func (s *Session) open() {
 			delete(s.reservations, node)
 			continue
 		}
-		n.Reserved, n.ReservedFrom = j, s.reservedFrom
+		n.Reserved = j
 	}
 	for _, o := range s.observers {
 		o.OnSessionOpen(snap)
@@ -243,32 +233,9 @@ func (s *Session) close() {
 			j.WaitingSince = time.Time{}
 			j.Pending = nil
 		}
-		m := jobMemory{waitingSince: j.WaitingSince, inqueue: j.Inqueue}
-		if j.Count(framework.TaskRunning) >= s.minAvailable(j) {
-			m.started, m.shape = j.StartedAt(), runtimeKeyOf(j)
-		}
-		if j.Inqueue || !j.WaitingSince.IsZero() || !m.started.IsZero() {
-			mem[j.UID] = m
+		if j.Inqueue || !j.WaitingSince.IsZero() {
+			mem[j.UID] = jobMemory{waitingSince: j.WaitingSince, inqueue: j.Inqueue}
 		}
 	}
 	s.Scheduler.jobs = mem
-}
-
-// recordEnded adds the runtimes of the jobs that ran at the last session and have
-// ended since (gone from the snapshot, or every task finished) to the history. A job
-// deleted while running counts too: what backfill needs is how long a job holds its
-// resources, whatever ends it.
-func (s *Session) recordEnded() {
-	present := make(map[string]*framework.Job, len(s.Snap.Jobs))
-	for _, j := range s.Snap.Jobs {
-		present[j.UID] = j
-	}
-	for uid, m := range s.Scheduler.jobs {
-		if m.started.IsZero() {
-			continue
-		}
-		if j := present[uid]; j == nil || j.Count(framework.TaskSucceeded) == len(j.Tasks) {
-			s.recordRuntime(m.shape, s.Snap.Now.Sub(m.started))
-		}
-	}
 }

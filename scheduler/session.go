@@ -3,7 +3,6 @@ package scheduler
 import (
 	"math/rand/v2"
 	"slices"
-	"time"
 
 	"github.com/tessera-gpu/tessera/scheduler/framework"
 )
@@ -16,9 +15,6 @@ type Binding struct {
 	GPUMilli int64
 	// Pipelined bindings wait for the evictions of the same session to finish.
 	Pipelined bool
-	// Note says why a placement on capacity reserved for another job is allowed:
-	// "backfilled until 14:20, before the reservation for train-prod/pretrain-7".
-	Note string
 }
 
 // Eviction removes one running task so that a preemptor or reclaimer can run.
@@ -52,8 +48,6 @@ type Session struct {
 	// unfit caches task shapes that fit no node in this session (reset by evictions).
 	unfit      map[shapeKey]bool
 	unfitStats map[shapeKey]*framework.FitStats
-	// estimates caches the runtime expected of each job shape from history (0: unknown).
-	estimates map[runtimeKey]time.Duration
 }
 
 // Statement is a set of tentative placements and evictions, undone by Discard.
@@ -72,7 +66,6 @@ type op struct {
 	reason   string
 	by       *framework.Job
 	pipeline bool
-	note     string
 }
 
 // NewStatement opens a statement.
@@ -130,7 +123,7 @@ func (st *Statement) Commit() {
 		if o.task.Status != framework.TaskAllocated {
 			continue // evicted again later in the same statement
 		}
-		st.ssn.Result.Bindings = append(st.ssn.Result.Bindings, Binding{Task: o.task, Node: o.node, GPUs: o.gpus, GPUMilli: o.milli, Pipelined: o.pipeline, Note: o.note})
+		st.ssn.Result.Bindings = append(st.ssn.Result.Bindings, Binding{Task: o.task, Node: o.node, GPUs: o.gpus, GPUMilli: o.milli, Pipelined: o.pipeline})
 	}
 	st.ops = st.ops[:0]
 }

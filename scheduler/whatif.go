@@ -3,8 +3,6 @@ package scheduler
 import (
 	"maps"
 	"math/rand/v2"
-	"slices"
-	"time"
 
 	"github.com/tessera-gpu/tessera/scheduler/framework"
 )
@@ -36,10 +34,6 @@ func (s *Scheduler) scratch() *Scheduler {
 	c := *s
 	c.reservations = maps.Clone(s.reservations)
 	c.jobs = maps.Clone(s.jobs)
-	c.history = make(map[runtimeKey][]time.Duration, len(s.history))
-	for k, v := range s.history {
-		c.history[k] = slices.Clone(v)
-	}
 	c.evictedBy = make(map[string]map[string]bool, len(s.evictedBy))
 	for k, v := range s.evictedBy {
 		c.evictedBy[k] = maps.Clone(v)

@@ -34,20 +34,6 @@ const (
 	AnnotationMinAvailable = "tessera.dev/min-available"
 	AnnotationGPUAssign    = "tessera.dev/gpu-assignment"
 	AnnotationQueue        = "tessera.dev/queue"
-	// AnnotationExpectedRuntime on a PodGroup, Job or Pod is how long the workload is
-	// expected to run once started ("90m", "4h"); backfill uses it.
-	AnnotationExpectedRuntime = "tessera.dev/expected-runtime"
-	// LabelRuntimeClass on a workload, or the annotation of that name on its Queue, is
-	// "short" or "long"; a short job is expected to run at most ShortRuntime.
-	LabelRuntimeClass = "tessera.dev/runtime"
-)
-
-// Runtime classes (LabelRuntimeClass).
-const (
-	RuntimeShort = "short"
-	RuntimeLong  = "long"
-	// ShortRuntime is how long a job of the short runtime class is expected to run.
-	ShortRuntime = 2 * time.Hour
 )
 
 // Labels and annotations of other batch systems that Tessera reads (never requires).

@@ -423,7 +423,6 @@ func (s *build) finishJobs() {
 		if !s.assignQueue(ja) {
 			continue
 		}
-		j.ExpectedRuntime = s.expectedRuntime(ja)
 		accs = append(accs, ja)
 	}
 	slices.SortStableFunc(accs, func(a, b *jobAcc) int {
@@ -668,70 +667,4 @@ func modelList(joined string) []string {
 		return nil
 	}
 	return strings.Split(joined, "|")
-}
-
-// expectedRuntime is the runtime the job's owner declared: the expected-runtime
-// annotation of its PodGroup, Job or first pod that has one, else the
-// activeDeadlineSeconds of its Job or pods (the longest), else ShortRuntime for the
-// short runtime class (the workload's label, else its queue's annotation); zero when
-// none is declared. A malformed annotation is reported and ignored.
-func (s *build) expectedRuntime(ja *jobAcc) time.Duration {
-	type source struct {
-		kind, ns, name string
-		meta           map[string]string
-	}
-	var srcs []source
-	if pg := ja.group; pg != nil {
-		srcs = append(srcs, source{"PodGroup", pg.Namespace, pg.Name, pg.Annotations})
-	}
-	if bj := ja.owner; bj != nil {
-		srcs = append(srcs, source{"Job", bj.Namespace, bj.Name, bj.Annotations})
-	}
-	for _, ta := range ja.tasks {
-		srcs = append(srcs, source{"Pod", ta.pod.Namespace, ta.pod.Name, ta.pod.Annotations})
-	}
-	for _, src := range srcs {
-		v, ok := src.meta[tesserav1.AnnotationExpectedRuntime]
-		if !ok {
-			continue
-		}
-		d, err := time.ParseDuration(v)
-		if err != nil || d <= 0 {
-			s.fail(objErr(src.kind, src.ns, src.name, "metadata.annotations["+tesserav1.AnnotationExpectedRuntime+"]",
-				"%q is not a positive duration such as 90m or 4h", v))
-			continue
-		}
-		return d
-	}
-	var deadline int64
-	if bj := ja.owner; bj != nil && bj.Spec.ActiveDeadlineSeconds != nil {
-		deadline = *bj.Spec.ActiveDeadlineSeconds
-	}
-	for _, ta := range ja.tasks {
-		if d := ta.pod.Spec.ActiveDeadlineSeconds; d != nil {
-			deadline = max(deadline, *d)
-		}
-	}
-	if deadline > 0 {
-		return time.Duration(deadline) * time.Second
-	}
-	class := ""
-	if bj := ja.owner; bj != nil {
-		class = bj.Labels[tesserav1.LabelRuntimeClass]
-	}
-	for _, ta := range ja.tasks {
-		if class == "" {
-			class = ta.pod.Labels[tesserav1.LabelRuntimeClass]
-		}
-	}
-	if ja.job.Queue == nil {
-		return 0
-	}
-	if q := s.Builder.queues[ja.job.Queue.Name]; class == "" && q != nil {
-		class = q.Annotations[tesserav1.LabelRuntimeClass]
-	}
-	if class == tesserav1.RuntimeShort {
-		return tesserav1.ShortRuntime
-	}
-	return 0
 }
