@@ -51,12 +51,8 @@ type Node struct {
 
 	freeWhole    int   // healthy GPUs with nothing allocated
 	maxFreeMilli int64 // largest free share on one healthy GPU
-	// Reserved marks a node held for a starving gang; only that job may use it, and
-	// jobs expected to end before ReservedFrom.
+	// Reserved marks a node held for a starving gang; only that job may use it.
 	Reserved *Job
-	// ReservedFrom is when the reserved gang is expected to be able to start on the
-	// node, from the running tasks' expected ends; zero when that is unknown.
-	ReservedFrom time.Time
 	// Version changes whenever the node's allocation changes, for plugin caches.
 	Version uint64
 
@@ -187,11 +183,7 @@ type Job struct {
 	// MinResources must be admissible by the queue before the job is enqueued.
 	MinResources Resources
 	MinRuntime   time.Duration
-	// ExpectedRuntime is how long the job runs once started, as its owner declared it
-	// (activeDeadlineSeconds, the expected-runtime annotation, the queue's runtime
-	// class); zero when not declared.
-	ExpectedRuntime time.Duration
-	Topology        TopologySpec
+	Topology     TopologySpec
 	// Inqueue is set by the enqueue action once the queue admits the job.
 	Inqueue bool
 	// WaitingSince is when the job last started waiting for placement.

@@ -39,9 +39,6 @@ type ReplayJob struct {
 	GPU                 framework.GPURequest
 	MilliCPU, MemoryMiB int64
 	Arrival, Duration   int64
-	// DeclaredRuntime is the runtime the job's user declared, in seconds (0: none);
-	// the scheduler sees this as the job's expected runtime, never Duration.
-	DeclaredRuntime int64
 }
 
 // ReplayInput is a cluster and the jobs that arrive on it.
@@ -60,7 +57,7 @@ func ScenarioInput(s trace.Scenario) ReplayInput {
 	for _, j := range s.Jobs {
 		in.Jobs = append(in.Jobs, ReplayJob{Name: j.Name, Class: j.Class, Queue: j.Queue, Priority: j.Priority,
 			MinMember: j.MinMember, Tasks: j.Tasks, GPU: framework.GPURequest{Count: j.GPUsPerTask, MemoryMiB: j.GPUMemoryMiB},
-			MilliCPU: j.MilliCPU, MemoryMiB: j.MemoryMiB, Arrival: j.Arrival, Duration: j.Duration, DeclaredRuntime: j.DeclaredRuntime})
+			MilliCPU: j.MilliCPU, MemoryMiB: j.MemoryMiB, Arrival: j.Arrival, Duration: j.Duration})
 	}
 	return in
 }
@@ -402,8 +399,7 @@ var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
 func replayJob(spec *ReplayJob, q *framework.Queue, wholeGPUs bool) *framework.Job {
 	j := &framework.Job{Name: spec.Name, Namespace: "sim", UID: spec.Name, Queue: q, Priority: spec.Priority,
-		MinMember: max(spec.MinMember, 1), Created: epoch.Add(time.Duration(spec.Arrival) * time.Second),
-		ExpectedRuntime: time.Duration(spec.DeclaredRuntime) * time.Second}
+		MinMember: max(spec.MinMember, 1), Created: epoch.Add(time.Duration(spec.Arrival) * time.Second)}
 	gpu := spec.GPU
 	if wholeGPUs && gpu.Shared() {
 		gpu = framework.GPURequest{Count: 1, Models: gpu.Models}

@@ -53,10 +53,6 @@ type JobSpec struct {
 	// Arrival is when the job is submitted and Duration how long it runs once all of
 	// its tasks are placed, both in seconds.
 	Arrival, Duration int64
-	// DeclaredRuntime is the runtime its user declared (an expected-runtime annotation,
-	// activeDeadlineSeconds), in seconds; 0 when the user declared none. The scheduler
-	// learns this, never Duration.
-	DeclaredRuntime int64
 }
 
 // GPUs is the job's whole-GPU demand (Tasks x GPUsPerTask); 0 for slice jobs.
