@@ -183,10 +183,19 @@ func (h *harness) pod(s podSpec) *corev1.Pod {
 	if s.owner != nil {
 		p.OwnerReferences = []metav1.OwnerReference{*s.owner}
 	}
-	if err := h.c.Create(h.ctx, p); err != nil {
-		h.t.Fatal(err)
+	// The Priority admission plugin resolves priorityClassName from its own informer,
+	// which can lag a PriorityClass created a moment ago: retry while it says Forbidden.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		err := h.c.Create(h.ctx, p)
+		if err == nil {
+			return p
+		}
+		if !apierrors.IsForbidden(err) || s.priorityClass == "" || time.Now().After(deadline) {
+			h.t.Fatal(err)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
-	return p
 }
 
 // pods lists the namespace's pods.
