@@ -286,9 +286,11 @@ func simulateManifests(cmd *cobra.Command, path string, admission bool, policies
 // defaults plus the manifests' AdmissionPolicies) on the cluster they describe: its
 // queues, its nodes' GPUs, its namespaces and Tessera's priority classes.
 func admitManifests(ctx context.Context, m *trace.Manifests) (*trace.Manifests, sim.AdmissionResult, error) {
-	classes := make([]schedulingv1.PriorityClass, 0, len(sim.ManifestPriorityClasses))
+	classes := slices.Clone(m.PriorityClasses) // the manifests' own, then the built-in ones they do not redefine
 	for name, value := range sim.ManifestPriorityClasses {
-		classes = append(classes, schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Value: value})
+		if !slices.ContainsFunc(classes, func(pc schedulingv1.PriorityClass) bool { return pc.Name == name }) {
+			classes = append(classes, schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Value: value})
+		}
 	}
 	namespaces := make([]*webhooks.Namespace, len(m.Namespaces))
 	for i, ns := range m.Namespaces {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -16,38 +17,56 @@ import (
 	"github.com/tessera-gpu/tessera/scheduler/snapshot"
 )
 
-// ManifestPriorityClasses are the priority classes YAML mode knows (Tessera's deployed
-// classes); a pod naming another class, or none, has priority 0 unless spec.priority is set.
+// ManifestPriorityClasses are the priority classes YAML mode knows without being told
+// (Tessera's deployed classes); PriorityClass objects in the manifests add to them and
+// override them.
 var ManifestPriorityClasses = map[string]int32{"production-high": 100, "batch-normal": 50, "offline-low": 0}
+
+// PriorityClasses are the classes a pod of m may name, by name, and the value a pod
+// naming none gets (the globalDefault class's, else 0), as the API server's Priority
+// admission resolves them.
+func PriorityClasses(m *trace.Manifests) (classes map[string]int32, globalDefault int32) {
+	classes = maps.Clone(ManifestPriorityClasses)
+	for _, pc := range m.PriorityClasses {
+		classes[pc.Name] = pc.Value
+		if pc.GlobalDefault {
+			globalDefault = pc.Value
+		}
+	}
+	return classes, globalDefault
+}
 
 // maxManifestSessions bounds the sessions RunManifests runs.
 const maxManifestSessions = 10
 
 // Placement is where a pod runs: bound in the manifests or by the simulated scheduler.
 type Placement struct {
-	Pod  string // namespace/name
-	Node string
+	Pod  string `json:"pod"` // namespace/name
+	Node string `json:"node"`
 	// GPUs are the UUIDs of the pod's GPUs.
-	GPUs []string
+	GPUs []string `json:"gpus,omitempty"`
 	// Existing is true for pods the manifests already bound to a node.
-	Existing bool
+	Existing bool `json:"existing"`
 }
 
 // PendingPod is a pod that stays pending, and why.
 type PendingPod struct {
-	Pod     string // namespace/name
-	Reason  string // a framework reason code, or "Invalid" for pods that could not be read
-	Message string
+	Pod     string `json:"pod"`    // namespace/name
+	Reason  string `json:"reason"` // a framework reason code, or "Invalid" for pods that could not be read
+	Message string `json:"message"`
 }
 
 // ManifestsResult is what the scheduler would do with a cluster described in YAML.
 type ManifestsResult struct {
-	Placements []Placement
-	Pending    []PendingPod
+	Placements []Placement  `json:"placements"`
+	Pending    []PendingPod `json:"pending"`
 	// AllocatedGPUPct is the share of the cluster's GPUs held after scheduling.
-	AllocatedGPUPct float64
+	AllocatedGPUPct float64 `json:"allocated_gpu_pct"`
 	// Problems are the objects other than pods that were left out or partly ignored.
-	Problems []string
+	Problems []string `json:"problems"`
+	// Notes say what reading the manifests changed: pods made from Job templates,
+	// Volcano fields without a Tessera equivalent.
+	Notes []string `json:"notes"`
 }
 
 // RunManifests builds a snapshot from the manifests and runs scheduler sessions (the
@@ -64,7 +83,8 @@ func RunManifests(m *trace.Manifests, policy string, cfg *scheduler.Config, seed
 		return ManifestsResult{}, err
 	}
 	now := manifestsNow(m)
-	b := snapshot.NewBuilder(now, snapshot.Options{PriorityClasses: ManifestPriorityClasses, WholeGPUs: c.WholeGPUs})
+	classes, globalDefault := PriorityClasses(m)
+	b := snapshot.NewBuilder(now, snapshot.Options{PriorityClasses: classes, WholeGPUs: c.WholeGPUs})
 	for i := range m.Nodes {
 		b.AddNode(&m.Nodes[i], nil)
 	}
@@ -81,10 +101,14 @@ func RunManifests(m *trace.Manifests, policy string, cfg *scheduler.Config, seed
 		b.AddPodGroup(&m.PodGroups[i])
 	}
 	for i := range m.Pods {
-		b.AddPod(&m.Pods[i], ManifestPriorityClasses[m.Pods[i].Spec.PriorityClassName])
+		prio, ok := classes[m.Pods[i].Spec.PriorityClassName]
+		if !ok {
+			prio = globalDefault
+		}
+		b.AddPod(&m.Pods[i], prio)
 	}
 	snap, errs := b.Build()
-	var res ManifestsResult
+	res := ManifestsResult{Notes: m.Notes}
 	for _, e := range errs {
 		var oe *snapshot.ObjectError
 		if errors.As(e, &oe) && oe.Kind == "Pod" && !podPresent(snap, oe.Namespace+"/"+oe.Name) {
@@ -221,6 +245,11 @@ func WriteManifestsResult(w io.Writer, r ManifestsResult) error {
 	}
 	for _, p := range r.Problems {
 		if _, err := fmt.Fprintf(w, "warning: %s\n", p); err != nil {
+			return err
+		}
+	}
+	for _, n := range r.Notes {
+		if _, err := fmt.Fprintf(w, "note: %s\n", n); err != nil {
 			return err
 		}
 	}

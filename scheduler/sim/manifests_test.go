@@ -168,3 +168,43 @@ func TestRunManifestsModelPins(t *testing.T) {
 		t.Errorf("placed %v, pending %v; want %v", nodes, r.Pending, want)
 	}
 }
+
+// TestRunManifestsClusterDump: a dump of a live cluster (GPU feature discovery nodes
+// with nvidia.com/gpu, PriorityClasses, a Job without its pods, Volcano objects) is
+// read as the cluster it describes.
+func TestRunManifestsClusterDump(t *testing.T) {
+	m, err := trace.ReadManifests("testdata/cluster-dump.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	classes, globalDefault := PriorityClasses(m)
+	if classes["serving-critical"] != 1000 || globalDefault != 200 {
+		t.Errorf("classes = %v, global default %d; want the dump's", classes, globalDefault)
+	}
+	r, err := RunManifests(m, "tessera", nil, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Problems) != 0 {
+		t.Errorf("problems = %q, want none", r.Problems)
+	}
+	gpus := 0
+	for _, p := range r.Placements {
+		gpus += len(p.GPUs)
+		if strings.HasPrefix(p.Pod, "research/finetune-llama-") && p.Existing {
+			t.Errorf("%s = %+v, want scheduled", p.Pod, p)
+		}
+	}
+	if gpus != 10 { // the running serving pod's 2 and the fine-tune Job's 4 x 2
+		t.Errorf("placements = %+v, want 10 GPUs held", r.Placements)
+	}
+	if len(r.Pending) != 2 || !strings.HasPrefix(r.Pending[0].Pod, "research/pretrain-worker-") {
+		t.Errorf("pending = %+v, want the Volcano Job's 2 workers", r.Pending)
+	}
+	if len(r.Notes) != 3 {
+		t.Errorf("notes = %q, want the Volcano policy note and two Job expansions", r.Notes)
+	}
+	if r.AllocatedGPUPct != 62.5 {
+		t.Errorf("allocated = %.1f%%, want 62.5%%", r.AllocatedGPUPct)
+	}
+}

@@ -12,7 +12,9 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
@@ -30,11 +32,20 @@ type Manifests struct {
 	Queues            []tesserav1.Queue
 	PodGroups         []tesserav1.PodGroup
 	AdmissionPolicies []tesserav1.AdmissionPolicy
+	PriorityClasses   []schedulingv1.PriorityClass
+	// Notes say what reading changed or could not carry over: pods made from a Job's
+	// template, fields of Volcano objects without a Tessera equivalent.
+	Notes []string
+	// volcano are the Volcano objects read, converted once the whole input is read.
+	volcano []*unstructured.Unstructured
 }
 
 // ReadManifests reads a multi-document YAML file of Node, Namespace and Pod (apiVersion
-// v1), Job (batch/v1) and Queue, PodGroup and AdmissionPolicy (apiVersion
-// tessera.dev/v1alpha1) objects.
+// v1), Job (batch/v1), PriorityClass (scheduling.k8s.io/v1), Queue, PodGroup and
+// AdmissionPolicy (apiVersion tessera.dev/v1alpha1) objects, and Volcano's Queue,
+// PodGroup (scheduling.volcano.sh/v1beta1) and Job (batch.volcano.sh/v1alpha1), which
+// become Tessera's objects. Jobs whose pods are not all listed get the pods the Job
+// controller would create (ExpandJobs).
 func ReadManifests(path string) (*Manifests, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -63,6 +74,12 @@ func DecodeManifests(r io.Reader, name string) (*Manifests, error) {
 		if err == io.EOF {
 			if doc == 0 {
 				return nil, fmt.Errorf("%s: %w", name, errNoObjects)
+			}
+			if err := m.convertVolcano(); err != nil {
+				return nil, fmt.Errorf("%s: %w", name, err)
+			}
+			if err := m.ExpandJobs(); err != nil {
+				return nil, fmt.Errorf("%s: %w", name, err)
 			}
 			return m, nil
 		}
@@ -125,12 +142,22 @@ func (m *Manifests) decodeOne(raw []byte, file, loc string, seen map[string]stri
 	errf := func(format string, args ...any) error {
 		return fmt.Errorf("%s:%s (%s/%s): %s", file, loc, kind, h.Metadata.Name, fmt.Sprintf(format, args...))
 	}
+	if isVolcano(h.APIVersion, h.Kind) {
+		u := &unstructured.Unstructured{}
+		if err := yaml.Unmarshal(raw, &u.Object); err != nil {
+			return errf("%v", err)
+		}
+		m.volcano = append(m.volcano, u)
+		return nil
+	}
 	var want string
 	switch h.Kind {
 	case "Node", "Namespace", "Pod":
 		want = "v1"
 	case "Job":
 		want = batchv1.SchemeGroupVersion.String()
+	case "PriorityClass":
+		want = schedulingv1.SchemeGroupVersion.String()
 	case "Queue", "PodGroup", "AdmissionPolicy":
 		want = tesserav1.GroupVersion.String()
 	case "":
@@ -177,6 +204,8 @@ func (m *Manifests) decodeOne(raw []byte, file, loc string, seen map[string]stri
 		obj, err = decodeInto(raw, &m.PodGroups)
 	case "AdmissionPolicy":
 		obj, err = decodeInto(raw, &m.AdmissionPolicies)
+	case "PriorityClass":
+		obj, err = decodeInto(raw, &m.PriorityClasses)
 	}
 	if err != nil {
 		return errf("%v", err)
@@ -244,6 +273,7 @@ func defaultRequests(spec *corev1.PodSpec) {
 }
 
 // knownKinds lists the kinds a manifests file may hold, with their apiVersions.
-var knownKinds = "Node, Namespace, Pod, List (v1), Job (batch/v1), Queue, PodGroup, AdmissionPolicy (" + tesserav1.GroupVersion.String() + ")"
+var knownKinds = "Node, Namespace, Pod, List (v1), Job (batch/v1), PriorityClass (scheduling.k8s.io/v1), Queue, PodGroup, AdmissionPolicy (" +
+	tesserav1.GroupVersion.String() + "), Volcano's Queue, PodGroup (scheduling.volcano.sh/v1beta1) and Job (batch.volcano.sh/v1alpha1)"
 
 var errNoObjects = errors.New("no objects; use " + knownKinds)

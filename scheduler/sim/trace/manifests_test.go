@@ -96,7 +96,8 @@ func TestDecodeManifests(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(m.Nodes) != 1 || len(m.Queues) != 1 || len(m.PodGroups) != 1 || len(m.Pods) != 1 ||
+	// The Job sweep's 2 pods are made from its template.
+	if len(m.Nodes) != 1 || len(m.Queues) != 1 || len(m.PodGroups) != 1 || len(m.Pods) != 3 ||
 		len(m.Namespaces) != 1 || len(m.Jobs) != 1 || len(m.AdmissionPolicies) != 1 {
 		t.Fatalf("decoded %d nodes, %d queues, %d podgroups, %d pods, %d namespaces, %d jobs, %d admission policies",
 			len(m.Nodes), len(m.Queues), len(m.PodGroups), len(m.Pods), len(m.Namespaces), len(m.Jobs), len(m.AdmissionPolicies))
@@ -137,7 +138,7 @@ func TestDecodeManifests(t *testing.T) {
 	if err := os.WriteFile(path, []byte(validManifests), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if m2, err := ReadManifests(path); err != nil || len(m2.Pods) != 1 {
+	if m2, err := ReadManifests(path); err != nil || len(m2.Pods) != 3 {
 		t.Fatalf("ReadManifests: %v", err)
 	}
 }
