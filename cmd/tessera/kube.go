@@ -56,16 +56,21 @@ func liveClient(kubeconfig, config, policy, output string) (client.Client, sched
 	if err != nil {
 		return nil, scfg, err
 	}
+	c, err := kubeClient(kubeconfig)
+	return c, scfg, err
+}
+
+// kubeClient is a client, with Tessera's kinds, of the cluster in kubeconfig.
+func kubeClient(kubeconfig string) (client.Client, error) {
 	cfg, err := restConfig(kubeconfig)
 	if err != nil {
-		return nil, scfg, err
+		return nil, err
 	}
 	scheme, err := newScheme()
 	if err != nil {
-		return nil, scfg, err
+		return nil, err
 	}
-	c, err := client.New(cfg, client.Options{Scheme: scheme})
-	return c, scfg, err
+	return client.New(cfg, client.Options{Scheme: scheme})
 }
 
 // liveFlags declares the flags of liveClient.

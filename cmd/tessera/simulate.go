@@ -31,6 +31,8 @@ func newSimulateCommand() *cobra.Command {
 		configs   []string
 		manifests string
 		admission bool
+		live      bool
+		kubecfg   string
 	)
 	cmd := &cobra.Command{
 		Use:   "simulate",
@@ -67,9 +69,10 @@ by jobs that can make progress (a whole gang), a memory slice as its share of th
 			if err := checkSimulateFlags(cmd, &o, manifests, format); err != nil {
 				return err
 			}
+			load, source := manifestsSource(cmd.Context(), manifests, live, kubecfg)
 			if policies == "" {
 				switch {
-				case manifests != "":
+				case load != nil:
 					policies = defaultManifestsPolicies
 				case o.Mode == sim.ModeReplay:
 					policies = defaultReplayPolicies
@@ -81,8 +84,8 @@ by jobs that can make progress (a whole gang), a memory slice as its share of th
 			if o.Policies, o.Custom, err = simulatePolicies(policies, configs); err != nil {
 				return err
 			}
-			if manifests != "" {
-				return simulateManifests(cmd, manifests, admission, o.Policies, o.Custom, format)
+			if load != nil {
+				return simulateManifests(cmd, source, load, admission, o.Policies, o.Custom, format)
 			}
 			var html *os.File
 			if htmlPath != "" {
@@ -127,6 +130,8 @@ by jobs that can make progress (a whole gang), a memory slice as its share of th
 	f.StringVar(&o.PodsFile, "pods", "", "pod list CSV (openb format)")
 	f.StringVar(&o.Scenario, "scenario", "", "built-in scenario: operator")
 	f.StringVar(&manifests, "manifests", "", "YAML of Nodes, Namespaces, Pods, Jobs, Queues, PodGroups and AdmissionPolicies: show where each pending pod would go, or why not")
+	f.BoolVar(&live, "from-cluster", false, "read the live objects of the cluster in --kubeconfig (the kinds --manifests reads) and show where each pending pod would go; only reads")
+	f.StringVar(&kubecfg, "kubeconfig", "", "--from-cluster: kubeconfig file (default: $KUBECONFIG, ~/.kube/config or in-cluster)")
 	f.BoolVar(&admission, "admission", true, "manifests: pass Queues, PodGroups, Jobs and unbound Pods through the admission policies (the defaults plus the manifests' AdmissionPolicies) first, as the webhooks would")
 	f.StringVar(&o.Mode, "mode", "", "fillup or replay (default: fillup for --trace and --pods, replay for --scenario)")
 	f.Float64Var(&o.Arrive, "arrive", 1.3, fmt.Sprintf("fill-up: GPU request to arrive, as a multiple of cluster GPUs (0 to %d)", trace.MaxArrive))
@@ -151,13 +156,13 @@ const (
 func checkSimulateFlags(cmd *cobra.Command, o *sim.Options, manifests, format string) error {
 	set := cmd.Flags().Changed
 	var inputs []string
-	for _, f := range []string{"trace", "nodes", "scenario", "manifests"} {
+	for _, f := range []string{"trace", "nodes", "scenario", "manifests", "from-cluster"} {
 		if set(f) {
 			inputs = append(inputs, "--"+f)
 		}
 	}
 	if len(inputs) > 1 {
-		return fmt.Errorf("%s: give one input: --trace, --nodes with --pods, --scenario or --manifests", strings.Join(inputs, " and "))
+		return fmt.Errorf("%s: give one input: --trace, --nodes with --pods, --scenario, --manifests or --from-cluster", strings.Join(inputs, " and "))
 	}
 	if (o.NodesFile == "") != (o.PodsFile == "") {
 		return fmt.Errorf("--nodes and --pods go together")
@@ -165,16 +170,19 @@ func checkSimulateFlags(cmd *cobra.Command, o *sim.Options, manifests, format st
 	if format != "table" && format != "json" {
 		return fmt.Errorf("--format %q: use table or json", format)
 	}
-	if manifests != "" {
+	if set("kubeconfig") && !set("from-cluster") {
+		return fmt.Errorf("--kubeconfig applies to --from-cluster only")
+	}
+	if manifests != "" || set("from-cluster") {
 		for _, f := range []string{"mode", "arrive", "seeds", "report"} {
 			if set(f) {
-				return fmt.Errorf("--%s does not apply to --manifests, which places the pending pods once", f)
+				return fmt.Errorf("--%s does not apply to --manifests or --from-cluster, which place the pending pods once", f)
 			}
 		}
 		return nil
 	}
 	if set("admission") {
-		return fmt.Errorf("--admission applies to --manifests only")
+		return fmt.Errorf("--admission applies to --manifests and --from-cluster only")
 	}
 	if o.Mode == "" {
 		o.Mode = sim.ModeFillUp
@@ -226,11 +234,29 @@ func simulatePolicies(policies string, configs []string) ([]string, map[string]s
 	return names, custom, nil
 }
 
-// simulateManifests schedules the pending pods of a YAML cluster description with each
-// policy and prints the placements and the reasons of pods left pending; with
-// admission, the objects first pass the admission policies as they would the webhooks.
-func simulateManifests(cmd *cobra.Command, path string, admission bool, policies []string, custom map[string]scheduler.Config, format string) error {
-	m, err := trace.ReadManifests(path)
+// manifestsSource returns how to read the cluster description (a YAML file, or the
+// live cluster of kubeconfig) and its name in messages; nil when the input is neither.
+func manifestsSource(ctx context.Context, path string, live bool, kubeconfig string) (func() (*trace.Manifests, error), string) {
+	switch {
+	case path != "":
+		return func() (*trace.Manifests, error) { return trace.ReadManifests(path) }, path
+	case live:
+		return func() (*trace.Manifests, error) {
+			c, err := kubeClient(kubeconfig)
+			if err != nil {
+				return nil, err
+			}
+			return trace.ReadCluster(ctx, c)
+		}, "cluster"
+	}
+	return nil, ""
+}
+
+// simulateManifests schedules the pending pods of a cluster description (source names
+// it) with each policy and prints the placements and the reasons of pods left pending;
+// with admission, the objects first pass the admission policies as the webhooks would.
+func simulateManifests(cmd *cobra.Command, path string, load func() (*trace.Manifests, error), admission bool, policies []string, custom map[string]scheduler.Config, format string) error {
+	m, err := load()
 	if err != nil {
 		return err
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"strconv"
+	"strings"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -71,12 +72,20 @@ func (m *Manifests) ExpandJobs() error {
 // jobPods counts a Job's listed pods.
 type jobPods struct{ active, succeeded int }
 
-// ownerJob is the name of the Job that controls p, or "".
+// volcanoTaskLabel names the task of a Volcano Job a pod runs.
+const volcanoTaskLabel = "volcano.sh/task-spec"
+
+// ownerJob is the name of the Job that controls p, or "". A pod of a Volcano Job
+// belongs to the batch/v1 Job its task converts to, named <job>-<task>.
 func ownerJob(p *corev1.Pod) string {
 	for _, o := range p.OwnerReferences {
-		if o.Kind == "Job" && ptr.Deref(o.Controller, false) {
-			return o.Name
+		if o.Kind != "Job" || !ptr.Deref(o.Controller, false) {
+			continue
 		}
+		if task := p.Labels[volcanoTaskLabel]; task != "" && strings.HasPrefix(o.APIVersion, "batch.volcano.sh/") {
+			return o.Name + "-" + task
+		}
+		return o.Name
 	}
 	if name := p.Labels[batchv1.JobNameLabel]; name != "" {
 		return name

@@ -177,3 +177,19 @@ spec: {weight: 2}
 		t.Fatalf("err = %v, want a collision naming Queue research", err)
 	}
 }
+
+// TestExpandJobsVolcanoPods: the running pods of a Volcano Job count for the batch/v1
+// Job its task converts to, so none is made twice.
+func TestExpandJobsVolcanoPods(t *testing.T) {
+	p := corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "pretrain-worker-0", Namespace: "ns",
+		Labels:          map[string]string{volcanoTaskLabel: "worker"},
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: "batch.volcano.sh/v1alpha1", Kind: "Job", Name: "pretrain", Controller: ptr.To(true)}}},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning}}
+	m := &Manifests{Jobs: []batchv1.Job{job("pretrain-worker", ptr.To[int32](2), nil)}, Pods: []corev1.Pod{p}}
+	if err := m.ExpandJobs(); err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Pods) != 2 {
+		t.Errorf("pods = %v, want the running worker and one more", podNames(m.Pods))
+	}
+}
