@@ -92,6 +92,8 @@ type PolicyController struct {
 	Engine   *policy.Engine
 	Defaults policy.Set
 	Log      logr.Logger
+	// Metrics, when set, reports whether each AdmissionPolicy compiles.
+	Metrics *Metrics
 
 	mu       sync.Mutex
 	lastGood map[string]policy.Policy
@@ -216,15 +218,18 @@ func (r *PolicyController) Reconcile(ctx context.Context, _ reconcile.Request) (
 	r.Log.V(1).Info("policy set loaded", "version", compiled.Version(), "policies", compiled.Policies())
 
 	var firstErr error
+	compiledNow := make(map[string]bool, len(items))
 	for i := range items {
 		ap := &items[i]
 		if !ap.DeletionTimestamp.IsZero() {
 			continue
 		}
+		compiledNow[ap.Name] = len(errs[ap.Name]) == 0
 		if err := r.writeStatus(ctx, ap, errs[ap.Name], compiled.Version()); err != nil && firstErr == nil {
 			firstErr = err
 		}
 	}
+	r.Metrics.setPolicies(compiledNow)
 	return reconcile.Result{}, firstErr
 }
 

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -36,7 +38,8 @@ func TestPolicyControllerStatusAndLastGood(t *testing.T) {
 		t.Fatal(err)
 	}
 	engine := policy.NewEngine(time.Second, nil)
-	pc := &webhooks.PolicyController{Client: e.Client, Engine: engine, Defaults: defaults}
+	m := webhooks.NewMetrics(prometheus.NewRegistry())
+	pc := &webhooks.PolicyController{Client: e.Client, Engine: engine, Defaults: defaults, Metrics: m}
 	if err := pc.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -63,6 +66,10 @@ func TestPolicyControllerStatusAndLastGood(t *testing.T) {
 		}
 		return ap
 	}
+	compiledMetric := func(name string) float64 {
+		t.Helper()
+		return testutil.ToFloat64(m.PolicyCompiled().WithLabelValues(name))
+	}
 	defaultsVersion := engine.Version()
 
 	a := &tesserav1.AdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: "a"},
@@ -75,6 +82,9 @@ func TestPolicyControllerStatusAndLastGood(t *testing.T) {
 		!meta.IsStatusConditionTrue(got.Status.Conditions, tesserav1.ConditionReady) ||
 		!strings.Contains(meta.FindStatusCondition(got.Status.Conditions, tesserav1.ConditionReady).Message, engine.Version()) {
 		t.Fatalf("status of a good policy: %+v", got.Status)
+	}
+	if v := compiledMetric("a"); v != 1 {
+		t.Fatalf("tessera_admission_policy_compiled{policy=a} = %v for a good policy, want 1", v)
 	}
 	if !denied() || engine.Version() == defaultsVersion {
 		t.Fatal("policy a is not serving")
@@ -105,6 +115,9 @@ func TestPolicyControllerStatusAndLastGood(t *testing.T) {
 	if got := status("b"); got.Status.Compiled || !strings.Contains(strings.Join(got.Status.Errors, ""), "must be below tessera") {
 		t.Fatalf("status of policy b: %+v", got.Status)
 	}
+	if a, b := compiledMetric("a"), compiledMetric("b"); a != 0 || b != 0 {
+		t.Fatalf("tessera_admission_policy_compiled: a = %v, b = %v for broken policies, want 0 and 0", a, b)
+	}
 
 	// Fixing a brings it back to Ready; deleting it stops it.
 	cur = status("a")
@@ -122,6 +135,9 @@ func TestPolicyControllerStatusAndLastGood(t *testing.T) {
 	reconcileAll()
 	if denied() {
 		t.Fatal("a deleted policy still serves")
+	}
+	if n := testutil.CollectAndCount(m.PolicyCompiled()); n != 1 {
+		t.Fatalf("%d tessera_admission_policy_compiled series after deleting a, want 1 (b)", n)
 	}
 }
 

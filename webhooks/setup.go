@@ -58,7 +58,7 @@ func Setup(ctx context.Context, mgr manager.Manager, opts Options) (*Webhooks, e
 	}
 	log := mgr.GetLogger().WithName("webhook")
 	engine := policy.NewEngine(opts.PolicyTimeout, pm)
-	pc := &PolicyController{Client: mgr.GetClient(), Engine: engine, Defaults: defaults, Log: log.WithName("policies")}
+	pc := &PolicyController{Client: mgr.GetClient(), Engine: engine, Defaults: defaults, Log: log.WithName("policies"), Metrics: wm}
 	if err := pc.Start(ctx); err != nil {
 		return nil, err
 	}
