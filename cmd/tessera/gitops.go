@@ -3,10 +3,14 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/tessera-gpu/tessera/gitops/lint"
+	"github.com/tessera-gpu/tessera/gitops/preview"
+	"github.com/tessera-gpu/tessera/scheduler"
+	"github.com/tessera-gpu/tessera/scheduler/sim"
 )
 
 func init() { register(newGitOpsCommand) }
@@ -59,6 +63,74 @@ file:line: message per finding; exits 1 on findings, 2 on input it cannot check.
 	}
 	l.Flags().Int64Var(&opts.ClusterGPUs, "cluster-gpus", 0, "GPUs of the cluster; the top-level queues' deserved GPUs must fit (0: not checked)")
 	l.Flags().StringVarP(&output, "output", "o", "text", "text or json")
-	cmd.AddCommand(l)
+	cmd.AddCommand(l, newPreviewCommand())
+	return cmd
+}
+
+func newPreviewCommand() *cobra.Command {
+	var base, head, manifests, kubeconfig, policy, output string
+	var live bool
+	cmd := &cobra.Command{
+		Use:   "preview --base DIR --head DIR (--manifests CLUSTER.yaml | --from-cluster)",
+		Short: "Show what a change to the queues and policies does before it merges",
+		Long: `Lays the queues, admission policies, priority classes and namespaces of two versions
+of a cluster's kustomization (--base, --head: for example the main branch and a pull
+request's checkout) over the same cluster, a YAML dump (--manifests, what tessera
+simulate --manifests reads) or the live objects (--from-cluster), passes each through
+the admission policies, schedules the pending pods with the simulator, and prints the
+difference per queue: GPUs held, pods running and pending, and the objects the
+policies newly deny, no longer deny or rewrite. Deterministic: the same inputs give the
+same output. -o markdown is ready to post on the pull request.`,
+		Example: `  tessera gitops preview --base main/gitops/clusters/prod --head pr/gitops/clusters/prod --manifests prod-dump.yaml -o markdown`,
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if base == "" || head == "" {
+				return fmt.Errorf("--base and --head name the two versions of the cluster's kustomization directory")
+			}
+			if output != "text" && output != "markdown" && output != "json" {
+				return fmt.Errorf("-o %q: use text, markdown or json", output)
+			}
+			if (manifests == "") == !live {
+				return fmt.Errorf("give the cluster as --manifests FILE or --from-cluster, one of the two")
+			}
+			scfg, err := schedulerConfig("", policy)
+			if err != nil {
+				return err
+			}
+			load, _ := manifestsSource(cmd.Context(), manifests, live, kubeconfig)
+			cluster, err := load()
+			if err != nil {
+				return err
+			}
+			b, err := preview.Load(base)
+			if err != nil {
+				return fmt.Errorf("--base: %w", err)
+			}
+			h, err := preview.Load(head)
+			if err != nil {
+				return fmt.Errorf("--head: %w", err)
+			}
+			p, err := preview.Run(cmd.Context(), cluster, b, h, admitManifests, policy, &scfg, sim.FirstSeed)
+			if err != nil {
+				return err
+			}
+			w := cmd.OutOrStdout()
+			switch output {
+			case "markdown":
+				return p.WriteMarkdown(w)
+			case "json":
+				return writeJSON(w, p)
+			}
+			return p.WriteText(w)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&base, "base", "", "the cluster's kustomization directory before the change")
+	f.StringVar(&head, "head", "", "the cluster's kustomization directory after the change")
+	f.StringVar(&manifests, "manifests", "", "the cluster as YAML (kubectl get ... -o yaml)")
+	f.BoolVar(&live, "from-cluster", false, "read the cluster's live objects (only reads)")
+	f.StringVar(&kubeconfig, "kubeconfig", "", "--from-cluster: kubeconfig file (default: $KUBECONFIG, ~/.kube/config or in-cluster)")
+	f.StringVar(&policy, "policy", "tessera", "built-in scheduling policy: "+strings.Join(scheduler.PolicyNames(), ", "))
+	f.StringVarP(&output, "output", "o", "text", "text, markdown or json")
 	return cmd
 }

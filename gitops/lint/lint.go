@@ -139,6 +139,21 @@ func roots(dir string) ([]string, error) {
 	return out, nil
 }
 
+// Files are the manifest files the kustomization in dir includes, directly or through
+// the kustomizations it includes, in order. A resource that does not exist is an error
+// (gitops lint names it with its line).
+func Files(dir string) ([]string, error) {
+	l := &linter{}
+	files, err := l.resourceFiles(dir)
+	if err != nil {
+		return nil, err
+	}
+	if len(l.findings) > 0 {
+		return nil, errors.New(l.findings[0].String())
+	}
+	return files, nil
+}
+
 // resourceFiles are the manifest files a kustomization includes, directly or through
 // the kustomizations it includes; a resource that does not exist is a finding.
 func (l *linter) resourceFiles(dir string) ([]string, error) {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
@@ -35,6 +36,8 @@ type Denial struct {
 type AdmissionResult struct {
 	Denied   []Denial `json:"denied"`
 	Warnings []string `json:"warnings"`
+	// Rewritten are the objects (kind namespace/name) the mutating policies changed.
+	Rewritten []string `json:"rewritten"`
 }
 
 // AdmitManifests runs the creates of the manifests' Queues, PodGroups, Jobs and
@@ -86,6 +89,9 @@ func admitEach[T any, P interface {
 			}
 			if err != nil {
 				return nil, fmt.Errorf("admission of %s: %w", name, err)
+			}
+			if !equality.Semantic.DeepEqual(obj, P(&in[i])) {
+				res.Rewritten = append(res.Rewritten, name)
 			}
 		}
 		out = append(out, *obj)

@@ -67,6 +67,46 @@ type ManifestsResult struct {
 	// Notes say what reading the manifests changed: pods made from Job templates,
 	// Volcano fields without a Tessera equivalent.
 	Notes []string `json:"notes"`
+	// Queues are what each queue holds and waits for after scheduling, by name.
+	Queues []QueueUse `json:"queues"`
+}
+
+// QueueUse is what one queue's pods hold and wait for after scheduling.
+type QueueUse struct {
+	Queue         string  `json:"queue"`
+	AllocatedGPUs float64 `json:"allocated_gpus"`
+	RunningPods   int     `json:"running_pods"`
+	PendingPods   int     `json:"pending_pods"`
+}
+
+// queueUse sums the snapshot's tasks per queue, in queue name order.
+func queueUse(snap *framework.Snapshot) []QueueUse {
+	by := map[string]*QueueUse{}
+	for _, j := range snap.Jobs {
+		name := ""
+		if j.Queue != nil {
+			name = j.Queue.Name
+		}
+		u := by[name]
+		if u == nil {
+			u = &QueueUse{Queue: name}
+			by[name] = u
+		}
+		for _, t := range j.Tasks {
+			switch {
+			case t.Node != nil:
+				u.RunningPods++
+				u.AllocatedGPUs += float64(t.Placed.GPU) / framework.MilliPerGPU
+			case t.Status == framework.TaskPending:
+				u.PendingPods++
+			}
+		}
+	}
+	out := make([]QueueUse, 0, len(by))
+	for _, name := range slices.Sorted(maps.Keys(by)) {
+		out = append(out, *by[name])
+	}
+	return out
 }
 
 // RunManifests builds a snapshot from the manifests and runs scheduler sessions (the
@@ -172,6 +212,7 @@ func RunManifests(m *trace.Manifests, policy string, cfg *scheduler.Config, seed
 			res.Pending = append(res.Pending, pp)
 		}
 	}
+	res.Queues = queueUse(snap)
 	slices.SortFunc(res.Placements, func(a, b Placement) int { return strings.Compare(a.Pod, b.Pod) })
 	slices.SortFunc(res.Pending, func(a, b PendingPod) int { return strings.Compare(a.Pod, b.Pod) })
 	return res, nil

@@ -1,0 +1,167 @@
+package preview
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	tesserav1 "github.com/tessera-gpu/tessera/api/v1alpha1"
+	"github.com/tessera-gpu/tessera/scheduler/sim"
+	"github.com/tessera-gpu/tessera/scheduler/sim/trace"
+)
+
+const example = "../clusters/example"
+
+// asIs admits everything unchanged, so these tests see the overlay and the diff alone.
+func asIs(_ context.Context, m *trace.Manifests) (*trace.Manifests, sim.AdmissionResult, error) {
+	return m, sim.AdmissionResult{}, nil
+}
+
+// TestLoad reads the example cluster's managed kinds and skips the others.
+func TestLoad(t *testing.T) {
+	m, err := Load(example)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Queues) != 2 || len(m.AdmissionPolicies) != 1 || len(m.PriorityClasses) != 3 || len(m.Namespaces) != 2 {
+		t.Errorf("loaded %d queues, %d policies, %d priority classes, %d namespaces; want 2, 1, 3, 2",
+			len(m.Queues), len(m.AdmissionPolicies), len(m.PriorityClasses), len(m.Namespaces))
+	}
+	if _, err := Load(t.TempDir()); err == nil {
+		t.Error("a directory without kustomization.yaml loaded")
+	}
+}
+
+// TestOverlay: the repository owns Queues and AdmissionPolicies; its PriorityClasses and
+// Namespaces replace the cluster's of the same name and keep the others.
+func TestOverlay(t *testing.T) {
+	cluster := &trace.Manifests{
+		Queues:          []tesserav1.Queue{{ObjectMeta: metav1.ObjectMeta{Name: "stale"}}},
+		Namespaces:      []corev1.Namespace{{ObjectMeta: metav1.ObjectMeta{Name: "kube-system"}}, {ObjectMeta: metav1.ObjectMeta{Name: "research"}}},
+		PriorityClasses: []schedulingv1.PriorityClass{{ObjectMeta: metav1.ObjectMeta{Name: "batch-normal"}, Value: 1}},
+	}
+	repo := &trace.Manifests{
+		Queues:          []tesserav1.Queue{{ObjectMeta: metav1.ObjectMeta{Name: "train-dev"}}},
+		Namespaces:      []corev1.Namespace{{ObjectMeta: metav1.ObjectMeta{Name: "research", Annotations: map[string]string{"tessera.dev/queue": "train-dev"}}}},
+		PriorityClasses: []schedulingv1.PriorityClass{{ObjectMeta: metav1.ObjectMeta{Name: "batch-normal"}, Value: 50}},
+	}
+	out := Overlay(cluster, repo)
+	if len(out.Queues) != 1 || out.Queues[0].Name != "train-dev" {
+		t.Errorf("queues = %v, want the repository's only", out.Queues)
+	}
+	if len(out.Namespaces) != 2 || out.Namespaces[1].Annotations["tessera.dev/queue"] != "train-dev" {
+		t.Errorf("namespaces = %v, want kube-system kept and research replaced", out.Namespaces)
+	}
+	if len(out.PriorityClasses) != 1 || out.PriorityClasses[0].Value != 50 {
+		t.Errorf("priority classes = %v, want batch-normal = 50", out.PriorityClasses)
+	}
+	if cluster.Queues[0].Name != "stale" || cluster.Namespaces[1].Annotations != nil {
+		t.Error("Overlay changed the cluster")
+	}
+}
+
+// TestRunCapabilityChange: raising train-dev's capability from 10 to 12 GPUs lets two
+// more experiments of the sweep run, and only train-dev changes.
+func TestRunCapabilityChange(t *testing.T) {
+	cluster, err := trace.ReadManifests("testdata/cluster.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	head := copyDir(t, example)
+	raise(t, filepath.Join(head, "queues/queues.yaml"), `tessera.dev/gpu: "10"`, `tessera.dev/gpu: "12"`)
+	b, err := Load(example)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := Load(head)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := Run(context.Background(), cluster, b, h, asIs, "tessera", nil, sim.FirstSeed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range p.Queues() {
+		switch c.Queue {
+		case "train-dev":
+			if c.Base.AllocatedGPUs != 10 || c.Head.AllocatedGPUs != 12 || !c.Changed() {
+				t.Errorf("train-dev %+v, want 10 -> 12 GPUs", c)
+			}
+		default:
+			if c.Changed() {
+				t.Errorf("%s changed: %+v", c.Queue, c)
+			}
+		}
+	}
+	var md bytes.Buffer
+	if err := p.WriteMarkdown(&md); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(md.String(), "| `train-dev` **changed** | 10 → 12 (+2) |") {
+		t.Errorf("markdown:\n%s", md.String())
+	}
+	again, err := Run(context.Background(), cluster, b, h, asIs, "tessera", nil, sim.FirstSeed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var first, second bytes.Buffer
+	_ = p.WriteText(&first)
+	_ = again.WriteText(&second)
+	if first.String() != second.String() {
+		t.Errorf("two runs differ:\n%s\n%s", first.String(), second.String())
+	}
+}
+
+func TestChange(t *testing.T) {
+	for _, tc := range []struct {
+		base, head float64
+		want       string
+	}{{4, 4, "4"}, {4, 6, "4 → 6 (+2)"}, {2, 0.5, "2 → 0.5 (-1.5)"}} {
+		if got := change(tc.base, tc.head); got != tc.want {
+			t.Errorf("change(%v, %v) = %q, want %q", tc.base, tc.head, got, tc.want)
+		}
+	}
+}
+
+// copyDir copies a directory tree into a temporary directory.
+func copyDir(t *testing.T, src string) string {
+	t.Helper()
+	dst := t.TempDir()
+	err := filepath.WalkDir(src, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, path)
+		if d.IsDir() {
+			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(dst, rel), b, 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dst
+}
+
+// raise replaces old by new in the file, which must contain old.
+func raise(t *testing.T, path, old, new string) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil || !bytes.Contains(b, []byte(old)) {
+		t.Fatalf("%s: %v, or %q not found", path, err, old)
+	}
+	if err := os.WriteFile(path, bytes.Replace(b, []byte(old), []byte(new), 1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
