@@ -170,7 +170,9 @@ func change(base, head float64) string {
 }
 
 // trim prints a number without trailing zeros (GPU slices are fractions).
-func trim(v float64) string { return strings.TrimSuffix(strings.TrimRight(fmt.Sprintf("%.2f", v), "0"), ".") }
+func trim(v float64) string {
+	return strings.TrimSuffix(strings.TrimRight(fmt.Sprintf("%.2f", v), "0"), ".")
+}
 
 func queueName(q string) string {
 	if q == "" {
