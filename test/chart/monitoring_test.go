@@ -139,6 +139,7 @@ type ruleFile struct {
 			Alert       string            `json:"alert"`
 			Record      string            `json:"record"`
 			Expr        string            `json:"expr"`
+			For         string            `json:"for"`
 			Labels      map[string]string `json:"labels"`
 			Annotations map[string]string `json:"annotations"`
 		} `json:"rules"`
