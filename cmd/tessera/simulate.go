@@ -140,6 +140,9 @@ by jobs that can make progress (a whole gang), a memory slice as its share of th
 	f.IntVar(&o.Seeds, "seeds", 1, fmt.Sprintf("runs per policy, with seeds 42, 43, ... (1 to %d)", sim.MaxSeeds))
 	f.StringVar(&format, "format", "table", "table or json")
 	f.StringVar(&htmlPath, "report", "", "write a self-contained HTML report with charts to this file")
+	f.BoolVar(&o.Autoscale, "autoscale", false, "replay: run each replay also under Tessera's autoscaler and a Cluster-Autoscaler-like rule, and report GPU-node-hours saved and waits against always-on")
+	f.DurationVar(&o.BootDelay, "boot-delay", sim.DefaultBootDelay, "with --autoscale: how long a GPU node added back takes before pods can use it")
+	f.Float64Var(&o.UnderusedShare, "underused-share", 0, "with --autoscale: Tessera's autoscaler also removes nodes whose allocated GPU share stayed at or below this (0 to 1) when the scheduler places their pods elsewhere; 0 removes empty nodes only")
 	f.StringArrayVar(&configs, "config", nil, "scheduler configuration file to run as an extra policy (repeatable)")
 	return cmd
 }
@@ -174,7 +177,7 @@ func checkSimulateFlags(cmd *cobra.Command, o *sim.Options, manifests, format st
 		return fmt.Errorf("--kubeconfig applies to --from-cluster only")
 	}
 	if manifests != "" || set("from-cluster") {
-		for _, f := range []string{"mode", "arrive", "seeds", "report"} {
+		for _, f := range []string{"mode", "arrive", "seeds", "report", "autoscale", "boot-delay", "underused-share"} {
 			if set(f) {
 				return fmt.Errorf("--%s does not apply to --manifests or --from-cluster, which place the pending pods once", f)
 			}
@@ -195,6 +198,12 @@ func checkSimulateFlags(cmd *cobra.Command, o *sim.Options, manifests, format st
 		return fmt.Errorf("--mode %q: use fillup or replay", o.Mode)
 	case o.Mode == sim.ModeReplay && set("arrive"):
 		return fmt.Errorf("--arrive applies to --mode fillup only")
+	case o.Mode != sim.ModeReplay && o.Autoscale:
+		return fmt.Errorf("--autoscale applies to --mode replay only: fill-up pods never leave, so no node ever empties")
+	case set("boot-delay") && !o.Autoscale:
+		return fmt.Errorf("--boot-delay applies with --autoscale only")
+	case o.BootDelay < 0:
+		return fmt.Errorf("--boot-delay %s: must not be negative (for example 5m)", o.BootDelay)
 	}
 	return nil
 }

@@ -99,6 +99,8 @@ type Replay struct {
 	Seed   int64
 	// OnJob is called as each job arrives (progress bars); may be nil.
 	OnJob func()
+	// Autoscale turns nodes off and on; nil keeps every node on.
+	Autoscale *Autoscaling
 }
 
 // recordWait adds a job's wait, arrival to now, with its queue and class.

@@ -45,10 +45,14 @@ type replayer struct {
 	next   int // the next job to arrive
 	now    int64
 
+	// fleet turns nodes off and on; nil: the nodes are always on.
+	fleet *fleet
+
 	out *report.Replay
 	// lastT is the time up to which the measurements are taken.
 	lastT             int64
 	allocInt, utilInt float64 // integrals of allocated and useful milli over [0, horizon]
+	nodeInt           float64 // integral of the paid GPU nodes over [0, horizon]
 }
 
 // running is a job's progress on the virtual clock.
@@ -109,6 +113,11 @@ func newReplayer(rp Replay) (*replayer, error) {
 	if r.horizon <= 0 {
 		r.horizon = r.end - drainAfter + 1
 	}
+	if rp.Autoscale != nil {
+		if r.fleet, err = newFleet(*rp.Autoscale, s); err != nil {
+			return nil, err
+		}
+	}
 	return r, nil
 }
 
@@ -128,15 +137,18 @@ func (r *replayer) run() {
 		}
 		r.measure(t)
 		r.now = t
+		r.joinReady()
 		r.arrive()
 		r.complete()
 		r.schedule()
+		r.autoscale()
 	}
 	r.close()
 }
 
-// nextInstant is the next instant something happens: an arrival, a completion, or a
-// retry while jobs wait; more is false once every job ran.
+// nextInstant is the next instant something happens: an arrival, a completion, a
+// retry while jobs wait, a node ready after its boot or the autoscaler's next look;
+// more is false once every job ran.
 func (r *replayer) nextInstant() (t int64, more bool) {
 	t = r.end
 	if r.next < len(r.rp.Input.Jobs) {
@@ -152,7 +164,14 @@ func (r *replayer) nextInstant() (t int64, more bool) {
 	if waiting {
 		t = min(t, r.now+retryEvery)
 	}
-	return t, r.next < len(r.rp.Input.Jobs) || r.ends.Len() > 0 || waiting
+	more = r.next < len(r.rp.Input.Jobs) || r.ends.Len() > 0 || waiting
+	if r.fleet != nil && more {
+		t = min(t, r.now+autoscaleEvery)
+		if at, ok := r.fleet.nextReady(); ok {
+			t = min(t, at)
+		}
+	}
+	return t, more
 }
 
 func (r *replayer) anyWaiting() bool {
@@ -275,12 +294,13 @@ func (r *replayer) measure(to int64) {
 		out.Times = append(out.Times, float64(ts)/3600)
 		out.AllocPct = append(out.AllocPct, 100*float64(a)/float64(r.capacity))
 		out.UtilPct = append(out.UtilPct, 100*float64(u)/float64(r.capacity))
-		out.Nodes = append(out.Nodes, len(nodes))
+		out.Nodes = append(out.Nodes, r.paidNodes())
 		out.IdleNodes = append(out.IdleNodes, idleNodes(nodes))
 	}
 	if span := min(to, r.horizon) - min(r.lastT, r.horizon); span > 0 {
 		r.allocInt += float64(a) * float64(span)
 		r.utilInt += float64(u) * float64(span)
+		r.nodeInt += float64(r.paidNodes()) * float64(span)
 	}
 	r.lastT = to
 }
@@ -371,6 +391,10 @@ func (r *replayer) close() {
 	}
 	out.MeanAllocPct = 100 * r.allocInt / float64(r.horizon) / float64(r.capacity)
 	out.MeanUtilPct = 100 * r.utilInt / float64(r.horizon) / float64(r.capacity)
+	out.GPUNodeHours = r.nodeInt / 3600
+	if r.fleet != nil {
+		out.NodesRemoved = r.fleet.removals
+	}
 }
 
 type completion struct {

@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/tessera-gpu/tessera/scheduler"
 	"github.com/tessera-gpu/tessera/scheduler/sim/report"
@@ -41,6 +42,30 @@ type Options struct {
 	Progress io.Writer
 	// Warn receives warnings about the input ("warning: ..." lines); nil for none.
 	Warn io.Writer
+	// Autoscale runs each replay three times (always on, Tessera's autoscaler, the
+	// CA-like rule) and reports the savings (RunAutoscaled); replay mode only.
+	Autoscale bool
+	// BootDelay is how long a node added back takes before pods can use it (the
+	// command's default is DefaultBootDelay).
+	BootDelay time.Duration
+	// UnderusedShare turns on the Underused method of Tessera's autoscaler.
+	UnderusedShare float64
+}
+
+// replay runs one replay, autoscaled when the options say so.
+func (o Options) replay(rp Replay) (report.Result, error) {
+	if !o.Autoscale {
+		return RunReplay(rp)
+	}
+	return RunAutoscaled(rp, Autoscaling{BootDelay: o.BootDelay, UnderusedShare: o.UnderusedShare})
+}
+
+// replayUnits is the progress units of a replay of jobs: one per job and run.
+func (o Options) replayUnits(jobs int) int {
+	if o.Autoscale {
+		return 3 * jobs
+	}
+	return jobs
 }
 
 // configFor is cfg when set, else the named policy's configuration, with the run's seed.
@@ -147,11 +172,11 @@ func (o Options) runner() (func(run, func()) (report.Result, error), func(int64)
 			if err != nil {
 				return report.Result{}, err
 			}
-			return RunReplay(Replay{Input: ScenarioInput(s), Policy: r.policy, Config: r.cfg, Seed: r.seed, OnJob: tick})
+			return o.replay(Replay{Input: ScenarioInput(s), Policy: r.policy, Config: r.cfg, Seed: r.seed, OnJob: tick})
 		}
 		units := func(seed int64) int {
 			s, _ := trace.BuildScenario(o.Scenario, seed)
-			return len(s.Jobs)
+			return o.replayUnits(len(s.Jobs))
 		}
 		return one, units, "jobs", nil
 	case o.Trace != "" || o.PodsFile != "":
@@ -174,8 +199,11 @@ func (o Options) runner() (func(run, func()) (report.Result, error), func(int64)
 				return nil, nil, "", err
 			}
 			return func(r run, tick func()) (report.Result, error) {
-				return RunReplay(Replay{Input: rin, Policy: r.policy, Config: r.cfg, Seed: r.seed, OnJob: tick})
-			}, func(int64) int { return len(rin.Jobs) }, "pods", nil
+				return o.replay(Replay{Input: rin, Policy: r.policy, Config: r.cfg, Seed: r.seed, OnJob: tick})
+			}, func(int64) int { return o.replayUnits(len(rin.Jobs)) }, "pods", nil
+		}
+		if o.Autoscale {
+			return nil, nil, "", fmt.Errorf("--autoscale runs in --mode replay; fill-up pods never leave, so no node ever empties")
 		}
 		arrive := o.Arrive
 		var capacity int64

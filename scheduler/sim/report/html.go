@@ -193,7 +193,7 @@ func FillHeadline(ss []Summary) string {
 
 func replaySection(b *strings.Builder, trace string, ss []Summary, results []Result, colors map[string]string) {
 	fmt.Fprintf(b, "<section><h2>%s <span class=\"mode\">replay</span></h2>\n", esc(trace))
-	// Autoscaler columns and the node chart appear once an autoscaler fills them.
+	// Autoscaler columns appear once an autoscaler fills them.
 	autoscaled := slices.ContainsFunc(ss, func(s Summary) bool { return s.Replay.MeanNodesRemoved > 0 || s.Replay.MeanGPUNodeHoursSaved > 0 })
 	b.WriteString("<table><thead><tr><th>policy</th><th>runs</th><th>mean GPU alloc %</th><th>mean GPU util %</th><th>wait mean</th><th>wait p95</th><th>preemptions / run</th><th>starved jobs (worst run)</th>")
 	if autoscaled {
@@ -223,24 +223,21 @@ func replaySection(b *strings.Builder, trace string, ss []Summary, results []Res
 	if note := censoredNote(ss); note != "" {
 		fmt.Fprintf(b, "<p class=\"note\">%s</p>\n", esc(note))
 	}
+	savingsHTML(b, ss, results)
 	legend(b, ss, colors)
-	var alloc, util, nodes, waits []series
+	var alloc, util, waits []series
 	var done []guide
-	tMax, nMax := 0.0, 1.0
+	tMax := 0.0
 	for _, s := range ss {
 		runs := runsOf(results, s)
 		if at := allDone(runs); at > 0 {
 			done = append(done, guide{x1: at, x2: at, y2: 100, label: s.Policy + ": all jobs done", lx: at, ly: 100 - 6*float64(len(done))})
 		}
-		grid, a, u, n := meanTimeSeries(runs)
+		grid, a, u, _ := meanTimeSeries(runs)
 		if len(grid) > 0 {
 			tMax = max(tMax, grid[len(grid)-1])
 			alloc = append(alloc, series{name: s.Policy, color: colors[s.Policy], xs: grid, ys: a})
 			util = append(util, series{name: s.Policy, color: colors[s.Policy], xs: grid, ys: u})
-			nodes = append(nodes, series{name: s.Policy, color: colors[s.Policy], xs: grid, ys: n})
-			for _, v := range n {
-				nMax = max(nMax, v)
-			}
 		}
 		waits = append(waits, series{name: s.Policy, color: colors[s.Policy], ys: waitHistogram(runs)})
 	}
@@ -250,10 +247,6 @@ func replaySection(b *strings.Builder, trace string, ss []Summary, results []Res
 			xMax: tMax, yMax: 100, step: true, series: alloc, guides: done}.render(b)
 		lineChart{title: "Useful GPU utilisation over time (mean over seeds)", xLabel: "time, hours", yLabel: "GPUs doing work, %",
 			xMax: tMax, yMax: 100, step: true, series: util, guides: done}.render(b)
-		if autoscaled {
-			lineChart{title: "GPU nodes over time (mean over seeds)", xLabel: "time, hours", yLabel: "GPU nodes",
-				xMax: tMax, yMax: nMax * 1.1, step: true, series: nodes}.render(b)
-		}
 	}
 	queueCharts(b, ss, results, colors)
 	cats := make([]string, len(waitBins))

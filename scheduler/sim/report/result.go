@@ -35,6 +35,9 @@ type Result struct {
 	Curve []Point `json:"-"`
 	// Replay holds the replay-mode measurements; nil for fill-up runs.
 	Replay *Replay `json:"replay,omitempty"`
+	// Savings, for an autoscaled replay (Replay is then the run under Tessera's
+	// autoscaler), adds its figures to the result's: gpu_node_hours, saved_pct, ca_like...
+	*Savings
 }
 
 // Point is one sample of a fill-up run: arrived GPU request, allocated GPUs and
@@ -54,7 +57,7 @@ type Replay struct {
 	AllocPct []float64 `json:"alloc_pct"`
 	// UtilPct is the GPU utilisation % where the trace knows it; empty otherwise.
 	UtilPct []float64 `json:"util_pct,omitempty"`
-	// Nodes is the number of GPU nodes present at each time.
+	// Nodes is the number of GPU nodes paid for (present or booting) at each time.
 	Nodes []int `json:"nodes"`
 	// IdleNodes is the number of nodes running no pod at each time; empty if not recorded.
 	IdleNodes []int `json:"idle_nodes,omitempty"`
@@ -82,6 +85,9 @@ type Replay struct {
 	// NodesRemoved and GPUNodeHoursSaved are set when autoscaling is on.
 	NodesRemoved      int     `json:"nodes_removed,omitempty"`
 	GPUNodeHoursSaved float64 `json:"gpu_node_hours_saved,omitempty"`
+	// GPUNodeHours are the hours of the GPU nodes paid for (present or booting),
+	// summed over the window means are taken over; Result.Savings reports them.
+	GPUNodeHours float64 `json:"-"`
 }
 
 // QueueSeries is one queue of a replay over time: what it holds against what it
@@ -116,6 +122,9 @@ type Summary struct {
 	Curve []Point `json:"-"`
 	// Replay aggregates the replay measurements; nil unless every run has them.
 	Replay *ReplaySummary `json:"replay,omitempty"`
+	// Savings pools the runs' autoscaling figures (node-hours averaged per run, waits
+	// pooled over all jobs); nil unless every run has them.
+	Savings *Savings `json:"savings,omitempty"`
 }
 
 // ReplaySummary aggregates replay runs.
@@ -239,6 +248,7 @@ func summarizeGroup(policy, trace string, rs []Result) Summary {
 		rep.P95WaitSeconds = Percentile(waits, 95)
 		rep.Waits = groupWaits(rs)
 		s.Replay = rep
+		s.Savings = summarizeSavings(rs)
 	}
 	return s
 }

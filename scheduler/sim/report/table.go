@@ -59,6 +59,7 @@ func WriteTable(w io.Writer, results []Result, summaries []Summary) error {
 				ew.printf("%s\n", note)
 			}
 			writeGroupWaits(ew, replay)
+			writeSavings(ew, replay)
 		}
 	}
 	return ew.err

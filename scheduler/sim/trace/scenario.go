@@ -58,8 +58,9 @@ type JobSpec struct {
 // GPUs is the job's whole-GPU demand (Tasks x GPUsPerTask); 0 for slice jobs.
 func (j JobSpec) GPUs() int64 { return int64(j.Tasks) * int64(j.GPUsPerTask) }
 
-var scenarios = map[string]func(seed int64) Scenario{
-	"operator": operatorScenario,
+var scenarios = map[string]func(seed int64) (Scenario, error){
+	"operator": func(seed int64) (Scenario, error) { return operatorScenario(seed), nil },
+	"diurnal":  diurnalScenario,
 }
 
 // ScenarioNames returns the names of the built-in scenarios, sorted.
@@ -74,7 +75,7 @@ func BuildScenario(name string, seed int64) (Scenario, error) {
 	if !ok {
 		return Scenario{}, fmt.Errorf("unknown scenario %q; built-in scenarios: %s", name, strings.Join(ScenarioNames(), ", "))
 	}
-	return gen(seed), nil
+	return gen(seed)
 }
 
 // The "operator" scenario. Its queue figures come from an operator's report about a

@@ -1,0 +1,248 @@
+package sim
+
+import (
+	"cmp"
+	"slices"
+	"time"
+
+	"github.com/tessera-gpu/tessera/scheduler"
+	"github.com/tessera-gpu/tessera/scheduler/framework"
+)
+
+// autoscaleEvery is how often an autoscaled replay looks at its nodes when nothing
+// else happens, so that a node idle for long is noticed at night too.
+const autoscaleEvery = 5 * 60
+
+// Autoscaling turns a replay's GPU nodes off and on: a scale-down rule removes nodes,
+// and removed nodes come back, after BootDelay, when waiting jobs need them.
+type Autoscaling struct {
+	// Rule names the scale-down rule: RuleTessera or RuleCALike.
+	Rule string
+	// BootDelay is how long a node added back takes before pods can use it; it is
+	// paid for while it boots.
+	BootDelay time.Duration
+	// UnderusedShare turns on RuleTessera's Underused method (autoscale.Policy); 0
+	// keeps the ScaleDownPolicy defaults, which remove empty nodes only.
+	UnderusedShare float64
+}
+
+// fleet is the replay's nodes under an autoscaler: those in the snapshot, those
+// booting (paid, not yet usable) and those removed (not paid).
+type fleet struct {
+	rule      scaleDownRule
+	bootDelay int64
+	booting   []bootingNode
+	removed   []*framework.Node // in name order
+	// lastGrow and lastShrink are when a node last joined and left; -1: never.
+	lastGrow, lastShrink int64
+	removals             int
+}
+
+type bootingNode struct {
+	n     *framework.Node
+	ready int64
+}
+
+// scaleDownRule picks the nodes to remove now. It may keep state between calls (since
+// when a node qualified); it changes neither the snapshot nor the scheduler.
+type scaleDownRule interface {
+	pick(snap *framework.Snapshot, now int64, f *fleet) []string
+}
+
+func newFleet(a Autoscaling, s *scheduler.Scheduler) (*fleet, error) {
+	rule, err := newRule(a, s)
+	if err != nil {
+		return nil, err
+	}
+	return &fleet{rule: rule, bootDelay: int64(a.BootDelay / time.Second), lastGrow: -1, lastShrink: -1}, nil
+}
+
+// lastChange is when the cluster last shrank or grew; -1: never.
+func (f *fleet) lastChange() int64 { return max(f.lastGrow, f.lastShrink) }
+
+// nextReady is when the next booting node is ready; ok is false when none boots.
+func (f *fleet) nextReady() (at int64, ok bool) {
+	if len(f.booting) == 0 {
+		return 0, false
+	}
+	return slices.MinFunc(f.booting, func(a, b bootingNode) int { return cmp.Compare(a.ready, b.ready) }).ready, true
+}
+
+// bootingNodes are the nodes on their way back.
+func (f *fleet) bootingNodes() []*framework.Node {
+	out := make([]*framework.Node, len(f.booting))
+	for i, b := range f.booting {
+		out[i] = b.n
+	}
+	return out
+}
+
+// paidNodes counts the GPU nodes the cluster pays for: present or booting.
+func (r *replayer) paidNodes() int {
+	n := len(r.snap.Nodes)
+	if r.fleet != nil {
+		n += len(r.fleet.booting)
+	}
+	return n
+}
+
+// joinReady adds the nodes whose boot finished by now to the snapshot.
+func (r *replayer) joinReady() {
+	f := r.fleet
+	if f == nil {
+		return
+	}
+	kept := f.booting[:0]
+	for _, b := range f.booting {
+		if b.ready > r.now {
+			kept = append(kept, b)
+			continue
+		}
+		r.snap.Nodes = append(r.snap.Nodes, b.n)
+		f.lastGrow = r.now
+	}
+	f.booting = kept
+	slices.SortFunc(r.snap.Nodes, func(a, b *framework.Node) int { return cmp.Compare(a.Name, b.Name) })
+}
+
+// autoscale adds nodes back for waiting jobs or, when it added none, removes the
+// nodes the rule picks; the pods of removed nodes are placed again at once, as a
+// drain's evicted pods would be.
+func (r *replayer) autoscale() {
+	f := r.fleet
+	if f == nil {
+		return
+	}
+	if boot := r.nodesToBoot(); len(boot) > 0 {
+		for _, n := range boot {
+			f.booting = append(f.booting, bootingNode{n: n, ready: r.now + f.bootDelay})
+			f.removed = slices.DeleteFunc(f.removed, func(x *framework.Node) bool { return x == n })
+		}
+		return
+	}
+	names := f.rule.pick(r.snap, r.now, f)
+	if len(names) == 0 {
+		return
+	}
+	gone := map[string]bool{}
+	for _, name := range names {
+		gone[name] = true
+	}
+	for _, n := range r.snap.Nodes {
+		if gone[n.Name] {
+			f.removed = append(f.removed, n)
+		}
+	}
+	slices.SortFunc(f.removed, func(a, b *framework.Node) int { return cmp.Compare(a.Name, b.Name) })
+	displaced := r.snap.RemoveNodes(names...)
+	f.lastShrink = r.now
+	f.removals += len(names)
+	if len(displaced) > 0 {
+		r.updateProgress()
+		r.schedule()
+	}
+}
+
+// nodesToBoot picks the removed nodes to add back: one at a time, the removed node on
+// which the scheduler would place the most GPU of the waiting jobs that no present or
+// booting node takes, until every such job is placed or no removed node helps. It
+// asks the scheduler through side-effect-free what-if sessions, so the same scale-up
+// serves every scale-down rule.
+func (r *replayer) nodesToBoot() []*framework.Node {
+	f := r.fleet
+	if len(f.removed) == 0 || !r.anyWaiting() {
+		return nil
+	}
+	var chosen []*framework.Node
+	rest := slices.Clone(f.removed)
+	for len(rest) > 0 {
+		extra := append(f.bootingNodes(), chosen...)
+		var stuck map[*framework.Job]bool
+		if len(extra) == 0 {
+			stuck = r.waitingJobs() // the session that just ran placed what fits
+		} else {
+			stuck = r.stillWaiting(extra)
+		}
+		if len(stuck) == 0 {
+			break
+		}
+		best := r.mostUsed(append(extra, rest...), rest, stuck)
+		if best == nil {
+			break
+		}
+		chosen = append(chosen, best)
+		rest = slices.DeleteFunc(rest, func(n *framework.Node) bool { return n == best })
+	}
+	return chosen
+}
+
+// waitingJobs are the jobs waiting to start or to resume.
+func (r *replayer) waitingJobs() map[*framework.Job]bool {
+	out := map[*framework.Job]bool{}
+	for j, a := range r.active {
+		if a.waiting() {
+			out[j] = true
+		}
+	}
+	return out
+}
+
+// stillWaiting is the waiting jobs that a session with the extra nodes would still
+// not run.
+func (r *replayer) stillWaiting(extra []*framework.Node) map[*framework.Job]bool {
+	out := r.waitingJobs()
+	r.whatIfWith(extra, func(res *scheduler.Result) {
+		bound := map[*framework.Job]int{}
+		for _, b := range res.Bindings {
+			bound[b.Task.Job]++
+		}
+		for j := range out {
+			if holdingRunning(j)+bound[j] >= j.MinMember {
+				delete(out, j)
+			}
+		}
+	})
+	return out
+}
+
+// mostUsed is the node of candidates on which a session with the extra nodes would
+// place the most GPU milli of the stuck jobs; nil when it places none there.
+func (r *replayer) mostUsed(extra, candidates []*framework.Node, stuck map[*framework.Job]bool) *framework.Node {
+	use := map[*framework.Node]int64{}
+	r.whatIfWith(extra, func(res *scheduler.Result) {
+		for _, b := range res.Bindings {
+			if stuck[b.Task.Job] && slices.Contains(candidates, b.Node) {
+				use[b.Node] += int64(b.GPUs.Len())*b.GPUMilli + 1 // a CPU-only task counts too
+			}
+		}
+	})
+	var best *framework.Node
+	for _, n := range candidates {
+		if use[n] > 0 && (best == nil || use[n] > use[best]) {
+			best = n
+		}
+	}
+	return best
+}
+
+// whatIfWith runs a what-if session with the extra nodes added to the snapshot and
+// passes its decisions to inspect; afterwards the extra nodes are empty again (the
+// snapshot's checkpoint restores only the nodes it held).
+func (r *replayer) whatIfWith(extra []*framework.Node, inspect func(*scheduler.Result)) {
+	r.sched.WhatIf(r.snap, func(s *framework.Snapshot) {
+		s.Nodes = append(s.Nodes, extra...)
+	}, func(_ *framework.Snapshot, res *scheduler.Result) { inspect(res) })
+	for _, n := range extra {
+		emptyNode(n)
+	}
+}
+
+// emptyNode clears what a what-if session placed on a node outside the snapshot.
+func emptyNode(n *framework.Node) {
+	n.Used, n.Tasks, n.Reserved = framework.Resources{}, nil, nil
+	for g := range n.GPUs {
+		n.GPUs[g].UsedMilli, n.GPUs[g].Tasks = 0, 0
+	}
+	n.Refresh()
+	n.Version++
+}
