@@ -204,6 +204,10 @@ func checkSimulateFlags(cmd *cobra.Command, o *sim.Options, manifests, format st
 		return fmt.Errorf("--boot-delay applies with --autoscale only")
 	case o.BootDelay < 0:
 		return fmt.Errorf("--boot-delay %s: must not be negative (for example 5m)", o.BootDelay)
+	case set("underused-share") && !o.Autoscale:
+		return fmt.Errorf("--underused-share applies with --autoscale only")
+	case !(o.UnderusedShare >= 0 && o.UnderusedShare <= 1):
+		return fmt.Errorf("--underused-share %g: must be a share between 0 and 1 (for example 0.5)", o.UnderusedShare)
 	}
 	return nil
 }

@@ -24,9 +24,9 @@ const (
 // requests-based utilization (the largest of GPU, CPU and memory requested over
 // allocatable) is below 0.5 and each of its pods fits on another node by simple
 // first fit, pod by pod, with no notion of gangs, queues or the scheduler's scoring;
-// after 10 minutes unneeded it is removed (empty nodes up to 10 at once, others one
-// at a time, pods re-checked against the nodes left), and nothing is removed within
-// 10 minutes of a node joining.
+// after 10 minutes unneeded it is removed (empty nodes first, up to 10 at once, then
+// one node with pods, its pods re-checked against the nodes left), and nothing is
+// removed within 10 minutes of a node joining.
 type caLike struct {
 	since map[string]int64 // node -> unneeded since
 }
@@ -58,21 +58,19 @@ func (c *caLike) pick(snap *framework.Snapshot, now int64, f *fleet) []string {
 	slices.SortFunc(due, func(a, b *framework.Node) int {
 		return cmp.Or(cmp.Compare(c.since[a.Name], c.since[b.Name]), cmp.Compare(a.Name, b.Name))
 	})
+	// Empty nodes first, in bulk; then one node with pods, which must fit on the nodes left.
 	left := newFirstFit(snap.Nodes)
 	var out []string
-	empty, busy := 0, 0
 	for _, n := range due {
-		rest := left.without(n.Name)
-		switch {
-		case len(n.Tasks) == 0 && empty < caMaxEmptyBulkDelete:
-			empty++
-		case len(n.Tasks) > 0 && busy == 0 && rest.placeAll(n.Tasks):
-			busy++
-		default:
-			continue
+		if len(n.Tasks) == 0 && len(out) < caMaxEmptyBulkDelete {
+			out = append(out, n.Name)
+			left = left.without(n.Name)
 		}
-		left = rest
-		out = append(out, n.Name)
+	}
+	for _, n := range due {
+		if len(n.Tasks) > 0 && left.without(n.Name).placeAll(n.Tasks) {
+			return append(out, n.Name)
+		}
 	}
 	return out
 }
