@@ -47,10 +47,15 @@ scheduling policies.
                   preemption and backfill; reports allocation, useful utilisation, waits.
 
 Inputs: a shipped openb trace (--trace default), your own node and pod lists in the
-openb CSV format (--nodes, --pods), a built-in scenario (--scenario operator), or your
+openb CSV format (--nodes, --pods), a built-in scenario (--scenario operator or diurnal), or your
 cluster in YAML (--manifests): its objects pass the admission policies, then every
 pending pod is placed or told why not.
 --config runs a scheduler configuration file as one more policy, to preview a change.
+--autoscale (replay) runs each replay also under Tessera's autoscaler and under a
+Cluster-Autoscaler-like rule, removed nodes coming back after --boot-delay when jobs
+wait, and reports GPU-node-hours and waits against the always-on cluster;
+--scenario diurnal is a week of openb pods whose GPU demand swings between about 30%
+of the cluster at night and 90% by day.
 
 Fill-up columns: "alloc% @N" is the share of cluster GPUs allocated when the arrived
 GPU request reached N% of the cluster's GPUs; "unalloc% @100" is 100 minus alloc% @100
@@ -62,6 +67,7 @@ started or waited more than 12 hours. "util" is the GPU share doing useful work:
 by jobs that can make progress (a whole gang), a memory slice as its share of the GPU.`,
 		Example: `  tessera simulate --trace default --policy bestfit,fgd,tessera --seeds 3 --report report.html
   tessera simulate --scenario operator --policy kube-default,tessera
+  tessera simulate --scenario diurnal --policy tessera --autoscale --seeds 5 --report autoscale.html
   tessera simulate --nodes nodes.csv --pods pods.csv --config my-scheduler.yaml --format json
   tessera simulate --manifests my-cluster.yaml --policy tessera,kube-default`,
 		Args: cobra.NoArgs,
@@ -128,7 +134,7 @@ by jobs that can make progress (a whole gang), a memory slice as its share of th
 	f.StringVar(&o.Trace, "trace", "", "openb pod list: "+strings.Join(sim.OpenbVariants(), ", "))
 	f.StringVar(&o.NodesFile, "nodes", "", "node list CSV (openb format: sn,cpu_milli,memory_mib,gpu,model)")
 	f.StringVar(&o.PodsFile, "pods", "", "pod list CSV (openb format)")
-	f.StringVar(&o.Scenario, "scenario", "", "built-in scenario: operator")
+	f.StringVar(&o.Scenario, "scenario", "", "built-in scenario: "+strings.Join(trace.ScenarioNames(), ", "))
 	f.StringVar(&manifests, "manifests", "", "YAML of Nodes, Namespaces, Pods, Jobs, Queues, PodGroups and AdmissionPolicies: show where each pending pod would go, or why not")
 	f.BoolVar(&live, "from-cluster", false, "read the live objects of the cluster in --kubeconfig (the kinds --manifests reads) and show where each pending pod would go; only reads")
 	f.StringVar(&kubecfg, "kubeconfig", "", "--from-cluster: kubeconfig file (default: $KUBECONFIG, ~/.kube/config or in-cluster)")

@@ -35,7 +35,7 @@ type fleet struct {
 	removed   []*framework.Node // in name order
 	// lastGrow and lastShrink are when a node last joined and left; -1: never.
 	lastGrow, lastShrink int64
-	removals             int
+	removals, evictions  int
 }
 
 type bootingNode struct {
@@ -137,6 +137,7 @@ func (r *replayer) autoscale() {
 	displaced := r.snap.RemoveNodes(names...)
 	f.lastShrink = r.now
 	f.removals += len(names)
+	f.evictions += len(displaced)
 	if len(displaced) > 0 {
 		r.updateProgress()
 		r.schedule()

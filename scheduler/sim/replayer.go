@@ -393,7 +393,7 @@ func (r *replayer) close() {
 	out.MeanUtilPct = 100 * r.utilInt / float64(r.horizon) / float64(r.capacity)
 	out.GPUNodeHours = r.nodeInt / 3600
 	if r.fleet != nil {
-		out.NodesRemoved = r.fleet.removals
+		out.NodesRemoved, out.ScaleDownEvictions = r.fleet.removals, r.fleet.evictions
 	}
 }
 

@@ -88,6 +88,8 @@ type Replay struct {
 	// GPUNodeHours are the hours of the GPU nodes paid for (present or booting),
 	// summed over the window means are taken over; Result.Savings reports them.
 	GPUNodeHours float64 `json:"-"`
+	// ScaleDownEvictions counts the pods evicted from nodes the autoscaler removed.
+	ScaleDownEvictions int `json:"scale_down_evictions,omitempty"`
 }
 
 // QueueSeries is one queue of a replay over time: what it holds against what it

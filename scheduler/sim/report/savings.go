@@ -9,6 +9,8 @@ type Savings struct {
 	SavedPct                float64 `json:"saved_pct"`
 	MeanWaitSeconds         float64 `json:"mean_wait_seconds"`
 	MeanWaitSecondsAlwaysOn float64 `json:"mean_wait_seconds_always_on"`
+	// ScaleDownEvictions is the pods evicted from removed nodes, per run.
+	ScaleDownEvictions float64 `json:"scale_down_evictions"`
 	// CALike is the Cluster-Autoscaler-like rule's figures.
 	CALike RuleSavings `json:"ca_like"`
 	// AlwaysOn and CALikeReplay are the other two replays, for the charts.
@@ -21,6 +23,8 @@ type RuleSavings struct {
 	GPUNodeHours    float64 `json:"gpu_node_hours"`
 	SavedPct        float64 `json:"saved_pct"`
 	MeanWaitSeconds float64 `json:"mean_wait_seconds"`
+	// ScaleDownEvictions is the pods evicted from removed nodes, per run.
+	ScaleDownEvictions float64 `json:"scale_down_evictions"`
 }
 
 // NewSavings compares the replays of the same jobs always on, under Tessera's
@@ -33,8 +37,8 @@ func NewSavings(alwaysOn, tessera, caLike *Replay) *Savings {
 func savingsOf(alwaysOn, tessera, caLike []*Replay) *Savings {
 	on := nodeHours(alwaysOn)
 	s := &Savings{GPUNodeHours: nodeHours(tessera), GPUNodeHoursAlwaysOn: on,
-		MeanWaitSeconds: pooledMeanWait(tessera), MeanWaitSecondsAlwaysOn: pooledMeanWait(alwaysOn),
-		CALike: RuleSavings{GPUNodeHours: nodeHours(caLike), MeanWaitSeconds: pooledMeanWait(caLike)}}
+		MeanWaitSeconds: pooledMeanWait(tessera), MeanWaitSecondsAlwaysOn: pooledMeanWait(alwaysOn), ScaleDownEvictions: evictions(tessera),
+		CALike: RuleSavings{GPUNodeHours: nodeHours(caLike), MeanWaitSeconds: pooledMeanWait(caLike), ScaleDownEvictions: evictions(caLike)}}
 	s.SavedPct, s.CALike.SavedPct = savedPct(s.GPUNodeHours, on), savedPct(s.CALike.GPUNodeHours, on)
 	if len(alwaysOn) == 1 {
 		s.AlwaysOn, s.CALikeReplay = alwaysOn[0], caLike[0]
@@ -80,6 +84,14 @@ func nodeHours(rs []*Replay) float64 {
 		h += r.GPUNodeHours
 	}
 	return h / float64(max(len(rs), 1))
+}
+
+func evictions(rs []*Replay) float64 {
+	var n int
+	for _, r := range rs {
+		n += r.ScaleDownEvictions
+	}
+	return float64(n) / float64(max(len(rs), 1))
 }
 
 func pooledMeanWait(rs []*Replay) float64 {

@@ -8,7 +8,7 @@ import (
 
 // savingsColumns head the autoscaling table, text and HTML alike.
 var savingsColumns = []string{"policy", "runs", "GPU-node-h always on", "tessera GPU-node-h", "saved %", "wait always on", "wait tessera", "wait change %",
-	"CA-like saved %", "CA-like wait", "saved vs CA-like"}
+	"evicted/run", "CA-like saved %", "CA-like wait", "CA-like evicted/run", "saved vs CA-like"}
 
 // savingsRows are the autoscaling table's rows, one per policy whose runs were autoscaled.
 func savingsRows(replay []Summary) [][]string {
@@ -24,14 +24,15 @@ func savingsRows(replay []Summary) [][]string {
 		}
 		rows = append(rows, []string{s.Policy, fmt.Sprint(s.Runs), fmt.Sprintf("%.1f", v.GPUNodeHoursAlwaysOn), fmt.Sprintf("%.1f", v.GPUNodeHours),
 			fmt.Sprintf("%.1f", v.SavedPct), FormatSeconds(v.MeanWaitSecondsAlwaysOn), FormatSeconds(v.MeanWaitSeconds), fmt.Sprintf("%+.1f", v.WaitChangePct()),
-			fmt.Sprintf("%.1f", v.CALike.SavedPct), FormatSeconds(v.CALike.MeanWaitSeconds), ratio})
+			fmt.Sprintf("%.0f", v.ScaleDownEvictions), fmt.Sprintf("%.1f", v.CALike.SavedPct), FormatSeconds(v.CALike.MeanWaitSeconds),
+			fmt.Sprintf("%.0f", v.CALike.ScaleDownEvictions), ratio})
 	}
 	return rows
 }
 
 // savingsKey is printed under the autoscaling table.
 const savingsKey = "GPU-node-h: hours of GPU nodes paid for (present or booting) over the arrival window, mean per run; " +
-	"saved %: fewer than always on; waits: mean, all runs pooled; CA-like: a Cluster-Autoscaler-like rule with the same scale-up and boot delay; " +
+	"saved %: fewer than always on; waits: mean, all runs pooled; evicted: pods evicted from removed nodes (they resume from their last checkpoint); CA-like: a Cluster-Autoscaler-like rule with the same scale-up and boot delay; " +
 	"saved vs CA-like: tessera's saved % over CA-like's"
 
 // writeSavings writes the autoscaling table of a trace's replay runs, if autoscaled.

@@ -111,10 +111,10 @@ func TestOperatorScenarioDemandPeaks(t *testing.T) {
 
 func TestUnknownScenario(t *testing.T) {
 	_, err := BuildScenario("nope", 1)
-	if err == nil || !strings.Contains(err.Error(), `unknown scenario "nope"; built-in scenarios: operator`) {
+	if err == nil || !strings.Contains(err.Error(), `unknown scenario "nope"; built-in scenarios: diurnal, operator`) {
 		t.Fatalf("error %v", err)
 	}
-	if got := ScenarioNames(); !reflect.DeepEqual(got, []string{"operator"}) {
+	if got := ScenarioNames(); !reflect.DeepEqual(got, []string{"diurnal", "operator"}) {
 		t.Errorf("names %v", got)
 	}
 }
