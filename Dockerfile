@@ -8,7 +8,7 @@ COPY go.mod go.sum ./
 RUN go mod download
 COPY . .
 ARG VERSION=dev
-RUN CGO_ENABLED=0 go build -trimpath \
+RUN CGO_ENABLED=0 go build -trimpath -tags kustomize_disable_go_plugin_support \
       -ldflags "-s -w -X github.com/tessera-gpu/tessera/internal/version.Version=${VERSION}" \
       -o /out/tessera ./cmd/tessera
 

@@ -7,6 +7,10 @@ LDFLAGS       := -X github.com/tessera-gpu/tessera/internal/version.Version=$(VE
 # -Wdeprecated-declarations warnings flood the first build. go-nvml is the only cgo
 # package of the build that calls deprecated C functions, so this silences nothing else.
 export CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
+# kustomize's API (gitops lint, preview) imports Go's plugin package unless built with
+# this tag; with cgo on, the Go linker then binds every symbol at start, and the binary
+# fails on the NVML symbols go-nvml resolves only once libnvidia-ml is loaded.
+export GOFLAGS += -tags=kustomize_disable_go_plugin_support
 CONTROLLER_GEN := $(GO) run sigs.k8s.io/controller-tools/cmd/controller-gen@v0.23.0
 STATICCHECK   := $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 GENERATED     := api deploy/crds deploy/helm/tessera/crds deploy/kustomize/base

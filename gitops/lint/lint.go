@@ -59,6 +59,11 @@ func Lint(ctx context.Context, dir string, opts Options) ([]Finding, error) {
 		if err != nil {
 			return nil, err
 		}
+		if len(l.findings) == 0 { // a missing resource is named above, with its line
+			if _, err := Build(root); err != nil {
+				l.add(filepath.Join(root, "kustomization.yaml"), 1, "kustomize build: %v", err)
+			}
+		}
 		for _, f := range files {
 			if err := l.file(f); err != nil {
 				return nil, err
@@ -137,21 +142,6 @@ func roots(dir string) ([]string, error) {
 		return nil, fmt.Errorf("%s: no kustomization.yaml found; point gitops lint at a repository of kustomizations (for example gitops/clusters)", dir)
 	}
 	return out, nil
-}
-
-// Files are the manifest files the kustomization in dir includes, directly or through
-// the kustomizations it includes, in order. A resource that does not exist is an error
-// (gitops lint names it with its line).
-func Files(dir string) ([]string, error) {
-	l := &linter{}
-	files, err := l.resourceFiles(dir)
-	if err != nil {
-		return nil, err
-	}
-	if len(l.findings) > 0 {
-		return nil, errors.New(l.findings[0].String())
-	}
-	return files, nil
 }
 
 // resourceFiles are the manifest files a kustomization includes, directly or through

@@ -89,3 +89,28 @@ func TestUnusableInput(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 }
+
+// TestKustomizeBuildFails: a kustomization whose files all exist but that kustomize
+// cannot build (the same Queue in two files) is a finding on its kustomization.yaml.
+func TestKustomizeBuildFails(t *testing.T) {
+	dir := t.TempDir()
+	for name, content := range map[string]string{
+		"kustomization.yaml": "resources:\n  - a.yaml\n  - b.yaml\n",
+		"a.yaml":             queues,
+		"b.yaml":             queues,
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	findings, err := lint.Lint(context.Background(), dir, lint.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range findings {
+		if f.File == filepath.Join(dir, "kustomization.yaml") && strings.HasPrefix(f.Message, "kustomize build:") && strings.Contains(f.Message, "prod") {
+			return
+		}
+	}
+	t.Errorf("want a kustomize build finding naming Queue prod, got %v", findings)
+}

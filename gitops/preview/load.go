@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
@@ -22,47 +21,34 @@ import (
 // kustomization lists (ScaleDownPolicy, Kustomization, ...) do not change where pods go.
 var managed = map[string]bool{"Queue": true, "AdmissionPolicy": true, "PriorityClass": true, "Namespace": true}
 
-// Load reads the objects of the managed kinds from the files the kustomization in dir
-// includes, defaulted and validated as ReadManifests does.
+// Load builds the kustomization in dir with kustomize, as Flux or Argo CD would before
+// applying it, and reads the objects of the managed kinds, defaulted and validated as
+// ReadManifests does.
 func Load(dir string) (*trace.Manifests, error) {
-	files, err := lint.Files(dir)
+	built, err := lint.Build(dir)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("kustomize build %s: %w", dir, err)
 	}
 	out := &trace.Manifests{}
-	for _, f := range files {
-		if err := loadFile(f, out); err != nil {
-			return nil, err
-		}
-	}
-	return out, nil
-}
-
-// loadFile appends the managed objects of one multi-document file to out.
-func loadFile(path string, out *trace.Manifests) error {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return err
-	}
-	yr := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(b)))
+	yr := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(built)))
 	for doc := 1; ; doc++ {
 		raw, err := yr.Read()
 		if err == io.EOF {
-			return nil
+			return out, nil
 		}
 		if err != nil {
-			return fmt.Errorf("%s:doc %d: %w", path, doc, err)
+			return nil, fmt.Errorf("%s:doc %d: %w", dir, doc, err)
 		}
 		var h struct{ Kind string }
 		if err := yaml.Unmarshal(raw, &h); err != nil {
-			return fmt.Errorf("%s:doc %d: %w", path, doc, err)
+			return nil, fmt.Errorf("%s:doc %d: %w", dir, doc, err)
 		}
 		if !managed[h.Kind] {
 			continue
 		}
-		m, err := trace.DecodeManifests(bytes.NewReader(raw), fmt.Sprintf("%s (doc %d)", path, doc))
+		m, err := trace.DecodeManifests(bytes.NewReader(raw), fmt.Sprintf("%s (built, doc %d)", dir, doc))
 		if err != nil {
-			return err
+			return nil, err
 		}
 		out.Queues = append(out.Queues, m.Queues...)
 		out.AdmissionPolicies = append(out.AdmissionPolicies, m.AdmissionPolicies...)

@@ -29,6 +29,10 @@ func (e *Env) WriteKubeconfig(path string) error {
 	return nil
 }
 
+// BuildTags are the build tags the tessera binary needs (the Makefile's GOFLAGS):
+// kustomize's API without Go plugin support, see cmd/tessera/buildtags.go.
+const BuildTags = "kustomize_disable_go_plugin_support"
+
 // BuildTessera builds the tessera binary from this checkout into a temporary
 // directory and returns its path.
 func BuildTessera(tb testing.TB) string {
@@ -38,7 +42,7 @@ func BuildTessera(tb testing.TB) string {
 		tb.Fatal(err)
 	}
 	bin := filepath.Join(tb.TempDir(), "tessera")
-	cmd := exec.Command("go", "build", "-o", bin, "./cmd/tessera")
+	cmd := exec.Command("go", "build", "-tags", BuildTags, "-o", bin, "./cmd/tessera")
 	cmd.Dir = root
 	cmd.Stderr = os.Stderr
 	if err := cmd.Run(); err != nil {
