@@ -32,6 +32,7 @@ require (
 	golang.org/x/exp v0.0.0-20260410095643-746e56fc9e2f // indirect
 	google.golang.org/genproto/googleapis/api v0.0.0-20260928230214-8a89bd6388cc // indirect
 	k8s.io/component-base v0.37.2 // indirect
+	sigs.k8s.io/cluster-api/api v1.14.2 // indirect
 )
 
 require (

@@ -9,7 +9,6 @@ import (
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
-	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -29,13 +28,13 @@ type Binder struct {
 	metrics *Metrics
 	log     logr.Logger
 	opts    Options
-	events  *eventSink
+	events  *EventSink
 	// partial maps the UID of a gang found bound below minMember to when it was first
 	// found so; it gets one period to complete before its bound pods are evicted.
 	partial map[string]time.Time
 }
 
-func newBinder(c client.Client, ca *cache.Cache, m *Metrics, ev *eventSink, log logr.Logger, opts Options) *Binder {
+func newBinder(c client.Client, ca *cache.Cache, m *Metrics, ev *EventSink, log logr.Logger, opts Options) *Binder {
 	return &Binder{client: c, cache: ca, metrics: m, events: ev, log: log, opts: opts, partial: map[string]time.Time{}}
 }
 
@@ -124,7 +123,7 @@ func (b *Binder) bind(ctx context.Context, state *cache.State, bindings []schedu
 			bad.Add(1)
 			b.metrics.ScheduleAttempts.WithLabelValues("error").Inc()
 			b.log.Info("bind failed", "pod", bd.Task.Key(), "node", bd.Node.Name, "error", err.Error())
-			b.events.warn(pod, "FailedBinding", "Binding", "bind to %s failed: %v; retried next session", bd.Node.Name, err)
+			b.events.Warn(pod, "FailedBinding", "Binding", "bind to %s failed: %v; retried next session", bd.Node.Name, err)
 			return
 		}
 		ok.Add(1)
@@ -156,8 +155,7 @@ func (b *Binder) bindOne(ctx context.Context, pod *corev1.Pod, bd scheduler.Bind
 	return nil
 }
 
-// evict evicts pods through the Eviction API, with the pod's UID as a precondition so
-// that a pod recreated under the same name is never hit. A PodDisruptionBudget's refusal
+// evict evicts pods through the Eviction API (Evict). A PodDisruptionBudget's refusal
 // (429) is recorded as an event and decided again next session.
 func (b *Binder) evict(ctx context.Context, state *cache.State, evictions []eviction) int {
 	seen := map[string]bool{}
@@ -175,22 +173,19 @@ func (b *Binder) evict(ctx context.Context, state *cache.State, evictions []evic
 		if pod == nil || pod.DeletionTimestamp != nil {
 			return
 		}
-		uid := pod.UID
-		ev := &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace},
-			DeleteOptions: &metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}}}
-		err := b.client.SubResource("eviction").Create(ctx, pod, ev)
+		err := Evict(ctx, b.client, pod)
 		switch {
 		case err == nil:
 			n.Add(1)
-			b.cache.AssumeEvicted(uid, b.opts.Now())
+			b.cache.AssumeEvicted(pod.UID, b.opts.Now())
 			b.metrics.PreemptionVictims.Inc()
-			b.events.normal(pod, "Preempted", "Evict", "%s", e.reason)
+			b.events.Normal(pod, "Preempted", "Evict", "%s", e.reason)
 		case apierrors.IsNotFound(err) || apierrors.IsConflict(err):
 		case apierrors.IsTooManyRequests(err):
-			b.events.warn(pod, "EvictionBlocked", "Evict", "a PodDisruptionBudget allows no disruption now; retried later (%s)", e.reason)
+			b.events.Warn(pod, "EvictionBlocked", "Evict", "a PodDisruptionBudget allows no disruption now; retried later (%s)", e.reason)
 		default:
 			b.log.Info("eviction failed", "pod", e.task.Key(), "error", err.Error())
-			b.events.warn(pod, "EvictionFailed", "Evict", "eviction failed: %v; retried later", err)
+			b.events.Warn(pod, "EvictionFailed", "Evict", "eviction failed: %v; retried later", err)
 		}
 	})
 	return int(n.Load())

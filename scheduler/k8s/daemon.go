@@ -67,7 +67,7 @@ func NewDaemon(c client.Client, ca *cache.Cache, s *scheduler.Scheduler, rec eve
 	if m == nil {
 		m = NewMetrics(nil)
 	}
-	ev := newEventSink(rec, opts.Now)
+	ev := NewEventSink(rec, opts.Now)
 	return &Daemon{client: c, cache: ca, scheduler: s, metrics: m, log: log, opts: opts,
 		binder: newBinder(c, ca, m, ev, log, opts),
 		status: newStatusWriter(c, ev, m, log)}

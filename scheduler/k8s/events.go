@@ -14,9 +14,10 @@ import (
 // eventRepeat is how often the same event on the same object is recorded again.
 const eventRepeat = 5 * time.Minute
 
-// eventSink records events on objects, at most once per eventRepeat for the same
+// EventSink records events on objects, at most once per eventRepeat for the same
 // object, reason and message, so that a pod pending for hours does not flood the API.
-type eventSink struct {
+// It is safe for concurrent use.
+type EventSink struct {
 	rec events.EventRecorder
 	now func() time.Time
 
@@ -30,19 +31,22 @@ type eventKey struct {
 	message string
 }
 
-func newEventSink(rec events.EventRecorder, now func() time.Time) *eventSink {
-	return &eventSink{rec: rec, now: now, last: map[eventKey]time.Time{}}
+// NewEventSink records through rec (nil: records nothing) with the clock now.
+func NewEventSink(rec events.EventRecorder, now func() time.Time) *EventSink {
+	return &EventSink{rec: rec, now: now, last: map[eventKey]time.Time{}}
 }
 
-func (s *eventSink) normal(obj runtime.Object, reason, action, format string, args ...any) {
+// Normal records a Normal event on obj.
+func (s *EventSink) Normal(obj runtime.Object, reason, action, format string, args ...any) {
 	s.record(obj, corev1.EventTypeNormal, reason, action, fmt.Sprintf(format, args...))
 }
 
-func (s *eventSink) warn(obj runtime.Object, reason, action, format string, args ...any) {
+// Warn records a Warning event on obj.
+func (s *EventSink) Warn(obj runtime.Object, reason, action, format string, args ...any) {
 	s.record(obj, corev1.EventTypeWarning, reason, action, fmt.Sprintf(format, args...))
 }
 
-func (s *eventSink) record(obj runtime.Object, typ, reason, action, msg string) {
+func (s *EventSink) record(obj runtime.Object, typ, reason, action, msg string) {
 	if s == nil || s.rec == nil {
 		return
 	}

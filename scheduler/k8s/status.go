@@ -27,12 +27,12 @@ const AnnotationImplicit = "tessera.dev/implicit"
 // implicit gangs, events on pending pods, queue metrics. It patches only what changed.
 type StatusWriter struct {
 	client  client.Client
-	events  *eventSink
+	events  *EventSink
 	metrics *Metrics
 	log     logr.Logger
 }
 
-func newStatusWriter(c client.Client, ev *eventSink, m *Metrics, log logr.Logger) *StatusWriter {
+func newStatusWriter(c client.Client, ev *EventSink, m *Metrics, log logr.Logger) *StatusWriter {
 	return &StatusWriter{client: c, events: ev, metrics: m, log: log}
 }
 
@@ -66,7 +66,7 @@ func (w *StatusWriter) pendingEvents(j *framework.Job, state *cache.State) {
 			continue
 		}
 		if pod := state.Pods[types.UID(t.UID)]; pod != nil {
-			w.events.warn(pod, "FailedScheduling", "Scheduling", "%s: %s", j.Pending.Code, j.Pending.Message)
+			w.events.Warn(pod, "FailedScheduling", "Scheduling", "%s: %s", j.Pending.Code, j.Pending.Message)
 		}
 	}
 }
