@@ -26,15 +26,22 @@ const TaintCandidate = "tessera.dev/scale-down-candidate"
 // scheduler's snapshot (scheduler/cache) and, per node, whether its GPUs are reported,
 // their last activity, the first rule that keeps it and whether it is being scaled
 // down. A node first seen by a planner counts as idle from its GPUNode's
-// lastActiveTime (or the node's creation).
+// lastActiveTime (or the node's creation). Node groups are left empty: an
+// Infrastructure fills them in (FillGroups).
 func ReadCluster(ctx context.Context, r client.Reader, pol *tesserav1.ScaleDownPolicy, opts snapshot.Options, now time.Time) (*Cluster, error) {
+	c, _, err := readCluster(ctx, r, pol, opts, now)
+	return c, err
+}
+
+// readCluster is ReadCluster, also returning the objects it read.
+func readCluster(ctx context.Context, r client.Reader, pol *tesserav1.ScaleDownPolicy, opts snapshot.Options, now time.Time) (*Cluster, *cache.State, error) {
 	snap, state, _, err := cache.New(r, opts).Snapshot(ctx, now)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var pdbs policyv1.PodDisruptionBudgetList
 	if err := r.List(ctx, &pdbs); err != nil {
-		return nil, fmt.Errorf("list PodDisruptionBudgets: %w", err)
+		return nil, nil, fmt.Errorf("list PodDisruptionBudgets: %w", err)
 	}
 	budgets := make([]*policyv1.PodDisruptionBudget, len(pdbs.Items))
 	for i := range pdbs.Items {
@@ -63,17 +70,20 @@ func ReadCluster(ctx context.Context, r client.Reader, pol *tesserav1.ScaleDownP
 				st.CountFrom = st.LastActive
 			}
 		}
-		for _, t := range node.Spec.Taints {
-			st.InProgress = st.InProgress || t.Key == TaintCandidate
+		if sd, err := StateOf(node); err == nil && sd != nil {
+			st.Removed = sd.Phase == PhaseRemoved
+			st.InProgress = !st.Removed
+		} else {
+			st.InProgress = tainted(node)
 		}
 		for _, p := range pods {
-			if !Evicted(p) {
+			if !Evicted(p) || p.DeletionTimestamp != nil {
 				st.Ignored[string(p.UID)] = true
 			}
 		}
 		c.Nodes[name] = st
 	}
-	return c, nil
+	return c, state, nil
 }
 
 // PlanCluster plans once for every ScaleDownPolicy of the cluster, changing nothing.

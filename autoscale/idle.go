@@ -46,6 +46,15 @@ func (d *IdleGPUs) Forget(pod string) {
 	delete(d.gpus, pod)
 }
 
+// known lists the pods observed and not forgotten.
+func (d *IdleGPUs) known() []string {
+	out := make([]string, 0, len(d.gpus))
+	for pod := range d.gpus {
+		out = append(out, pod)
+	}
+	return out
+}
+
 // Idle lists the pods idle for longer than After at now, by name.
 func (d *IdleGPUs) Idle(now time.Time) []IdlePod {
 	var out []IdlePod

@@ -3,6 +3,8 @@ package autoscale
 import (
 	"cmp"
 	"fmt"
+	"maps"
+	"math"
 	"slices"
 	"time"
 
@@ -24,10 +26,15 @@ type NodeState struct {
 	Group string
 	// InProgress is set while the node is being scaled down.
 	InProgress bool
+	// Removed is set once the node's scale-down finished (its Machine is marked for
+	// deletion and its group lowered, or, without one, it is left cordoned): it is no
+	// longer counted as selected, nor as in progress.
+	Removed bool
 	// CountFrom is where the idle count starts for a node the planner sees for the
 	// first time (a one-shot plan reads it from the GPUNode); zero: now.
 	CountFrom time.Time
-	// Ignored are the UIDs of tasks a drain leaves alone (DaemonSet and mirror pods).
+	// Ignored are the UIDs of tasks a drain leaves alone (DaemonSet and mirror pods) or
+	// that are terminating already: they end with the node.
 	Ignored map[string]bool
 }
 
@@ -91,6 +98,8 @@ type Planner struct {
 	// the queues deserve together. Off, only the node's own pods must fit elsewhere.
 	Queues bool
 	since  map[string]map[string]time.Time // method -> node -> since
+	// only, when set, restricts the candidates to this node (Revalidate).
+	only string
 }
 
 // NewPlanner returns a planner with the Empty and (when the policy sets an underused
@@ -130,6 +139,10 @@ func (pl *Planner) Plan(c *Cluster) *Plan {
 		st, ok := c.Nodes[n.Name]
 		d := &Decision{Node: n.Name, GPUModel: n.GPUModel, GPUs: len(n.GPUs)}
 		decisions = append(decisions, d)
+		if st.Removed {
+			d.Reason, d.Message = ReasonRemoved, "scaled down; waiting for the node to go"
+			continue
+		}
 		if st.InProgress {
 			inProgress++
 			groupGone[st.Group]++
@@ -157,6 +170,8 @@ func (pl *Planner) Plan(c *Cluster) *Plan {
 			t := best.since
 			d.IdleSince = &t
 			d.Reason, d.Message = ReasonNotIdle, fmt.Sprintf("%s for %s of %s", best.method.Name(), now.Sub(best.since).Round(time.Second), pol.IdleAfter)
+		case pl.only != "" && n.Name != pl.only:
+			d.Reason, d.Message = ReasonNotIdle, "not re-validated"
 		case st.Blocker != nil:
 			t := best.since
 			d.IdleSince, d.Method = &t, best.method.Name()
@@ -187,6 +202,43 @@ func (pl *Planner) Plan(c *Cluster) *Plan {
 	}
 	slices.SortFunc(plan.Nodes, func(a, b Decision) int { return cmp.Compare(a.Node, b.Node) })
 	return plan
+}
+
+// Revalidate plans again for node, which is being scaled down, as if it were not: the
+// decision says whether it is still a candidate. The cooldown and maxParallel do not
+// apply (the node holds its slot already), and no other node is chosen besides it.
+func (pl *Planner) Revalidate(c *Cluster, node string) Decision {
+	cc := *c
+	cc.Nodes = maps.Clone(c.Nodes)
+	st := cc.Nodes[node]
+	st.InProgress = false
+	cc.Nodes[node] = st
+	cc.LastScaleDown = time.Time{}
+	rv := *pl
+	rv.Policy.MaxParallel = math.MaxInt
+	rv.only = node
+	for _, d := range rv.Plan(&cc).Nodes {
+		if d.Node == node {
+			return d
+		}
+	}
+	return Decision{Node: node, Reason: ReasonNotReady, Message: "no longer a GPU node of the policy"}
+}
+
+// Keep reports why node, which is being drained, must stay after all: a pending gang
+// within its queue's deserved share needs it, a pod still on it fits on no other node,
+// or the queues' deserved GPUs would no longer be left. nil: removing it is still safe.
+func (pl *Planner) Keep(c *Cluster, node string) *Blocker {
+	var n *framework.Node
+	for _, x := range c.Snap.Nodes {
+		if x.Name == node {
+			n = x
+		}
+	}
+	if n == nil {
+		return nil
+	}
+	return pl.fits(c, []string{node}, n, pl.bound(c, nil))
 }
 
 // track updates since when m's condition has held on n and returns it (zero: not now).

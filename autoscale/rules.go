@@ -43,6 +43,7 @@ const (
 	ReasonNeededByGang      = "NeededByPendingGang"
 	ReasonDeserved          = "QueueDeservedShare"
 	ReasonInProgress        = "ScaleDownInProgress"
+	ReasonRemoved           = "ScaledDown"
 )
 
 // Blocker is why a node must stay: a reason code and a sentence naming the object.

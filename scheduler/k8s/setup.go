@@ -48,35 +48,15 @@ func NewManager(restCfg *rest.Config, scheme *runtime.Scheme, cfg Config) (manag
 	if err != nil {
 		return nil, nil, fmt.Errorf("scheduler configuration: %w", err)
 	}
-	if cfg.LeaderElect && cfg.LeaderElectionNamespace == "" {
-		return nil, nil, fmt.Errorf("leader election needs a namespace for its Lease (--leader-election-namespace or $POD_NAMESPACE); or turn it off for a single replica")
-	}
 	if cfg.LeaderElectionID == "" {
 		cfg.LeaderElectionID = "tessera-scheduler"
 	}
-	var lease *time.Duration
-	if cfg.LeaseDuration > 0 {
-		lease = &cfg.LeaseDuration
-	}
-	opts := ctrl.Options{
-		Scheme:                        scheme,
-		Cache:                         cache.Options(),
-		Metrics:                       metricsserver.Options{BindAddress: cfg.MetricsAddr},
-		HealthProbeBindAddress:        cfg.ProbeAddr,
-		LeaderElection:                cfg.LeaderElect,
-		LeaderElectionID:              cfg.LeaderElectionID,
-		LeaderElectionNamespace:       cfg.LeaderElectionNamespace,
-		LeaderElectionReleaseOnCancel: true,
-		LeaseDuration:                 lease,
-		Logger:                        cfg.Log,
-	}
-	if lease != nil {
-		renew, retry := cfg.LeaseDuration*2/3, cfg.LeaseDuration/5
-		opts.RenewDeadline, opts.RetryPeriod = &renew, &retry
-	}
-	mgr, err := ctrl.NewManager(restCfg, opts)
+	mgr, err := NewControllerManager(restCfg, scheme, Serving{
+		LeaderElect: cfg.LeaderElect, LeaderElectionNamespace: cfg.LeaderElectionNamespace, LeaderElectionID: cfg.LeaderElectionID,
+		LeaseDuration: cfg.LeaseDuration, MetricsAddr: cfg.MetricsAddr, ProbeAddr: cfg.ProbeAddr, Log: cfg.Log,
+	})
 	if err != nil {
-		return nil, nil, fmt.Errorf("create manager: %w", err)
+		return nil, nil, err
 	}
 	ca := cache.New(mgr.GetCache(), snapshot.Options{SchedulerName: cfg.SchedulerName, WholeGPUs: cfg.Scheduler.WholeGPUs})
 	if err := ca.Watch(context.Background(), mgr.GetCache()); err != nil {
@@ -86,8 +66,50 @@ func NewManager(restCfg *rest.Config, scheme *runtime.Scheme, cfg Config) (manag
 	if err := mgr.Add(d); err != nil {
 		return nil, nil, err
 	}
+	return mgr, d, nil
+}
+
+// Serving is how a Tessera controller's manager elects its leader and what it serves.
+type Serving struct {
+	// LeaderElect runs the leader's runnables only on the replica holding the Lease
+	// LeaderElectionNamespace/LeaderElectionID.
+	LeaderElect             bool
+	LeaderElectionNamespace string
+	LeaderElectionID        string
+	// LeaseDuration is how long a replica waits for a lost leader; default 15s.
+	LeaseDuration time.Duration
+	// MetricsAddr and ProbeAddr are the metrics and health endpoints ("0": none).
+	MetricsAddr, ProbeAddr string
+	Log                    logr.Logger
+}
+
+// NewControllerManager builds a manager over an informer cache with cache.Options(),
+// leader election, /healthz and a /readyz that waits for the informers.
+func NewControllerManager(restCfg *rest.Config, scheme *runtime.Scheme, s Serving) (manager.Manager, error) {
+	if s.LeaderElect && s.LeaderElectionNamespace == "" {
+		return nil, fmt.Errorf("leader election needs a namespace for its Lease (--leader-election-namespace or $POD_NAMESPACE); or turn it off for a single replica")
+	}
+	opts := ctrl.Options{
+		Scheme:                        scheme,
+		Cache:                         cache.Options(),
+		Metrics:                       metricsserver.Options{BindAddress: s.MetricsAddr},
+		HealthProbeBindAddress:        s.ProbeAddr,
+		LeaderElection:                s.LeaderElect,
+		LeaderElectionID:              s.LeaderElectionID,
+		LeaderElectionNamespace:       s.LeaderElectionNamespace,
+		LeaderElectionReleaseOnCancel: true,
+		Logger:                        s.Log,
+	}
+	if s.LeaseDuration > 0 {
+		lease, renew, retry := s.LeaseDuration, s.LeaseDuration*2/3, s.LeaseDuration/5
+		opts.LeaseDuration, opts.RenewDeadline, opts.RetryPeriod = &lease, &renew, &retry
+	}
+	mgr, err := ctrl.NewManager(restCfg, opts)
+	if err != nil {
+		return nil, fmt.Errorf("create manager: %w", err)
+	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	err = mgr.AddReadyzCheck("cache", func(r *http.Request) error {
 		ctx, cancel := context.WithTimeout(r.Context(), 100*time.Millisecond)
@@ -97,5 +119,5 @@ func NewManager(restCfg *rest.Config, scheme *runtime.Scheme, cfg Config) (manag
 		}
 		return nil
 	})
-	return mgr, d, err
+	return mgr, err
 }

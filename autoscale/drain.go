@@ -1,0 +1,69 @@
+package autoscale
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"github.com/tessera-gpu/tessera/scheduler/cache"
+	"github.com/tessera-gpu/tessera/scheduler/k8s"
+)
+
+// drainLeft is what a drain round left on the node.
+type drainLeft struct {
+	// waiting are pods not evicted yet (a PodDisruptionBudget refused, or an error).
+	waiting int
+	// terminating are evicted pods that have not ended yet.
+	terminating int
+	blocked     []string
+}
+
+func (l drainLeft) err() error {
+	if len(l.blocked) > 0 {
+		return fmt.Errorf("eviction refused for %v; retried next round", l.blocked)
+	}
+	return nil
+}
+
+// evictAll evicts every pod of node that a drain evicts (Evicted) and that is not
+// terminating yet, through the Eviction API with a UID precondition. A 429 (a
+// PodDisruptionBudget allows no disruption now) is recorded as an event on the pod and
+// retried next round.
+func (a *Actuator) evictAll(ctx context.Context, node *corev1.Node, st *cache.State) (drainLeft, error) {
+	var pods []*corev1.Pod
+	for _, p := range st.Pods {
+		if p.Spec.NodeName == node.Name && Evicted(p) {
+			pods = append(pods, p)
+		}
+	}
+	slices.SortFunc(pods, func(x, y *corev1.Pod) int { return cmp.Compare(x.Namespace+"/"+x.Name, y.Namespace+"/"+y.Name) })
+	var left drainLeft
+	var errs []error
+	for _, p := range pods {
+		if p.DeletionTimestamp != nil {
+			left.terminating++
+			continue
+		}
+		err := k8s.Evict(ctx, a.client, p)
+		switch {
+		case err == nil:
+			left.terminating++
+			a.events.Normal(p, "Evicted", "Drain", "evicted to scale node %s down", node.Name)
+		case apierrors.IsNotFound(err) || apierrors.IsConflict(err):
+			// gone, or replaced by a pod of the same name that this drain never saw
+		case apierrors.IsTooManyRequests(err):
+			left.waiting++
+			left.blocked = append(left.blocked, p.Namespace+"/"+p.Name)
+			a.events.Warn(p, "EvictionBlocked", "Drain", "a PodDisruptionBudget allows no disruption now; node %s waits for it and retries (%v)", node.Name, err)
+		default:
+			left.waiting++
+			errs = append(errs, fmt.Errorf("evict %s/%s: %w", p.Namespace, p.Name, err))
+		}
+	}
+	return left, errors.Join(errs...)
+}

@@ -1,0 +1,81 @@
+package autoscale
+
+import (
+	"context"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/tessera-gpu/tessera/scheduler/k8s"
+)
+
+// Config is everything `tessera autoscaler` is started with.
+type Config struct {
+	Actuator Options
+	// Infrastructure removes machines (autoscale/capi); nil: drained nodes stay cordoned.
+	Infrastructure Infrastructure
+	// Period is the time between rounds; default 10s.
+	Period time.Duration
+	// Serving is leader election (LeaderElectionID defaults to tessera-autoscaler)
+	// and the metrics and health endpoints.
+	Serving k8s.Serving
+	// Registerer takes the metrics; nil: none are registered.
+	Registerer prometheus.Registerer
+}
+
+// Controller runs the actuator every period on the elected leader.
+type Controller struct {
+	actuator *Actuator
+	period   time.Duration
+	log      logr.Logger
+}
+
+var (
+	_ manager.Runnable               = (*Controller)(nil)
+	_ manager.LeaderElectionRunnable = (*Controller)(nil)
+)
+
+// NeedLeaderElection implements manager.LeaderElectionRunnable: one replica acts.
+func (c *Controller) NeedLeaderElection() bool { return true }
+
+// Start runs rounds until ctx ends.
+func (c *Controller) Start(ctx context.Context) error {
+	tick := time.NewTicker(c.period)
+	defer tick.Stop()
+	for {
+		if err := c.actuator.RunOnce(ctx); err != nil && ctx.Err() == nil {
+			c.log.Error(err, "scale-down round failed; retried next round")
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		}
+	}
+}
+
+// NewManager builds a manager for the workload cluster in restCfg that runs the
+// actuator every period over an informer cache, with leader election, /healthz and
+// /readyz. scheme must know the built-in kinds and Tessera's.
+func NewManager(restCfg *rest.Config, scheme *runtime.Scheme, cfg Config) (manager.Manager, *Controller, error) {
+	if cfg.Serving.LeaderElectionID == "" {
+		cfg.Serving.LeaderElectionID = "tessera-autoscaler"
+	}
+	if cfg.Period <= 0 {
+		cfg.Period = 10 * time.Second
+	}
+	mgr, err := k8s.NewControllerManager(restCfg, scheme, cfg.Serving)
+	if err != nil {
+		return nil, nil, err
+	}
+	cfg.Actuator.defaults()
+	log := cfg.Serving.Log
+	ev := k8s.NewEventSink(mgr.GetEventRecorder("tessera-autoscaler"), cfg.Actuator.Clock.Now)
+	act := NewActuator(mgr.GetCache(), mgr.GetClient(), cfg.Infrastructure, ev, NewMetrics(cfg.Registerer), log, cfg.Actuator)
+	c := &Controller{actuator: act, period: cfg.Period, log: log}
+	return mgr, c, mgr.Add(c)
+}

@@ -1,0 +1,149 @@
+package autoscale
+
+import (
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	tesserav1 "github.com/tessera-gpu/tessera/api/v1alpha1"
+	"github.com/tessera-gpu/tessera/scheduler/cache"
+	"github.com/tessera-gpu/tessera/scheduler/k8s"
+)
+
+// savings accrues tessera_autoscale_saved_gpu_hours_total and _saved_cost_total: every
+// round, the GPUs of the nodes a policy removed that are still away, times the time
+// since the last round. A removed node is away until it is gone from the cluster and
+// until a newer node of the policy joins, which takes the place of the oldest removal.
+type savings struct {
+	last time.Time
+}
+
+func (s *savings) accrue(now time.Time, pols []tesserav1.ScaleDownPolicy, nodes []*corev1.Node, m *Metrics) {
+	last := s.last
+	s.last = now
+	if last.IsZero() || !now.After(last) {
+		return
+	}
+	hours := now.Sub(last).Hours()
+	for i := range pols {
+		pol, err := PolicyFrom(&pols[i])
+		if err != nil {
+			continue
+		}
+		gpus := awayGPUs(pols[i].Status.RecentScaleDowns, pol, nodes)
+		m.SavedGPUHours.Add(float64(gpus) * hours)
+		m.SavedCost.Add(float64(gpus) * hours * pol.PricePerGPUHour)
+	}
+}
+
+// awayGPUs counts the GPUs of the recorded removals that no newer node replaced.
+func awayGPUs(recs []tesserav1.ScaleDownRecord, pol Policy, nodes []*corev1.Node) int {
+	present := map[string]bool{}
+	var joined []time.Time
+	for _, n := range nodes {
+		present[n.Name] = true
+		if pol.Selector.Matches(labelSet(n.Labels)) {
+			joined = append(joined, n.CreationTimestamp.Time)
+		}
+	}
+	slices.SortFunc(joined, func(a, b time.Time) int { return a.Compare(b) })
+	recs = slices.Clone(recs)
+	slices.SortFunc(recs, func(a, b tesserav1.ScaleDownRecord) int { return a.Time.Compare(b.Time.Time) })
+	gpus := 0
+	for _, r := range recs {
+		if present[r.Node] {
+			continue
+		}
+		i := slices.IndexFunc(joined, func(t time.Time) bool { return t.After(r.Time.Time) })
+		if i >= 0 {
+			joined = slices.Delete(joined, i, i+1)
+			continue
+		}
+		gpus += int(r.GPUs)
+	}
+	return gpus
+}
+
+// idleReporter reports pods whose allocated GPUs sat idle for the policy's idleAfter:
+// tessera_gpu_allocated_idle_gpus and an event on the pod. It never evicts them.
+type idleReporter struct {
+	byPolicy map[string]*IdleGPUs
+}
+
+func (r *idleReporter) report(name string, pol Policy, st *cache.State, now time.Time, m *Metrics, ev *k8s.EventSink) {
+	d := r.byPolicy[name]
+	if d == nil || d.Threshold != float64(pol.UtilizationThreshold) || d.After != pol.IdleAfter {
+		d = &IdleGPUs{Threshold: float64(pol.UtilizationThreshold), After: pol.IdleAfter}
+		r.byPolicy[name] = d
+	}
+	pods := map[string]*corev1.Pod{}
+	for _, p := range st.Pods {
+		node := st.Nodes[p.Spec.NodeName]
+		gn := st.GPUNodes[p.Spec.NodeName]
+		if node == nil || gn == nil || gn.Status.ObservedTime == nil || !pol.Selector.Matches(labelSet(node.Labels)) || p.Status.Phase != corev1.PodRunning {
+			continue
+		}
+		util, gpus, ok := podUtilization(p, gn)
+		if !ok {
+			continue
+		}
+		key := p.Namespace + "/" + p.Name
+		pods[key] = p
+		d.Observe(key, gpus, util, gn.Status.ObservedTime.Time)
+	}
+	for _, k := range d.known() {
+		if pods[k] == nil {
+			d.Forget(k)
+			ns, name, _ := strings.Cut(k, "/")
+			m.AllocatedIdleGPUs.DeleteLabelValues(ns, name)
+		}
+	}
+	idle := map[string]bool{}
+	for _, ip := range d.Idle(now) {
+		idle[ip.Pod] = true
+		p := pods[ip.Pod]
+		m.AllocatedIdleGPUs.WithLabelValues(p.Namespace, p.Name).Set(float64(ip.GPUs))
+		ev.Warn(p, "GPUsIdle", "Report", "%d allocated GPUs at or below %d%% utilization since %s; Tessera never evicts it: release the GPUs if they are not needed",
+			ip.GPUs, pol.UtilizationThreshold, ip.Since.UTC().Format(time.RFC3339))
+	}
+	for k := range pods {
+		if !idle[k] {
+			ns, name, _ := strings.Cut(k, "/")
+			m.AllocatedIdleGPUs.DeleteLabelValues(ns, name)
+		}
+	}
+}
+
+// podUtilization is the highest utilization of the GPUs the scheduler assigned to p,
+// and how many they are; ok is false for a pod without an assignment.
+func podUtilization(p *corev1.Pod, gn *tesserav1.GPUNode) (util float64, gpus int, ok bool) {
+	v := p.Annotations[tesserav1.AnnotationGPUAssign]
+	if v == "" {
+		return 0, 0, false
+	}
+	a, err := tesserav1.ParseGPUAssignment(v)
+	if err != nil {
+		return 0, 0, false
+	}
+	byUUID := map[string]int32{}
+	for _, dev := range gn.Status.Devices {
+		byUUID[dev.UUID] = dev.UtilizationPercent
+	}
+	seen := map[string]bool{}
+	for _, c := range a.Containers {
+		for _, u := range c.UUIDs {
+			pct, found := byUUID[u]
+			if !found {
+				return 0, 0, false
+			}
+			if !seen[u] {
+				seen[u] = true
+				util = max(util, float64(pct))
+			}
+		}
+	}
+	return util, len(seen), len(seen) > 0
+}
+
