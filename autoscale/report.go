@@ -146,4 +146,3 @@ func podUtilization(p *corev1.Pod, gn *tesserav1.GPUNode) (util float64, gpus in
 	}
 	return util, len(seen), len(seen) > 0
 }
-

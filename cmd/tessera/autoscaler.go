@@ -1,30 +1,148 @@
 package main
 
 import (
+	"context"
+	"flag"
 	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/tessera-gpu/tessera/autoscale"
+	"github.com/tessera-gpu/tessera/autoscale/capi"
+	"github.com/tessera-gpu/tessera/scheduler/k8s"
 )
 
 func init() { register(newAutoscalerCommand) }
 
+type autoscalerFlags struct {
+	kubeconfig           string
+	managementKubeconfig string
+	config               string
+	policy               string
+	period               time.Duration
+	revalidateAfter      time.Duration
+	stepTimeout          time.Duration
+	leaderElect          bool
+	leaderNamespace      string
+	leaderID             string
+	metricsAddr          string
+	probeAddr            string
+}
+
 func newAutoscalerCommand() *cobra.Command {
+	f := autoscalerFlags{}
 	cmd := &cobra.Command{
 		Use:   "autoscaler",
 		Short: "Cordon, drain and remove long-idle GPU nodes through Cluster API",
-		Long: `The scale-down controller is not implemented yet: running it exits with status 2.
-"tessera autoscaler plan" already says, for every GPU node, whether it would be removed
-and why or why not.`,
+		Long: `Remove GPU nodes that every ScaleDownPolicy finds idle for long: taint the candidate
+tessera.dev/scale-down-candidate:PreferNoSchedule, plan again after --revalidate-after,
+cordon it, drain it through the Eviction API, then annotate its Cluster API Machine
+cluster.x-k8s.io/delete-machine and lower its MachineDeployment (or MachineSet) by one.
+Machines live in the management cluster (--management-kubeconfig, by default the
+workload cluster itself); without Cluster API there, a drained node stays cordoned and
+labelled tessera.dev/removable=true. Every step is recorded on the objects, so a restarted
+or newly elected replica carries on. "tessera autoscaler plan" shows the decisions.`,
 		Args: cobra.NoArgs,
-		RunE: func(*cobra.Command, []string) error {
-			return &exitCodeError{code: 2, err: fmt.Errorf("autoscaler: the controller is not implemented yet; tessera autoscaler plan reports the candidates")}
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			return runAutoscaler(ctx, f)
 		},
 	}
+	fs := cmd.Flags()
+	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig file of the workload cluster (nodes, pods); empty: $KUBECONFIG or the in-cluster config")
+	fs.StringVar(&f.managementKubeconfig, "management-kubeconfig", "", "kubeconfig file of the Cluster API management cluster (Machines); empty: the workload cluster")
+	fs.StringVar(&f.config, "config", "", "scheduler configuration the cluster's scheduler runs; empty: --policy")
+	fs.StringVar(&f.policy, "policy", "tessera", "built-in scheduler policy used when --config is empty")
+	fs.DurationVar(&f.period, "period", 10*time.Second, "time between planning rounds")
+	fs.DurationVar(&f.revalidateAfter, "revalidate-after", 30*time.Second, "wait between tainting a candidate and planning again before cordoning it")
+	fs.DurationVar(&f.stepTimeout, "step-timeout", 10*time.Minute, "a drain or Machine removal step that has not completed by then fails and is undone")
+	fs.BoolVar(&f.leaderElect, "leader-elect", true, "elect one active replica through a Lease")
+	fs.StringVar(&f.leaderNamespace, "leader-election-namespace", os.Getenv("POD_NAMESPACE"), "namespace of the Lease; defaults to $POD_NAMESPACE")
+	fs.StringVar(&f.leaderID, "leader-election-id", "tessera-autoscaler", "name of the Lease")
+	fs.StringVar(&f.metricsAddr, "metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint (0 disables it)")
+	fs.StringVar(&f.probeAddr, "health-probe-bind-address", ":8081", "address of /healthz and /readyz")
+	klogFlags := flag.NewFlagSet("klog", flag.ContinueOnError)
+	klog.InitFlags(klogFlags)
+	fs.AddGoFlag(klogFlags.Lookup("v"))
 	cmd.AddCommand(newAutoscalerPlanCommand())
 	return cmd
+}
+
+func runAutoscaler(ctx context.Context, f autoscalerFlags) error {
+	log := klog.NewKlogr()
+	ctrl.SetLogger(log)
+	scfg, err := schedulerConfig(f.config, f.policy)
+	if err != nil {
+		return err
+	}
+	cfg, err := restConfig(f.kubeconfig)
+	if err != nil {
+		return err
+	}
+	scheme, err := newScheme()
+	if err != nil {
+		return err
+	}
+	infra, err := managementCluster(f.managementKubeconfig, cfg, log)
+	if err != nil {
+		return err
+	}
+	mgr, _, err := autoscale.NewManager(cfg, scheme, autoscale.Config{
+		Actuator:       autoscale.Options{Scheduler: scfg, RevalidateAfter: f.revalidateAfter, StepTimeout: f.stepTimeout},
+		Infrastructure: infra, Period: f.period, Registerer: crmetrics.Registry,
+		Serving: k8s.Serving{LeaderElect: f.leaderElect, LeaderElectionNamespace: f.leaderNamespace, LeaderElectionID: f.leaderID,
+			MetricsAddr: f.metricsAddr, ProbeAddr: f.probeAddr, Log: log.WithName("autoscaler")},
+	})
+	if err != nil {
+		return err
+	}
+	log.Info("starting autoscaler", "period", f.period, "clusterAPI", infra != nil, "leaderElect", f.leaderElect)
+	return mgr.Start(ctx)
+}
+
+// managementCluster connects to the Cluster API management cluster (kubeconfig, else
+// the workload cluster's workload config); nil when it serves no Machines.
+func managementCluster(kubeconfig string, workload *rest.Config, log logr.Logger) (autoscale.Infrastructure, error) {
+	cfg := workload
+	if kubeconfig != "" {
+		var err error
+		if cfg, err = clientcmd.BuildConfigFromFlags("", kubeconfig); err != nil {
+			return nil, fmt.Errorf("--management-kubeconfig: %w", err)
+		}
+	}
+	scheme := runtime.NewScheme()
+	if err := capi.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return nil, fmt.Errorf("management cluster client: %w", err)
+	}
+	ok, err := capi.Installed(c.RESTMapper())
+	if err != nil {
+		return nil, fmt.Errorf("management cluster: look up Cluster API's Machines: %w", err)
+	}
+	if !ok {
+		if kubeconfig != "" {
+			return nil, fmt.Errorf("--management-kubeconfig: the cluster serves no cluster.x-k8s.io/v1beta2 Machines; install Cluster API there or drop the flag")
+		}
+		log.Info("no Cluster API in the cluster: drained nodes stay cordoned, labelled " + autoscale.LabelRemovable + "=true")
+		return nil, nil
+	}
+	return capi.New(c), nil
 }
 
 func newAutoscalerPlanCommand() *cobra.Command {

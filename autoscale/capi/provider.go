@@ -1,0 +1,189 @@
+package capi
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+
+	"github.com/tessera-gpu/tessera/autoscale"
+)
+
+// AnnotationReplicasBefore on a Machine that Tessera marked for deletion holds its node
+// group's replicas when it was marked: the group is lowered once, to below that count.
+const AnnotationReplicasBefore = "tessera.dev/scale-down-replicas-before"
+
+// Provider finds and removes the Machines behind workload-cluster nodes, in the
+// management cluster its client talks to (which may be the workload cluster itself).
+type Provider struct {
+	c client.Client
+}
+
+var _ autoscale.Infrastructure = (*Provider)(nil)
+
+// New returns a provider writing through c, a client of the management cluster whose
+// scheme knows Cluster API's core types (AddToScheme).
+func New(c client.Client) *Provider { return &Provider{c: c} }
+
+// AddToScheme adds Cluster API's core v1beta2 types to s.
+func AddToScheme(s *runtime.Scheme) error { return clusterv1.AddToScheme(s) }
+
+// Installed reports whether the cluster behind mapper serves Cluster API's Machines
+// (cluster.x-k8s.io/v1beta2).
+func Installed(mapper meta.RESTMapper) (bool, error) {
+	_, err := mapper.RESTMapping(clusterv1.GroupVersion.WithKind("Machine").GroupKind(), clusterv1.GroupVersion.Version)
+	if meta.IsNoMatchError(err) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// NodeGroups implements autoscale.Infrastructure: each node with a Machine belongs to
+// the Machine's group; a Machine outside any MachineSet (a control-plane Machine) forms
+// a group of its own that may not shrink.
+func (p *Provider) NodeGroups(ctx context.Context, nodes []*corev1.Node) (map[string]string, map[string]autoscale.Group, error) {
+	idx, err := p.index(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	byNode, groups := map[string]string{}, map[string]autoscale.Group{}
+	for _, n := range nodes {
+		m := idx.machineOf(n)
+		if m == nil {
+			continue
+		}
+		g, err := idx.groupOf(m)
+		if err != nil {
+			return nil, nil, err
+		}
+		byNode[n.Name] = g.name
+		groups[g.name] = g.Group
+	}
+	return byNode, groups, nil
+}
+
+// Mark implements autoscale.Infrastructure.
+func (p *Provider) Mark(ctx context.Context, node *corev1.Node) (string, error) {
+	m, g, err := p.find(ctx, node)
+	if err != nil || m == nil {
+		return "", err
+	}
+	if _, ok := m.Annotations[AnnotationReplicasBefore]; ok {
+		return key(m), nil
+	}
+	if g.scalable == nil {
+		return "", fmt.Errorf("Machine %s belongs to no MachineSet: Tessera removes only Machines of MachineSets and MachineDeployments", key(m))
+	}
+	sc, err := p.scale(ctx, g)
+	if err != nil {
+		return "", err
+	}
+	next := m.DeepCopy()
+	if next.Annotations == nil {
+		next.Annotations = map[string]string{}
+	}
+	next.Annotations[clusterv1.DeleteMachineAnnotation] = time.Now().UTC().Format(time.RFC3339)
+	next.Annotations[AnnotationReplicasBefore] = strconv.Itoa(int(sc.Spec.Replicas))
+	if err := p.c.Patch(ctx, next, client.MergeFromWithOptions(m, client.MergeFromWithOptimisticLock{})); err != nil {
+		return "", fmt.Errorf("annotate Machine %s %s: %w", key(m), clusterv1.DeleteMachineAnnotation, err)
+	}
+	return key(m), nil
+}
+
+// Lower implements autoscale.Infrastructure. It never lowers a group below its min-size
+// annotation, and updates the scale with its resourceVersion, so a concurrent change
+// of the replicas fails it rather than being overwritten.
+func (p *Provider) Lower(ctx context.Context, node *corev1.Node) (string, error) {
+	m, g, err := p.find(ctx, node)
+	if err != nil {
+		return "", err
+	}
+	if m == nil {
+		return "", fmt.Errorf("node %s has no Machine any more", node.Name)
+	}
+	before, err := strconv.Atoi(m.Annotations[AnnotationReplicasBefore])
+	if err != nil {
+		return "", fmt.Errorf("Machine %s: annotation %s %q is not a replica count; Mark it first", key(m), AnnotationReplicasBefore, m.Annotations[AnnotationReplicasBefore])
+	}
+	if g.scalable == nil {
+		return "", fmt.Errorf("Machine %s belongs to no MachineSet", key(m))
+	}
+	sc, err := p.scale(ctx, g)
+	if err != nil {
+		return "", err
+	}
+	now := int(sc.Spec.Replicas)
+	if now < before {
+		return fmt.Sprintf("%s lowered already (%d -> %d)", g.name, before, now), nil
+	}
+	if now-1 < g.MinSize {
+		return "", fmt.Errorf("%s at %d replicas may not go below its %s %d", g.name, now, clusterv1.AutoscalerMinSizeAnnotation, g.MinSize)
+	}
+	sc.Spec.Replicas = int32(now - 1)
+	if err := p.c.SubResource("scale").Update(ctx, g.scalable, client.WithSubResourceBody(sc)); err != nil {
+		return "", fmt.Errorf("scale %s to %d: %w", g.name, now-1, err)
+	}
+	return fmt.Sprintf("%s %d -> %d", g.name, now, now-1), nil
+}
+
+// Unmark implements autoscale.Infrastructure: it takes off the annotations Mark set,
+// and only those (a delete-machine annotation someone else set stays).
+func (p *Provider) Unmark(ctx context.Context, node *corev1.Node) error {
+	m, err := p.machine(ctx, node)
+	if err != nil || m == nil {
+		return err
+	}
+	if _, ok := m.Annotations[AnnotationReplicasBefore]; !ok {
+		return nil
+	}
+	next := m.DeepCopy()
+	delete(next.Annotations, AnnotationReplicasBefore)
+	delete(next.Annotations, clusterv1.DeleteMachineAnnotation)
+	if err := p.c.Patch(ctx, next, client.MergeFromWithOptions(m, client.MergeFromWithOptimisticLock{})); err != nil {
+		return fmt.Errorf("remove the annotations of Machine %s: %w", key(m), err)
+	}
+	return nil
+}
+
+// find returns node's Machine (nil: none) and its group.
+func (p *Provider) find(ctx context.Context, node *corev1.Node) (*clusterv1.Machine, group, error) {
+	idx, err := p.index(ctx)
+	if err != nil {
+		return nil, group{}, err
+	}
+	m := idx.machineOf(node)
+	if m == nil {
+		return nil, group{}, nil
+	}
+	g, err := idx.groupOf(m)
+	return m, g, err
+}
+
+// machine returns node's Machine, nil when it has none.
+func (p *Provider) machine(ctx context.Context, node *corev1.Node) (*clusterv1.Machine, error) {
+	idx, err := p.index(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return idx.machineOf(node), nil
+}
+
+// scale reads the group's scale subresource.
+func (p *Provider) scale(ctx context.Context, g group) (*autoscalingv1.Scale, error) {
+	sc := &autoscalingv1.Scale{}
+	if err := p.c.SubResource("scale").Get(ctx, g.scalable, sc); err != nil {
+		return nil, fmt.Errorf("read the scale of %s: %w", g.name, err)
+	}
+	return sc, nil
+}
+
+func key(o metav1.Object) string { return o.GetNamespace() + "/" + o.GetName() }
