@@ -23,11 +23,18 @@ type drainLeft struct {
 	blocked     []string
 }
 
+// waiting is an error for a step that waits for others: not reported while the step
+// has time left, its cause once it timed out.
+type waiting struct{ msg string }
+
+func (w waiting) Error() string { return w.msg }
+
+// err says what the drain still waits for.
 func (l drainLeft) err() error {
 	if len(l.blocked) > 0 {
-		return fmt.Errorf("eviction refused for %v; retried next round", l.blocked)
+		return waiting{fmt.Sprintf("eviction of %v refused by a PodDisruptionBudget", l.blocked)}
 	}
-	return nil
+	return waiting{fmt.Sprintf("%d pods still terminating", l.terminating)}
 }
 
 // evictAll evicts every pod of node that a drain evicts (Evicted) and that is not

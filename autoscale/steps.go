@@ -2,6 +2,7 @@ package autoscale
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -43,8 +44,14 @@ func (s *step) advance(ctx context.Context) error {
 	default:
 		return s.undo(ctx, "ScaleDownFailed", fmt.Sprintf("unknown phase %q in annotation %s", s.sd.Phase, AnnotationScaleDown))
 	}
-	if err != nil && s.sd.Phase != PhaseCandidate && s.sd.Phase != PhaseRemoved && s.now.Sub(s.sd.Since) >= s.a.opts.StepTimeout {
+	if err == nil || s.sd.Phase == PhaseCandidate || s.sd.Phase == PhaseRemoved {
+		return err
+	}
+	if s.now.Sub(s.sd.Since) >= s.a.opts.StepTimeout {
 		return s.undo(ctx, "ScaleDownFailed", fmt.Sprintf("%s for %s: %v", s.sd.Phase, s.now.Sub(s.sd.Since).Round(time.Second), err))
+	}
+	if errors.As(err, new(waiting)) {
+		return nil
 	}
 	return err
 }
@@ -98,6 +105,7 @@ func (s *step) drain(ctx context.Context) error {
 	if left.waiting > 0 || (left.terminating > 0 && s.now.Sub(s.sd.Since) < s.a.opts.StepTimeout) {
 		return left.err()
 	}
+	// Pods still terminating past the timeout end with the node.
 	return s.next(ctx, PhaseDrained, nil)
 }
 
