@@ -539,7 +539,9 @@ func TestActuatorReportsAllocatedIdleGPUs(t *testing.T) {
 	if err := w.c.Update(w.ctx, &p); err != nil {
 		t.Fatal(err)
 	}
-	gauge := func() float64 { return testutil.ToFloat64(w.metrics.AllocatedIdleGPUs.WithLabelValues("work", "train-b")) }
+	gauge := func() float64 {
+		return testutil.ToFloat64(w.metrics.AllocatedIdleGPUs.WithLabelValues("work", "train-b"))
+	}
 	for range 7 {
 		sample()
 		w.round(10 * time.Minute)
