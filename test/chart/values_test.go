@@ -25,8 +25,8 @@ type valuesSet struct {
 
 var valuesSets = []valuesSet{
 	{name: "defaults",
-		want:   []string{"Deployment/tessera-scheduler", "Deployment/tessera-webhook", "DaemonSet/tessera-node-agent", "PodDisruptionBudget/tessera-webhook", "Role/tessera-webhook", "ConfigMap/tessera-dashboard", "PriorityClass/batch-normal"},
-		absent: []string{"Deployment/tessera-autoscaler", "ServiceMonitor/tessera", "Certificate/tessera-webhook", "Namespace/tessera-system"}},
+		want:   []string{"Deployment/tessera-scheduler", "Deployment/tessera-webhook", "DaemonSet/tessera-node-agent", "Deployment/tessera-autoscaler", "ClusterRole/tessera-autoscaler", "PodDisruptionBudget/tessera-webhook", "Role/tessera-webhook", "ConfigMap/tessera-dashboard", "PriorityClass/batch-normal"},
+		absent: []string{"ServiceMonitor/tessera", "Certificate/tessera-webhook", "Namespace/tessera-system"}},
 	{name: "ha", values: `
 scheduler: {replicas: 3, podDisruptionBudget: {enabled: true, minAvailable: 2}}
 webhook: {replicas: 3, podDisruptionBudget: {enabled: true, minAvailable: 2}, excludeNamespaces: [monitoring]}
