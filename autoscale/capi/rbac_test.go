@@ -1,0 +1,214 @@
+package capi_test
+
+import (
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr/testr"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apiserver/pkg/endpoints/request"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+
+	tesserav1 "github.com/tessera-gpu/tessera/api/v1alpha1"
+	"github.com/tessera-gpu/tessera/autoscale"
+	"github.com/tessera-gpu/tessera/autoscale/capi"
+	"github.com/tessera-gpu/tessera/scheduler/k8s"
+	"github.com/tessera-gpu/tessera/test/testenv"
+)
+
+const leaseNamespace = "tessera-system"
+
+// requests records the API requests of a rest.Config as "group resource verb".
+type requests struct {
+	mu   sync.Mutex
+	seen map[string]bool
+}
+
+func (r *requests) wrap(rt http.RoundTripper) http.RoundTripper {
+	f := &request.RequestInfoFactory{APIPrefixes: sets.NewString("api", "apis"), GrouplessAPIPrefixes: sets.NewString("api")}
+	return roundTripper(func(req *http.Request) (*http.Response, error) {
+		if info, err := f.NewRequestInfo(req); err == nil && info.IsResourceRequest {
+			res := info.Resource
+			if info.Subresource != "" {
+				res += "/" + info.Subresource
+			}
+			r.mu.Lock()
+			r.seen[info.APIGroup+" "+res+" "+info.Verb] = true
+			r.mu.Unlock()
+		}
+		return rt.RoundTrip(req)
+	})
+}
+
+type roundTripper func(*http.Request) (*http.Response, error)
+
+func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// granted lists the rules' "group resource verb" triples.
+func granted(rules []rbacv1.PolicyRule) []string {
+	var out []string
+	for _, r := range rules {
+		for _, g := range r.APIGroups {
+			for _, res := range r.Resources {
+				for _, v := range r.Verbs {
+					out = append(out, g+" "+res+" "+v)
+				}
+			}
+		}
+	}
+	return out
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// TestDeployRBACGrantsExactlyWhatItUses runs `tessera autoscaler`'s manager (leader
+// election, health and metrics endpoints) as the ServiceAccount of the kustomize base
+// (rendered from the chart) through two scale-downs, one of a MachineDeployment and one
+// of a lone MachineSet, and records every request: each must be granted, and each
+// granted verb must have been used, so removing any verb from the chart's
+// autoscaler/rbac.yaml fails this test. Patching events is the one exception: the
+// event recorders patch only an event that repeats.
+func TestDeployRBACGrantsExactlyWhatItUses(t *testing.T) {
+	h := newHarness(t)
+	if err := h.c.Create(h.ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: leaseNamespace}}); err != nil && !strings.Contains(err.Error(), "already exists") {
+		t.Fatal(err)
+	}
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(root, "deploy", "kustomize", "base", "autoscaler", "rbac.yaml")
+	objs, err := env.DecodeFiles(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Apply(h.ctx, file); err != nil {
+		t.Fatal(err)
+	}
+	var rules []string
+	for _, o := range objs {
+		switch r := o.(type) {
+		case *rbacv1.ClusterRole:
+			rules = append(rules, granted(r.Rules)...)
+		case *rbacv1.Role:
+			rules = append(rules, granted(r.Rules)...)
+		}
+	}
+	for _, n := range []string{"a", "b", "c"} {
+		h.gpuNode(n, 2*time.Hour, nil)
+	}
+	h.machineDeployment(-1, "a", "c")
+	h.machineSet("solo", nil, "b")
+	h.pod("web", "a", 0)
+	h.pod("train-c", "c", 8)
+	h.policy(tesserav1.ScaleDownPolicySpec{MaxParallel: 2, Cooldown: &metav1.Duration{}})
+
+	rec := &requests{seen: map[string]bool{}}
+	sa := rest.CopyConfig(env.Config)
+	sa.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:" + leaseNamespace + ":tessera-autoscaler"}
+	sa.WrapTransport = rec.wrap
+	mgmt, err := client.New(sa, client.Options{Scheme: env.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	metricsAddr, probeAddr := freeAddr(t), freeAddr(t)
+	mgr, _, err := autoscale.NewManager(sa, env.Scheme, autoscale.Config{
+		Actuator:       autoscale.Options{Scheduler: mustPolicy(t), RevalidateAfter: time.Second},
+		Infrastructure: capi.New(mgmt), Period: 200 * time.Millisecond, Registerer: crmetrics.Registry,
+		Serving: k8s.Serving{LeaderElect: true, LeaderElectionNamespace: leaseNamespace, LeaderElectionID: "autoscaler-rbac-test",
+			LeaseDuration: 2 * time.Second, MetricsAddr: metricsAddr, ProbeAddr: probeAddr, Log: testr.New(t)},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(h.ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := mgr.Start(ctx); err != nil {
+			t.Logf("manager: %v", err)
+		}
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	get := func(addr, path string) (int, string) {
+		resp, err := http.Get("http://" + addr + path)
+		if err != nil {
+			return 0, err.Error()
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	want := `tessera_autoscale_scaled_down_nodes_total{gpu_model="A100-80GB",reason="Empty"} 2`
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		h.kubelet()
+		pa, _, _ := h.phase("a")
+		pb, _, _ := h.phase("b")
+		code, body := get(metricsAddr, "/metrics")
+		if pa == autoscale.PhaseRemoved && pb == autoscale.PhaseRemoved && code == http.StatusOK && strings.Contains(body, want) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a %q, b %q; /metrics %d lacks %q", pa, pb, code, want)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	for _, path := range []string{"/healthz", "/readyz"} {
+		if code, body := get(probeAddr, path); code != http.StatusOK {
+			t.Errorf("%s: %d %s", path, code, body)
+		}
+	}
+	if got := h.replicas("md"); got != 1 {
+		t.Errorf("MachineDeployment at %d replicas, want 1", got)
+	}
+	var solo clusterv1.MachineSet
+	if err := h.c.Get(h.ctx, client.ObjectKey{Namespace: h.ns, Name: "solo"}, &solo); err != nil || *solo.Spec.Replicas != 0 {
+		t.Errorf("MachineSet solo: %v %+v", err, solo.Spec.Replicas)
+	}
+	cancel()
+	<-done
+
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	var used []string
+	for k := range rec.seen {
+		used = append(used, k)
+	}
+	sort.Strings(used)
+	for _, u := range used {
+		if !slices.Contains(rules, u) {
+			t.Errorf("request %q is not granted by %s", u, file)
+		}
+	}
+	for _, g := range rules {
+		if !rec.seen[g] && !strings.HasSuffix(g, "events patch") {
+			t.Errorf("%s grants %q, which the autoscaler never used", file, g)
+		}
+	}
+	t.Logf("requests: %s", strings.Join(used, "; "))
+}

@@ -1,0 +1,172 @@
+package capi_test
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	tesserav1 "github.com/tessera-gpu/tessera/api/v1alpha1"
+	"github.com/tessera-gpu/tessera/autoscale"
+)
+
+// threeNodes: a MachineDeployment of 3 Machines linked to Nodes a, b, c; a idle for
+// two hours with a CPU pod, b and c each busy with an 8-GPU pod.
+func threeNodes(t *testing.T, minSize int) *harness {
+	h := newHarness(t)
+	for _, n := range []string{"a", "b", "c"} {
+		h.gpuNode(n, 2*time.Hour, nil)
+	}
+	h.machineDeployment(minSize, "a", "b", "c")
+	h.pod("web", "a", 0)
+	h.pod("train-b", "b", 8)
+	h.pod("train-c", "c", 8)
+	return h
+}
+
+// A node idle past idleAfter ends cordoned, drained, its Machine annotated
+// cluster.x-k8s.io/delete-machine and the MachineDeployment at 2 replicas instead of 3.
+func TestIdleNodeRemovedThroughClusterAPI(t *testing.T) {
+	h := threeNodes(t, -1)
+	h.policy(tesserav1.ScaleDownPolicySpec{})
+	a := h.actuator(env.Client, env.Client)
+	h.rounds(a, 1)
+	h.expectPhase("a", autoscale.PhaseCandidate)
+	h.rounds(a, 1)
+	h.expectPhase("a", autoscale.PhaseDraining)
+	h.rounds(a, 5)
+	h.expectPhase("a", autoscale.PhaseRemoved)
+	for _, n := range []string{"b", "c"} {
+		h.expectPhase(n, "")
+	}
+	if h.podExists("web") || !h.podExists("train-b") || !h.podExists("train-c") {
+		t.Fatalf("web should be evicted, the others kept; events:\n%s", h.events)
+	}
+	if got := h.replicas("md"); got != 2 {
+		t.Fatalf("MachineDeployment at %d replicas, want 2", got)
+	}
+	if got := h.marked(); !slices.Equal(got, []string{"ms-a"}) {
+		t.Fatalf("Machines marked for deletion: %v", got)
+	}
+	recs := h.status().RecentScaleDowns
+	if len(recs) != 1 || recs[0].Node != h.name("a") || recs[0].Machine != h.ns+"/ms-a" || recs[0].GPUs != 8 {
+		t.Fatalf("status records %+v", recs)
+	}
+	if !h.events.has("ScaledDown " + h.name("a") + ": Empty with 8 GPUs (A100-80GB) removed: Machine " + h.ns + "/ms-a marked cluster.x-k8s.io/delete-machine, MachineDeployment " + h.ns + "/md 3 -> 2") {
+		t.Fatalf("events:\n%s", h.events)
+	}
+	h.rounds(a, 3)
+	if got := h.replicas("md"); got != 2 {
+		t.Fatalf("MachineDeployment at %d replicas after more rounds, want 2", got)
+	}
+}
+
+// A PodDisruptionBudget first keeps the node (the plan sees no disruption allowed),
+// then, allowing one, lets it go; a budget used up between plan and drain answers 429,
+// which is an event and a retry.
+func TestPDBBlocksThenAllows(t *testing.T) {
+	h := threeNodes(t, -1)
+	pdb := &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Namespace: h.ns, Name: "web"},
+		Spec: policyv1.PodDisruptionBudgetSpec{MinAvailable: ptrIntStr(1), Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}}}
+	h.create(pdb)
+	allow := func(n int32) {
+		t.Helper()
+		// No kube-controller-manager computes the budget: the test does.
+		if err := h.c.Get(h.ctx, client.ObjectKeyFromObject(pdb), pdb); err != nil {
+			t.Fatal(err)
+		}
+		pdb.Status = policyv1.PodDisruptionBudgetStatus{ObservedGeneration: pdb.Generation, DisruptionsAllowed: n, CurrentHealthy: 1 + n, DesiredHealthy: 1, ExpectedPods: 1 + n}
+		if err := h.c.Status().Update(h.ctx, pdb); err != nil {
+			t.Fatal(err)
+		}
+	}
+	allow(0)
+	h.policy(tesserav1.ScaleDownPolicySpec{})
+	a := h.actuator(env.Client, env.Client)
+	h.rounds(a, 3)
+	h.expectPhase("a", "")
+	plans, err := autoscale.PlanCluster(h.ctx, env.Client, mustPolicy(t), h.clock.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := decision(plans, h.ns, h.name("a")); d.Reason != autoscale.ReasonPDB {
+		t.Fatalf("decision on a: %+v", d)
+	}
+	allow(1)
+	h.rounds(a, 2)
+	h.expectPhase("a", autoscale.PhaseDraining)
+	allow(0)
+	h.rounds(a, 2)
+	h.expectPhase("a", autoscale.PhaseDraining)
+	if !h.podExists("web") || !h.events.has("EvictionBlocked web: a PodDisruptionBudget allows no disruption now") {
+		t.Fatalf("web: exists %v; events:\n%s", h.podExists("web"), h.events)
+	}
+	allow(1)
+	h.rounds(a, 5)
+	h.expectPhase("a", autoscale.PhaseRemoved)
+	if h.podExists("web") || h.replicas("md") != 2 {
+		t.Fatalf("web exists %v, replicas %d", h.podExists("web"), h.replicas("md"))
+	}
+}
+
+// The MachineDeployment's min-size annotation: at min size 2, of two idle nodes one
+// goes and the other stays, whatever maxParallel allows.
+func TestMinSizeRespected(t *testing.T) {
+	h := newHarness(t)
+	for _, n := range []string{"a", "b", "c"} {
+		h.gpuNode(n, 2*time.Hour, nil)
+	}
+	h.machineDeployment(2, "a", "b", "c")
+	h.pod("train-c", "c", 8)
+	h.policy(tesserav1.ScaleDownPolicySpec{MaxParallel: 2, Cooldown: &metav1.Duration{}})
+	a := h.actuator(env.Client, env.Client)
+	h.rounds(a, 12)
+	h.expectPhase("a", autoscale.PhaseRemoved)
+	h.expectPhase("b", "")
+	if got := h.replicas("md"); got != 2 {
+		t.Fatalf("MachineDeployment at %d replicas, want 2 (its min size)", got)
+	}
+	if got := h.status().Candidates; len(got) != 0 {
+		t.Fatalf("candidates %+v at the min size", got)
+	}
+}
+
+// A pending gang within its queue's deserved share keeps the idle nodes it needs.
+func TestPendingGangKeepsItsNodes(t *testing.T) {
+	h := threeNodes(t, -1)
+	q := &tesserav1.Queue{ObjectMeta: metav1.ObjectMeta{Name: h.ns, Labels: map[string]string{"test": h.ns}},
+		Spec: tesserav1.QueueSpec{Weight: 1, Deserved: corev1.ResourceList{tesserav1.ResourceGPU: resource.MustParse("8")}}}
+	h.create(q)
+	pg := &tesserav1.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: h.ns, Name: "gang"}, Spec: tesserav1.PodGroupSpec{MinMember: 1, Queue: h.ns}}
+	h.create(pg)
+	pg.Status.Phase = tesserav1.PodGroupInqueue
+	if err := h.c.Status().Update(h.ctx, pg); err != nil {
+		t.Fatal(err)
+	}
+	h.pod("gang-0", "", 8, func(p *corev1.Pod) {
+		p.Labels[tesserav1.LabelPodGroup] = "gang"
+		p.Labels[tesserav1.LabelQueue] = h.ns
+	})
+	h.policy(tesserav1.ScaleDownPolicySpec{})
+	a := h.actuator(env.Client, env.Client)
+	h.rounds(a, 6)
+	h.expectPhase("a", "")
+	if got := h.replicas("md"); got != 3 || len(h.marked()) != 0 {
+		t.Fatalf("replicas %d, marked %v", got, h.marked())
+	}
+	var pol tesserav1.ScaleDownPolicy
+	if err := h.c.Get(h.ctx, client.ObjectKey{Name: h.ns}, &pol); err != nil {
+		t.Fatal(err)
+	}
+	if len(pol.Status.Candidates) != 0 {
+		t.Fatalf("candidates %+v", pol.Status.Candidates)
+	}
+}
+
+func ptrIntStr(v int) *intstr.IntOrString { x := intstr.FromInt32(int32(v)); return &x }
