@@ -145,7 +145,7 @@ func (s *step) remove(ctx context.Context) error {
 		}
 	}
 	if s.a.infra == nil {
-		return fmt.Errorf("Machine %s is marked, but no Cluster API management cluster is configured", s.sd.Machine)
+		return fmt.Errorf("the Machine %s is marked, but no Cluster API management cluster is configured", s.sd.Machine)
 	}
 	what, err := s.a.infra.Lower(ctx, s.node)
 	if err != nil {

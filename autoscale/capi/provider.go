@@ -81,7 +81,7 @@ func (p *Provider) Mark(ctx context.Context, node *corev1.Node) (string, error) 
 		return key(m), nil
 	}
 	if g.scalable == nil {
-		return "", fmt.Errorf("Machine %s belongs to no MachineSet: Tessera removes only Machines of MachineSets and MachineDeployments", key(m))
+		return "", fmt.Errorf("the Machine %s belongs to no MachineSet: Tessera removes only Machines of MachineSets and MachineDeployments", key(m))
 	}
 	sc, err := p.scale(ctx, g)
 	if err != nil {
@@ -112,10 +112,10 @@ func (p *Provider) Lower(ctx context.Context, node *corev1.Node) (string, error)
 	}
 	before, err := strconv.Atoi(m.Annotations[AnnotationReplicasBefore])
 	if err != nil {
-		return "", fmt.Errorf("Machine %s: annotation %s %q is not a replica count; Mark it first", key(m), AnnotationReplicasBefore, m.Annotations[AnnotationReplicasBefore])
+		return "", fmt.Errorf("the Machine %s: annotation %s %q is not a replica count; mark it first", key(m), AnnotationReplicasBefore, m.Annotations[AnnotationReplicasBefore])
 	}
 	if g.scalable == nil {
-		return "", fmt.Errorf("Machine %s belongs to no MachineSet", key(m))
+		return "", fmt.Errorf("the Machine %s belongs to no MachineSet", key(m))
 	}
 	sc, err := p.scale(ctx, g)
 	if err != nil {
