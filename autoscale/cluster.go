@@ -87,10 +87,19 @@ func readCluster(ctx context.Context, r client.Reader, pol *tesserav1.ScaleDownP
 }
 
 // PlanCluster plans once for every ScaleDownPolicy of the cluster, changing nothing.
-func PlanCluster(ctx context.Context, r client.Reader, cfg scheduler.Config, now time.Time) ([]*Plan, error) {
+// infra, when not nil, reports the node groups and their floors.
+func PlanCluster(ctx context.Context, r client.Reader, infra Infrastructure, cfg scheduler.Config, now time.Time) ([]*Plan, error) {
 	var pols tesserav1.ScaleDownPolicyList
 	if err := r.List(ctx, &pols); err != nil {
 		return nil, fmt.Errorf("list ScaleDownPolicies: %w", err)
+	}
+	var nodes corev1.NodeList
+	if err := r.List(ctx, &nodes); err != nil {
+		return nil, fmt.Errorf("list Nodes: %w", err)
+	}
+	nodeList := make([]*corev1.Node, len(nodes.Items))
+	for i := range nodes.Items {
+		nodeList[i] = &nodes.Items[i]
 	}
 	var out []*Plan
 	for i := range pols.Items {
@@ -105,6 +114,9 @@ func PlanCluster(ctx context.Context, r client.Reader, cfg scheduler.Config, now
 		c, err := ReadCluster(ctx, r, &pols.Items[i], snapshot.Options{WholeGPUs: cfg.WholeGPUs}, now)
 		if err != nil {
 			return nil, err
+		}
+		if err := FillGroups(ctx, c, infra, nodeList); err != nil {
+			return nil, fmt.Errorf("node groups: %w", err)
 		}
 		out = append(out, NewPlanner(pol, sched).Plan(c))
 	}

@@ -59,7 +59,7 @@ func TestPlanCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	plans, err := autoscale.PlanCluster(context.Background(), c, cfg, now)
+	plans, err := autoscale.PlanCluster(context.Background(), c, nil, cfg, now)
 	if err != nil {
 		t.Fatal(err)
 	}

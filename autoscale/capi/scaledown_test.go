@@ -91,7 +91,7 @@ func TestPDBBlocksThenAllows(t *testing.T) {
 	a := h.actuator(env.Client, env.Client)
 	h.rounds(a, 3)
 	h.expectPhase("a", "")
-	plans, err := autoscale.PlanCluster(h.ctx, env.Client, mustPolicy(t), h.clock.Now())
+	plans, err := autoscale.PlanCluster(h.ctx, env.Client, nil, mustPolicy(t), h.clock.Now())
 	if err != nil {
 		t.Fatal(err)
 	}

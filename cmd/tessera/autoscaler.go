@@ -146,20 +146,29 @@ func managementCluster(kubeconfig string, workload *rest.Config, log logr.Logger
 }
 
 func newAutoscalerPlanCommand() *cobra.Command {
-	var kubeconfig, config, policy, output string
+	var kubeconfig, management, config, policy, output string
 	cmd := &cobra.Command{
 		Use:   "plan",
 		Short: "Print every GPU node, whether it is a scale-down candidate, and why or why not",
 		Long: `Read the live cluster (kubeconfig) and plan once for every ScaleDownPolicy: each GPU
 node the policy selects, whether it is a candidate (Empty or Underused), and otherwise the
-rule that keeps it. A node counts as idle from its GPUNode's lastActiveTime. Changes nothing.`,
+rule that keeps it, including the min size of its Cluster API node group. A node counts as
+idle from its GPUNode's lastActiveTime. Changes nothing.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, scfg, err := liveClient(kubeconfig, config, policy, output)
 			if err != nil {
 				return err
 			}
-			plans, err := autoscale.PlanCluster(cmd.Context(), c, scfg, time.Now())
+			cfg, err := restConfig(kubeconfig)
+			if err != nil {
+				return err
+			}
+			infra, err := managementCluster(management, cfg, klog.NewKlogr())
+			if err != nil {
+				return err
+			}
+			plans, err := autoscale.PlanCluster(cmd.Context(), c, infra, scfg, time.Now())
 			if err != nil {
 				return err
 			}
@@ -178,5 +187,6 @@ rule that keeps it. A node counts as idle from its GPUNode's lastActiveTime. Cha
 		},
 	}
 	liveFlags(cmd, "kubeconfig file of the workload cluster; empty: $KUBECONFIG or the in-cluster config", &kubeconfig, &config, &policy, &output)
+	cmd.Flags().StringVar(&management, "management-kubeconfig", "", "kubeconfig file of the Cluster API management cluster, for the node groups' min size; empty: the workload cluster")
 	return cmd
 }
