@@ -17,7 +17,10 @@ import (
 
 // index is the management cluster's Machines, MachineSets and MachineDeployments.
 type index struct {
-	byKey, byNode, byProvider map[string]*clusterv1.Machine
+	byKey, byProvider map[string]*clusterv1.Machine
+	// byNode holds the Machines by status.nodeRef; one management cluster may run
+	// several workload clusters whose nodes share names.
+	byNode map[string][]*clusterv1.Machine
 	sets                      map[string]*clusterv1.MachineSet
 	deployments               map[string]*clusterv1.MachineDeployment
 }
@@ -39,13 +42,13 @@ func (p *Provider) index(ctx context.Context) (*index, error) {
 			return nil, fmt.Errorf("list %T in the management cluster: %w", l, err)
 		}
 	}
-	idx := &index{byKey: map[string]*clusterv1.Machine{}, byNode: map[string]*clusterv1.Machine{}, byProvider: map[string]*clusterv1.Machine{},
+	idx := &index{byKey: map[string]*clusterv1.Machine{}, byNode: map[string][]*clusterv1.Machine{}, byProvider: map[string]*clusterv1.Machine{},
 		sets: map[string]*clusterv1.MachineSet{}, deployments: map[string]*clusterv1.MachineDeployment{}}
 	for i := range ms.Items {
 		m := &ms.Items[i]
 		idx.byKey[key(m)] = m
 		if m.Status.NodeRef.Name != "" {
-			idx.byNode[m.Status.NodeRef.Name] = m
+			idx.byNode[m.Status.NodeRef.Name] = append(idx.byNode[m.Status.NodeRef.Name], m)
 		}
 		if m.Spec.ProviderID != "" {
 			idx.byProvider[m.Spec.ProviderID] = m
@@ -60,16 +63,23 @@ func (p *Provider) index(ctx context.Context) (*index, error) {
 	return idx, nil
 }
 
-// machineOf finds node's Machine: by the node's annotations, else by status.nodeRef,
-// else by spec.providerID; nil when none.
+// machineOf finds node's Machine: by the node's annotations, else by status.nodeRef
+// (of the node's cluster, by its cluster.x-k8s.io/cluster-name annotation, when several
+// clusters have a node of that name), else by spec.providerID; nil when none.
 func (idx *index) machineOf(node *corev1.Node) *clusterv1.Machine {
 	if name := node.Annotations[clusterv1.MachineAnnotation]; name != "" {
 		if m := idx.byKey[node.Annotations[clusterv1.ClusterNamespaceAnnotation]+"/"+name]; m != nil {
 			return m
 		}
 	}
-	if m := idx.byNode[node.Name]; m != nil {
-		return m
+	var found []*clusterv1.Machine
+	for _, m := range idx.byNode[node.Name] {
+		if cluster, ok := node.Annotations[clusterv1.ClusterNameAnnotation]; !ok || m.Spec.ClusterName == cluster {
+			found = append(found, m)
+		}
+	}
+	if len(found) == 1 {
+		return found[0]
 	}
 	if node.Spec.ProviderID != "" {
 		return idx.byProvider[node.Spec.ProviderID]
