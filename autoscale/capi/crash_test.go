@@ -28,9 +28,14 @@ func (b *budget) spend() error {
 	return nil
 }
 
-// killable wraps c so that its writes spend b.
-func killable(c client.Client, b *budget) client.Client {
-	return interceptor.NewClient(c.(client.WithWatch), interceptor.Funcs{
+// killable returns a client of the test's API server whose writes spend b.
+func killable(t *testing.T, b *budget) client.Client {
+	t.Helper()
+	c, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return interceptor.NewClient(c, interceptor.Funcs{
 		Create: func(ctx context.Context, c client.WithWatch, o client.Object, opts ...client.CreateOption) error {
 			if err := b.spend(); err != nil {
 				return err
@@ -88,7 +93,7 @@ func TestKilledAfterEachStepResumes(t *testing.T) {
 		h.policy(tesserav1.ScaleDownPolicySpec{})
 		b := &budget{}
 		b.left.Store(writes)
-		wc := killable(env.Client, b)
+		wc := killable(t, b)
 		a := h.actuator(wc, wc)
 		killed := false
 		for range 10 {
