@@ -235,7 +235,9 @@ func (h *harness) pod(name, n string, gpus int64, mut ...func(*corev1.Pod)) *cor
 	}
 	h.create(p)
 	if n != "" {
+		// Running and ready: the Eviction API consults the budget only for healthy pods.
 		p.Status.Phase = corev1.PodRunning
+		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
 		if err := h.c.Status().Update(h.ctx, p); err != nil {
 			h.t.Fatal(err)
 		}
