@@ -20,9 +20,9 @@ type index struct {
 	byKey, byProvider map[string]*clusterv1.Machine
 	// byNode holds the Machines by status.nodeRef; one management cluster may run
 	// several workload clusters whose nodes share names.
-	byNode map[string][]*clusterv1.Machine
-	sets                      map[string]*clusterv1.MachineSet
-	deployments               map[string]*clusterv1.MachineDeployment
+	byNode      map[string][]*clusterv1.Machine
+	sets        map[string]*clusterv1.MachineSet
+	deployments map[string]*clusterv1.MachineDeployment
 }
 
 // group is a node group: the object to scale (nil for a Machine of no MachineSet),
