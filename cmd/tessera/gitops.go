@@ -11,6 +11,7 @@ import (
 	"github.com/tessera-gpu/tessera/gitops/preview"
 	"github.com/tessera-gpu/tessera/scheduler"
 	"github.com/tessera-gpu/tessera/scheduler/sim"
+	"github.com/tessera-gpu/tessera/scheduler/sim/trace"
 )
 
 func init() { register(newGitOpsCommand) }
@@ -68,10 +69,11 @@ file:line: message per finding; exits 1 on findings, 2 on input it cannot check.
 }
 
 func newPreviewCommand() *cobra.Command {
-	var base, head, manifests, kubeconfig, policy, output string
+	var base, head, manifests, kubeconfig, policy, output, scenario string
 	var live bool
+	var seeds int
 	cmd := &cobra.Command{
-		Use:   "preview --base DIR --head DIR (--manifests CLUSTER.yaml | --from-cluster)",
+		Use:   "preview --base DIR --head DIR (--manifests CLUSTER.yaml | --from-cluster | --scenario NAME)",
 		Short: "Show what a change to the queues and policies does before it merges",
 		Long: `Lays the queues, admission policies, priority classes and namespaces of two versions
 of a cluster's kustomization (--base, --head: for example the main branch and a pull
@@ -79,8 +81,12 @@ request's checkout) over the same cluster, a YAML dump (--manifests, what tesser
 simulate --manifests reads) or the live objects (--from-cluster), passes each through
 the admission policies, schedules the pending pods with the simulator, and prints the
 difference per queue: GPUs held, pods running and pending, and the objects the
-policies newly deny, no longer deny or rewrite. Deterministic: the same inputs give the
-same output. -o markdown is ready to post on the pull request.`,
+policies newly deny, no longer deny or rewrite. With --scenario, a built-in scenario's
+job mix is replayed on a virtual clock under each version's queues instead (their GPU
+figures scaled so the base's deserved shares add up to the scenario's cluster), and the
+difference is the mean and p95 wait and the GPUs each queue holds, with preemptions and
+starved jobs. Deterministic: the same inputs give the same output. -o markdown is ready
+to post on the pull request.`,
 		Example: `  tessera gitops preview --base main/gitops/clusters/prod --head pr/gitops/clusters/prod --manifests prod-dump.yaml -o markdown`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -90,15 +96,16 @@ same output. -o markdown is ready to post on the pull request.`,
 			if output != "text" && output != "markdown" && output != "json" {
 				return fmt.Errorf("-o %q: use text, markdown or json", output)
 			}
-			if (manifests == "") == !live {
-				return fmt.Errorf("give the cluster as --manifests FILE or --from-cluster, one of the two")
+			if n := count(manifests != "", live, scenario != ""); n != 1 {
+				return fmt.Errorf("give the cluster as --manifests FILE, --from-cluster or --scenario NAME, one of them")
+			}
+			if cmd.Flags().Changed("seeds") && scenario == "" {
+				return fmt.Errorf("--seeds applies to --scenario only")
+			}
+			if seeds < 1 || seeds > sim.MaxSeeds {
+				return fmt.Errorf("--seeds %d: use 1 to %d", seeds, sim.MaxSeeds)
 			}
 			scfg, err := schedulerConfig("", policy)
-			if err != nil {
-				return err
-			}
-			load, _ := manifestsSource(cmd.Context(), manifests, live, kubeconfig)
-			cluster, err := load()
 			if err != nil {
 				return err
 			}
@@ -110,11 +117,29 @@ same output. -o markdown is ready to post on the pull request.`,
 			if err != nil {
 				return fmt.Errorf("--head: %w", err)
 			}
+			w := cmd.OutOrStdout()
+			if scenario != "" {
+				r, err := preview.RunReplay(scenario, b, h, policy, &scfg, seeds)
+				if err != nil {
+					return err
+				}
+				switch output {
+				case "markdown":
+					return r.WriteMarkdown(w)
+				case "json":
+					return writeJSON(w, r)
+				}
+				return r.WriteText(w)
+			}
+			load, _ := manifestsSource(cmd.Context(), manifests, live, kubeconfig)
+			cluster, err := load()
+			if err != nil {
+				return err
+			}
 			p, err := preview.Run(cmd.Context(), cluster, b, h, admitManifests, policy, &scfg, sim.FirstSeed)
 			if err != nil {
 				return err
 			}
-			w := cmd.OutOrStdout()
 			switch output {
 			case "markdown":
 				return p.WriteMarkdown(w)
@@ -130,7 +155,20 @@ same output. -o markdown is ready to post on the pull request.`,
 	f.StringVar(&manifests, "manifests", "", "the cluster as YAML (kubectl get ... -o yaml)")
 	f.BoolVar(&live, "from-cluster", false, "read the cluster's live objects (only reads)")
 	f.StringVar(&kubeconfig, "kubeconfig", "", "--from-cluster: kubeconfig file (default: $KUBECONFIG, ~/.kube/config or in-cluster)")
+	f.StringVar(&scenario, "scenario", "", "replay this built-in scenario's job mix under each version's queues: "+strings.Join(trace.ScenarioNames(), ", "))
+	f.IntVar(&seeds, "seeds", 1, "--scenario: runs per version, seeds 42, 43, ...")
 	f.StringVar(&policy, "policy", "tessera", "built-in scheduling policy: "+strings.Join(scheduler.PolicyNames(), ", "))
 	f.StringVarP(&output, "output", "o", "text", "text, markdown or json")
 	return cmd
+}
+
+// count is how many of the conditions hold.
+func count(conds ...bool) int {
+	n := 0
+	for _, c := range conds {
+		if c {
+			n++
+		}
+	}
+	return n
 }

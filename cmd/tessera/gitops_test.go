@@ -41,10 +41,11 @@ func TestGitOpsPreview(t *testing.T) {
 		t.Errorf("markdown: %v\n%s", err, md)
 	}
 	for args, want := range map[string]string{
-		"--head " + head + " --manifests " + cluster:                     "--base and --head",
-		"--base " + base + " --head " + head:                             "--manifests FILE or --from-cluster",
-		"--base " + base + " --head " + head + " --manifests x -o yml":   `-o "yml"`,
-		"--base " + base + " --head /nonexistent --manifests " + cluster: "--head",
+		"--head " + head + " --manifests " + cluster:                                    "--base and --head",
+		"--base " + base + " --head " + head:                                            "--manifests FILE or --from-cluster",
+		"--base " + base + " --head " + head + " --manifests x -o yml":                  `-o "yml"`,
+		"--base " + base + " --head /nonexistent --manifests " + cluster:                "--head",
+		"--base " + base + " --head " + head + " --manifests " + cluster + " --seeds 2": "--seeds applies to --scenario only",
 	} {
 		if _, err := execute(append([]string{"gitops", "preview"}, strings.Fields(args)...)...); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("preview %s: %v, want an error naming %s", args, err, want)

@@ -159,7 +159,7 @@ func denials(r sim.AdmissionResult) map[string]string {
 
 // change prints a value's base and head: "4", or "4 → 6 (+2)" when it changed.
 func change(base, head float64) string {
-	if base == head {
+	if trim(base) == trim(head) {
 		return trim(base)
 	}
 	sign := "+"

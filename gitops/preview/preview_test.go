@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
@@ -163,5 +164,54 @@ func raise(t *testing.T, path, old, new string) {
 	}
 	if err := os.WriteFile(path, bytes.Replace(b, []byte(old), []byte(new), 1), 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestRunReplayCapabilityChange: in the operator scenario's replay, raising train-dev's
+// capability shortens train-dev's waits; the figures are scaled to the scenario.
+func TestRunReplayCapabilityChange(t *testing.T) {
+	if testing.Short() {
+		t.Skip("replays a day of the operator scenario twice")
+	}
+	head := copyDir(t, example)
+	raise(t, filepath.Join(head, "queues/queues.yaml"), `tessera.dev/gpu: "10"`, `tessera.dev/gpu: "14"`)
+	b, err := Load(example)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := Load(head)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := RunReplay("operator", b, h, "tessera", nil, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Scale != 4 {
+		t.Errorf("scale = %v, want 4 (80 GPUs over 20 deserved)", p.Scale)
+	}
+	dev := func(s ReplaySide) ReplayQueue {
+		for _, q := range s.Queues {
+			if q.Queue == "train-dev" {
+				return q
+			}
+		}
+		t.Fatalf("no train-dev in %+v", s)
+		return ReplayQueue{}
+	}
+	if b, h := dev(p.Base), dev(p.Head); h.MeanWaitSeconds >= b.MeanWaitSeconds {
+		t.Errorf("train-dev mean wait %.0fs -> %.0fs, want shorter with a higher capability", b.MeanWaitSeconds, h.MeanWaitSeconds)
+	}
+	var out bytes.Buffer
+	if err := p.WriteText(&out); err != nil || !strings.Contains(out.String(), "train-dev") {
+		t.Errorf("text: %v\n%s", err, out.String())
+	}
+}
+
+func TestMinutes(t *testing.T) {
+	for d, want := range map[time.Duration]string{0: "0m", 18 * time.Minute: "18m", 107*time.Minute + 20*time.Second: "1h47m"} {
+		if got := minutes(d); got != want {
+			t.Errorf("minutes(%v) = %q, want %q", d, got, want)
+		}
 	}
 }
