@@ -42,7 +42,7 @@ func TestGitOpsPreview(t *testing.T) {
 	}
 	for args, want := range map[string]string{
 		"--head " + head + " --manifests " + cluster:                                    "--base and --head",
-		"--base " + base + " --head " + head:                                            "--manifests FILE or --from-cluster",
+		"--base " + base + " --head " + head:                                            "--manifests FILE, --from-cluster or --scenario NAME",
 		"--base " + base + " --head " + head + " --manifests x -o yml":                  `-o "yml"`,
 		"--base " + base + " --head /nonexistent --manifests " + cluster:                "--head",
 		"--base " + base + " --head " + head + " --manifests " + cluster + " --seeds 2": "--seeds applies to --scenario only",
