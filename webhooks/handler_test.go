@@ -9,6 +9,7 @@ import (
 	jsonpatch "github.com/evanphx/json-patch/v5"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	gomodulesjsonpatch "gomodules.xyz/jsonpatch/v2"
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -23,12 +24,12 @@ func patchOf(t *testing.T, resp *admissionv1.AdmissionResponse) map[string]any {
 	if len(resp.Patch) == 0 {
 		return out
 	}
-	var ops []Operation
+	var ops []gomodulesjsonpatch.Operation
 	if err := json.Unmarshal(resp.Patch, &ops); err != nil {
 		t.Fatal(err)
 	}
 	for _, op := range ops {
-		out[op.Op+" "+op.Path] = op.Value
+		out[op.Operation+" "+op.Path] = op.Value
 	}
 	return out
 }

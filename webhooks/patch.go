@@ -1,21 +1,20 @@
 package webhooks
 
 import (
+	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 
+	"gomodules.xyz/jsonpatch/v2"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
 	tesserav1 "github.com/tessera-gpu/tessera/api/v1alpha1"
 )
-
-// Operation is one RFC 6902 JSON patch operation.
-type Operation struct {
-	Op    string `json:"op"`
-	Path  string `json:"path"`
-	Value any    `json:"value,omitempty"`
-}
 
 // Mutation keys the patcher understands; policies may set any of them.
 const (
@@ -69,29 +68,32 @@ var podSpecPath = map[string][]string{
 }
 
 // BuildPatch turns a decision's mutations into JSON patch operations against the raw
-// object. Only fields whose value differs are written, so applying the patch and
-// deciding again yields no operations. Keys the kind has no place for are returned
-// in ignored. classes, when it knows the new priorityClassName, also sets a Pod's
-// spec.priority to match (the Priority admission plugin ran before the webhook).
-func BuildPatch(kind string, raw []byte, mutations map[string]any, classes map[string]int32) (ops []Operation, ignored []string, err error) {
+// object: it applies them to a copy and lets controller-runtime diff the two
+// (admission.PatchResponseFromRaw), so only fields whose value differs are written and
+// applying the patch and deciding again yields no operations. Keys the kind has no
+// place for are returned in ignored. classes, when it knows the new priorityClassName,
+// also sets a Pod's spec.priority to match (the Priority admission plugin ran before
+// the webhook).
+func BuildPatch(kind string, raw []byte, mutations map[string]any, classes map[string]int32) (ops []jsonpatch.Operation, ignored []string, err error) {
 	if len(mutations) == 0 {
 		return nil, nil, nil
 	}
 	var obj map[string]any
-	if err := json.Unmarshal(raw, &obj); err != nil {
-		return nil, nil, fmt.Errorf("decode %s for patching: %w", kind, err)
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber() // numbers the mutations leave alone stay as they were
+	if err := dec.Decode(&obj); err != nil || obj == nil {
+		return nil, nil, fmt.Errorf("decode %s for patching: not a JSON object (%v)", kind, err)
 	}
 	keys := make([]string, 0, len(mutations))
 	for k := range mutations {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
-	p := &patcher{obj: obj}
 	for _, key := range keys {
 		value := mutations[key]
 		if key == MutateGPURewrite {
 			if b, _ := value.(bool); b && podSpecPath[kind] != nil {
-				p.rewriteGPUs(podSpecPath[kind])
+				rewriteGPUs(obj, podSpecPath[kind])
 			} else if b {
 				ignored = append(ignored, key)
 			}
@@ -107,17 +109,31 @@ func BuildPatch(kind string, raw []byte, mutations map[string]any, classes map[s
 			if err != nil {
 				return nil, nil, fmt.Errorf("policy mutation %s: %w", key, err)
 			}
-			p.set(t.path, v)
+			set(obj, t.path, v)
 		}
 		if kind == KindPod && key == MutatePriorityClassName {
 			if name, ok := value.(string); ok {
 				if prio, known := classes[name]; known {
-					p.set([]string{"spec", "priority"}, int64(prio))
+					set(obj, []string{"spec", "priority"}, int64(prio))
 				}
 			}
 		}
 	}
-	return p.ops, ignored, nil
+	mutated, err := json.Marshal(obj)
+	if err != nil {
+		return nil, nil, fmt.Errorf("encode the mutated %s: %w", kind, err)
+	}
+	resp := admission.PatchResponseFromRaw(raw, mutated)
+	if !resp.Allowed {
+		return nil, nil, fmt.Errorf("patch of %s: %s", kind, resp.Result.Message)
+	}
+	// The diff walks maps in random order. The mutations never add or remove array
+	// elements, so the operations touch distinct members and any order applies the
+	// same: sorted by path, the same request always gets the same patch.
+	slices.SortFunc(resp.Patches, func(a, b jsonpatch.Operation) int {
+		return cmp.Or(strings.Compare(a.Path, b.Path), strings.Compare(a.Operation, b.Operation))
+	})
+	return resp.Patches, ignored, nil
 }
 
 func convert(v any, kind fieldKind) (any, error) {
@@ -149,60 +165,24 @@ func convert(v any, kind fieldKind) (any, error) {
 	return nil, fmt.Errorf("value %v (%T) has the wrong type", v, v)
 }
 
-type patcher struct {
-	obj map[string]any
-	ops []Operation
-}
-
-// set writes v at path, creating missing parents with one "add" of the nested rest.
-// It also updates the in-memory object so later operations see the change.
-func (p *patcher) set(path []string, v any) {
-	var cur any = p.obj
-	for i, seg := range path[:len(path)-1] {
+// set writes v at path in obj, creating missing parents. A path through an array
+// index that does not exist is left alone.
+func set(obj map[string]any, path []string, v any) {
+	var cur any = obj
+	for _, seg := range path[:len(path)-1] {
 		next, ok := child(cur, seg)
 		if !ok {
 			m, isMap := cur.(map[string]any)
 			if !isMap {
-				return // an array index that does not exist: nothing to patch
+				return
 			}
-			nested := v
-			for j := len(path) - 1; j > i; j-- {
-				nested = map[string]any{path[j]: nested}
-			}
-			m[seg] = nested
-			p.ops = append(p.ops, Operation{Op: "add", Path: pointer(path[:i+1]), Value: nested})
-			return
+			next = map[string]any{}
+			m[seg] = next
 		}
 		cur = next
 	}
-	m, ok := cur.(map[string]any)
-	if !ok {
-		return
-	}
-	leaf := path[len(path)-1]
-	if old, ok := m[leaf]; ok && equalJSON(old, v) {
-		return
-	}
-	m[leaf] = v
-	p.ops = append(p.ops, Operation{Op: "add", Path: pointer(path), Value: v})
-}
-
-func (p *patcher) remove(path []string) {
-	var cur any = p.obj
-	for _, seg := range path[:len(path)-1] {
-		next, ok := child(cur, seg)
-		if !ok {
-			return
-		}
-		cur = next
-	}
-	m, ok := cur.(map[string]any)
-	if !ok {
-		return
-	}
-	if _, ok := m[path[len(path)-1]]; ok {
-		delete(m, path[len(path)-1])
-		p.ops = append(p.ops, Operation{Op: "remove", Path: pointer(path)})
+	if m, ok := cur.(map[string]any); ok {
+		m[path[len(path)-1]] = v
 	}
 }
 
@@ -230,12 +210,12 @@ func child(cur any, seg string) (any, bool) {
 }
 
 // rewriteGPUs moves nvidia.com/gpu requests and limits to tessera.dev/gpu.
-func (p *patcher) rewriteGPUs(specPath []string) {
-	spec := p.lookup(specPath)
+func rewriteGPUs(obj map[string]any, specPath []string) {
+	spec := lookup(obj, specPath)
 	from, to := string(tesserav1.ResourceNvidiaGPU), string(tesserav1.ResourceGPU)
 	for _, list := range []string{"initContainers", "containers"} {
 		cs, _ := spec[list].([]any)
-		for i, c := range cs {
+		for _, c := range cs {
 			cm, _ := c.(map[string]any)
 			res, _ := cm["resources"].(map[string]any)
 			for _, kind := range []string{"requests", "limits"} {
@@ -244,18 +224,17 @@ func (p *patcher) rewriteGPUs(specPath []string) {
 				if !ok {
 					continue
 				}
-				base := append(append([]string{}, specPath...), list, strconv.Itoa(i), "resources", kind)
-				p.remove(append(append([]string{}, base...), from))
+				delete(l, from)
 				if _, exists := l[to]; !exists {
-					p.set(append(base, to), n)
+					l[to] = n
 				}
 			}
 		}
 	}
 }
 
-func (p *patcher) lookup(path []string) map[string]any {
-	var cur any = p.obj
+func lookup(obj map[string]any, path []string) map[string]any {
+	var cur any = obj
 	for _, seg := range path {
 		next, ok := child(cur, seg)
 		if !ok {
@@ -265,22 +244,4 @@ func (p *patcher) lookup(path []string) map[string]any {
 	}
 	m, _ := cur.(map[string]any)
 	return m
-}
-
-func pointer(path []string) string {
-	var b strings.Builder
-	for _, seg := range path {
-		b.WriteByte('/')
-		b.WriteString(strings.ReplaceAll(strings.ReplaceAll(seg, "~", "~0"), "/", "~1"))
-	}
-	return b.String()
-}
-
-func equalJSON(a, b any) bool {
-	if a == b {
-		return true
-	}
-	ja, err1 := json.Marshal(a)
-	jb, err2 := json.Marshal(b)
-	return err1 == nil && err2 == nil && string(ja) == string(jb)
 }
