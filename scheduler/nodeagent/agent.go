@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"sort"
 	"strings"
 	"sync"
@@ -13,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/record"
@@ -142,25 +144,24 @@ func (a *Agent) Run(ctx context.Context) error {
 			}
 		})
 	}
-	backoff := a.cfg.RetryMin
-	for ctx.Err() == nil {
+	// NVML sessions, retried with exponential backoff from RetryMin to RetryMax; a
+	// session that discovered the GPUs starts the backoff over.
+	backoff := func() wait.DelayFunc {
+		return wait.Backoff{Duration: a.cfg.RetryMin, Factor: 2, Steps: math.MaxInt32, Cap: a.cfg.RetryMax}.DelayFunc()
+	}
+	next, retryIn := backoff(), time.Duration(0)
+	_ = wait.DelayFunc(func() time.Duration { return retryIn }).Until(ctx, true, true, func(ctx context.Context) (bool, error) {
 		started, err := a.session(ctx)
 		if ctx.Err() != nil {
-			return nil
+			return true, nil
 		}
 		if started {
-			backoff = a.cfg.RetryMin
+			next = backoff()
 		}
-		a.nvmlFailed(ctx, err, backoff)
-		t := time.NewTimer(backoff)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil
-		case <-t.C:
-		}
-		backoff = min(2*backoff, a.cfg.RetryMax)
-	}
+		retryIn = next()
+		a.nvmlFailed(ctx, err, retryIn)
+		return false, nil
+	})
 	return nil
 }
 

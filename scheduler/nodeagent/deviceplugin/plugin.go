@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	pb "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 
 	tesserav1 "github.com/tessera-gpu/tessera/api/v1alpha1"
@@ -349,41 +350,31 @@ func (p *Plugin) SocketPath() string { return filepath.Join(p.opts.PluginDir, p.
 // kubelet restarts (it deletes the plugins' sockets) the plugin serves again and
 // re-registers.
 func (p *Plugin) Run(ctx context.Context) error {
-	for ctx.Err() == nil {
+	err := wait.PollUntilContextCancel(ctx, p.opts.RecheckInterval, true, func(ctx context.Context) (bool, error) {
 		srv, err := p.serve()
 		if err != nil {
-			return err
+			return false, err
 		}
+		defer srv.Stop()
 		if err := p.register(ctx); err != nil {
 			p.opts.Log.Error(err, "Device plugin registration failed; retrying", "kubeletSocket", p.kubeletSocket())
-			srv.Stop()
-			if !sleep(ctx, p.opts.RecheckInterval) {
-				return nil
-			}
-			continue
+			return false, nil
 		}
 		p.opts.Log.Info("Registered device plugin with the kubelet", "resource", p.opts.ResourceName, "sharesPerGPU", p.opts.SharesPerGPU)
-		for sleep(ctx, p.opts.RecheckInterval) {
-			if _, err := os.Lstat(p.SocketPath()); err != nil {
-				p.opts.Log.Info("Device plugin socket removed (kubelet restarted?); serving and registering again")
-				break
-			}
+		// Serve until the kubelet deletes the socket.
+		if wait.PollUntilContextCancel(ctx, p.opts.RecheckInterval, false, func(context.Context) (bool, error) {
+			_, err := os.Lstat(p.SocketPath())
+			return err != nil, nil
+		}) == nil {
+			p.opts.Log.Info("Device plugin socket removed (kubelet restarted?); serving and registering again")
 		}
-		srv.Stop()
-	}
+		return false, nil
+	})
 	_ = os.Remove(p.SocketPath())
-	return nil
-}
-
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
+	if ctx.Err() != nil {
+		return nil
 	}
+	return err
 }
 
 func (p *Plugin) serve() (*grpc.Server, error) {
