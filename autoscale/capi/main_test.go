@@ -32,7 +32,11 @@ import (
 	"github.com/tessera-gpu/tessera/test/testenv"
 )
 
-var env *testenv.Env
+var (
+	env *testenv.Env
+	// crds is the directory of Cluster API's CRDs.
+	crds string
+)
 
 // TestMain starts one API server with Tessera's and Cluster API's CRDs (hack/capi-crds.sh
 // copies the latter from the module proxy). Nothing runs Cluster API's controllers:
@@ -51,7 +55,8 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "skipping API server tests: Cluster API CRDs:", err)
 		os.Exit(m.Run())
 	}
-	testenv.Main(m, testenv.Options{ExtraCRDDirs: []string{strings.TrimSpace(string(dir))}}, func(e *testenv.Env) {
+	crds = strings.TrimSpace(string(dir))
+	testenv.Main(m, testenv.Options{ExtraCRDDirs: []string{crds}}, func(e *testenv.Env) {
 		if err := capi.AddToScheme(e.Scheme); err != nil {
 			panic(err)
 		}
@@ -62,9 +67,11 @@ func TestMain(m *testing.M) {
 // harness is one test's namespace: GPU nodes, each the Node of a Machine of one
 // MachineDeployment, a ScaleDownPolicy selecting them, and the actuator on a fake clock.
 type harness struct {
-	t      *testing.T
-	ctx    context.Context
-	c      client.Client
+	t   *testing.T
+	ctx context.Context
+	c   client.Client // workload cluster
+	// mc is the management cluster, where the Machines live; c unless a test sets it.
+	mc     client.Client
 	ns     string
 	nodes  []string
 	clock  *clocktesting.FakeClock
@@ -80,7 +87,7 @@ func newHarness(t *testing.T) *harness {
 	if env == nil {
 		testenv.SkipOrFail(t, fmt.Errorf("no API server"))
 	}
-	h := &harness{t: t, ctx: testenv.Context(t, 3*time.Minute), c: env.Client, ns: "as-" + strconv.Itoa(int(namespaces.Add(1))),
+	h := &harness{t: t, ctx: testenv.Context(t, 3*time.Minute), c: env.Client, mc: env.Client, ns: "as-" + strconv.Itoa(int(namespaces.Add(1))),
 		clock: clocktesting.NewFakeClock(time.Now()), events: &recorder{}}
 	if err := h.c.Create(h.ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: h.ns}}); err != nil {
 		t.Fatal(err)
@@ -135,7 +142,12 @@ func (h *harness) gpuNode(n string, idleFor time.Duration, annotations map[strin
 
 func (h *harness) create(o client.Object) {
 	h.t.Helper()
-	if err := h.c.Create(h.ctx, o); err != nil {
+	h.createIn(h.c, o)
+}
+
+func (h *harness) createIn(c client.Client, o client.Object) {
+	h.t.Helper()
+	if err := c.Create(h.ctx, o); err != nil {
 		h.t.Fatalf("create %T %s: %v", o, o.GetName(), err)
 	}
 }
@@ -154,7 +166,7 @@ func (h *harness) machineDeployment(minSize int, nodes ...string) {
 	h.md = &clusterv1.MachineDeployment{ObjectMeta: metav1.ObjectMeta{Namespace: h.ns, Name: "md", Annotations: ann},
 		Spec: clusterv1.MachineDeploymentSpec{ClusterName: "c", Replicas: ptr.To(int32(len(nodes))), Selector: sel, Template: tmpl,
 			Rollout: clusterv1.MachineDeploymentRolloutSpec{Strategy: clusterv1.MachineDeploymentRolloutStrategy{Type: clusterv1.RollingUpdateMachineDeploymentStrategyType}}}}
-	h.create(h.md)
+	h.createIn(h.mc, h.md)
 	h.ms = h.machineSet("ms", h.md, nodes...)
 }
 
@@ -168,17 +180,17 @@ func (h *harness) machineSet(name string, md *clusterv1.MachineDeployment, nodes
 	if md != nil {
 		ms.OwnerReferences = []metav1.OwnerReference{ownerRef("MachineDeployment", md)}
 	}
-	h.create(ms)
+	h.createIn(h.mc, ms)
 	for i, n := range nodes {
 		m := &clusterv1.Machine{ObjectMeta: metav1.ObjectMeta{Namespace: h.ns, Name: name + "-" + n, Labels: map[string]string{"pool": "gpu"},
 			OwnerReferences: []metav1.OwnerReference{ownerRef("MachineSet", ms)}}, Spec: h.machineSpec()}
-		h.create(m)
+		h.createIn(h.mc, m)
 		if i == 0 && md != nil {
 			h.annotateNode(n, map[string]string{clusterv1.MachineAnnotation: m.Name, clusterv1.ClusterNamespaceAnnotation: h.ns})
 			continue
 		}
 		m.Status.NodeRef = clusterv1.MachineNodeReference{Name: h.name(n)}
-		if err := h.c.Status().Update(h.ctx, m); err != nil {
+		if err := h.mc.Status().Update(h.ctx, m); err != nil {
 			h.t.Fatal(err)
 		}
 	}
@@ -326,7 +338,7 @@ func (h *harness) expectPhase(n string, want autoscale.Phase) {
 func (h *harness) replicas(name string) int32 {
 	h.t.Helper()
 	var md clusterv1.MachineDeployment
-	if err := h.c.Get(h.ctx, client.ObjectKey{Namespace: h.ns, Name: name}, &md); err != nil {
+	if err := h.mc.Get(h.ctx, client.ObjectKey{Namespace: h.ns, Name: name}, &md); err != nil {
 		h.t.Fatal(err)
 	}
 	return ptr.Deref(md.Spec.Replicas, -1)
@@ -336,7 +348,7 @@ func (h *harness) replicas(name string) int32 {
 func (h *harness) marked() []string {
 	h.t.Helper()
 	var ms clusterv1.MachineList
-	if err := h.c.List(h.ctx, &ms, client.InNamespace(h.ns)); err != nil {
+	if err := h.mc.List(h.ctx, &ms, client.InNamespace(h.ns)); err != nil {
 		h.t.Fatal(err)
 	}
 	var out []string

@@ -12,8 +12,12 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+
 	tesserav1 "github.com/tessera-gpu/tessera/api/v1alpha1"
 	"github.com/tessera-gpu/tessera/autoscale"
+	"github.com/tessera-gpu/tessera/autoscale/capi"
+	"github.com/tessera-gpu/tessera/test/testenv"
 )
 
 // threeNodes: a MachineDeployment of 3 Machines linked to Nodes a, b, c; a idle for
@@ -64,6 +68,39 @@ func TestIdleNodeRemovedThroughClusterAPI(t *testing.T) {
 	h.rounds(a, 3)
 	if got := h.replicas("md"); got != 2 {
 		t.Fatalf("MachineDeployment at %d replicas after more rounds, want 2", got)
+	}
+}
+
+// Two clusters: the Nodes and pods in the workload cluster, the Machines in a
+// management cluster of their own (a second API server); the node goes the same way,
+// and nothing of Cluster API is written to the workload cluster.
+func TestSeparateManagementCluster(t *testing.T) {
+	h := newHarness(t)
+	mgmt := testenv.Start(t, testenv.Options{ExtraCRDDirs: []string{crds}})
+	if err := capi.AddToScheme(mgmt.Scheme); err != nil {
+		t.Fatal(err)
+	}
+	h.mc = mgmt.Client
+	h.createIn(h.mc, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: h.ns}})
+	for _, n := range []string{"a", "b", "c"} {
+		h.gpuNode(n, 2*time.Hour, nil)
+	}
+	h.machineDeployment(-1, "a", "b", "c")
+	h.pod("train-b", "b", 8)
+	h.pod("train-c", "c", 8)
+	h.policy(tesserav1.ScaleDownPolicySpec{})
+	a := h.actuator(env.Client, mgmt.Client)
+	h.rounds(a, 7)
+	h.expectPhase("a", autoscale.PhaseRemoved)
+	if got := h.replicas("md"); got != 2 {
+		t.Fatalf("MachineDeployment in the management cluster at %d replicas, want 2", got)
+	}
+	if got := h.marked(); !slices.Equal(got, []string{"ms-a"}) {
+		t.Fatalf("Machines marked: %v", got)
+	}
+	var inWorkload clusterv1.MachineDeploymentList
+	if err := env.Client.List(h.ctx, &inWorkload, client.InNamespace(h.ns)); err != nil || len(inWorkload.Items) != 0 {
+		t.Fatalf("MachineDeployments in the workload cluster: %v %d", err, len(inWorkload.Items))
 	}
 }
 
