@@ -1,0 +1,96 @@
+package capi_test
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr/testr"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	tesserav1 "github.com/tessera-gpu/tessera/api/v1alpha1"
+	"github.com/tessera-gpu/tessera/autoscale"
+	"github.com/tessera-gpu/tessera/autoscale/capi"
+	"github.com/tessera-gpu/tessera/scheduler/k8s"
+)
+
+// startManager runs `tessera autoscaler`'s manager (informer cache, leader election on
+// the Lease id) until the returned stop is called or the test ends.
+func (h *harness) startManager(id string) (stop func()) {
+	h.t.Helper()
+	mgr, _, err := autoscale.NewManager(env.Config, env.Scheme, autoscale.Config{
+		Actuator:       autoscale.Options{Scheduler: mustPolicy(h.t), RevalidateAfter: time.Second},
+		Infrastructure: capi.New(env.Client), Period: 100 * time.Millisecond,
+		Serving: k8s.Serving{LeaderElect: true, LeaderElectionNamespace: leaseNamespace, LeaderElectionID: id,
+			LeaseDuration: 2 * time.Second, MetricsAddr: "0", ProbeAddr: "0", Log: testr.New(h.t)},
+	})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(h.ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := mgr.Start(ctx); err != nil {
+			h.t.Logf("manager: %v", err)
+		}
+	}()
+	stop = func() { cancel(); <-done }
+	h.t.Cleanup(stop)
+	return stop
+}
+
+// Of two replicas one acts; stopped in the middle of a drain, the other takes the Lease
+// over and finishes from the objects: one Machine marked, the MachineDeployment lowered
+// once, one record.
+func TestLeaderHandOverMidScaleDown(t *testing.T) {
+	h := threeNodes(t, -1)
+	if err := h.c.Create(h.ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: leaseNamespace}}); err != nil && !strings.Contains(err.Error(), "already exists") {
+		t.Fatal(err)
+	}
+	// The evicted web pod stays terminating (no kubelet) until the test plays the
+	// kubelet after the hand-over: the first leader stops in the middle of the drain.
+	h.policy(tesserav1.ScaleDownPolicySpec{})
+	const id = "autoscaler-handover-test"
+	stopFirst := h.startManager(id)
+	h.startManager(id)
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		if p, _, _ := h.phase("a"); p == autoscale.PhaseDraining {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("node a never drained; events:\n%s", h.events)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	stopFirst()
+	deadline = time.Now().Add(60 * time.Second)
+	for {
+		h.kubelet()
+		if p, _, _ := h.phase("a"); p == autoscale.PhaseRemoved {
+			break
+		}
+		if time.Now().After(deadline) {
+			p, _, _ := h.phase("a")
+			t.Fatalf("node a in %q after the hand-over", p)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	time.Sleep(time.Second) // more rounds of the new leader change nothing
+	if got := h.replicas("md"); got != 2 {
+		t.Fatalf("MachineDeployment at %d replicas, want 2", got)
+	}
+	if got := h.marked(); !slices.Equal(got, []string{"ms-a"}) {
+		t.Fatalf("marked %v", got)
+	}
+	if recs := h.status().RecentScaleDowns; len(recs) != 1 {
+		t.Fatalf("records %+v", recs)
+	}
+	if h.podExists("web") || !h.podExists("train-b") || !h.podExists("train-c") {
+		t.Fatal("wrong pods evicted")
+	}
+}
