@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -117,36 +118,29 @@ to post on the pull request.`,
 			if err != nil {
 				return fmt.Errorf("--head: %w", err)
 			}
-			w := cmd.OutOrStdout()
+			var result previewResult
 			if scenario != "" {
-				r, err := preview.RunReplay(scenario, b, h, policy, &scfg, seeds)
+				if result, err = preview.RunReplay(scenario, b, h, policy, &scfg, seeds); err != nil {
+					return err
+				}
+			} else {
+				load, _ := manifestsSource(cmd.Context(), manifests, live, kubeconfig)
+				cluster, err := load()
 				if err != nil {
 					return err
 				}
-				switch output {
-				case "markdown":
-					return r.WriteMarkdown(w)
-				case "json":
-					return writeJSON(w, r)
+				if result, err = preview.Run(cmd.Context(), cluster, b, h, admitManifests, policy, &scfg, sim.FirstSeed); err != nil {
+					return err
 				}
-				return r.WriteText(w)
 			}
-			load, _ := manifestsSource(cmd.Context(), manifests, live, kubeconfig)
-			cluster, err := load()
-			if err != nil {
-				return err
-			}
-			p, err := preview.Run(cmd.Context(), cluster, b, h, admitManifests, policy, &scfg, sim.FirstSeed)
-			if err != nil {
-				return err
-			}
+			w := cmd.OutOrStdout()
 			switch output {
 			case "markdown":
-				return p.WriteMarkdown(w)
+				return result.WriteMarkdown(w)
 			case "json":
-				return writeJSON(w, p)
+				return writeJSON(w, result)
 			}
-			return p.WriteText(w)
+			return result.WriteText(w)
 		},
 	}
 	f := cmd.Flags()
@@ -160,6 +154,12 @@ to post on the pull request.`,
 	f.StringVar(&policy, "policy", "tessera", "built-in scheduling policy: "+strings.Join(scheduler.PolicyNames(), ", "))
 	f.StringVarP(&output, "output", "o", "text", "text, markdown or json")
 	return cmd
+}
+
+// previewResult is a preview of either kind, printable three ways.
+type previewResult interface {
+	WriteText(io.Writer) error
+	WriteMarkdown(io.Writer) error
 }
 
 // count is how many of the conditions hold.

@@ -75,16 +75,7 @@ func TestRunCapabilityChange(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	head := copyDir(t, example)
-	raise(t, filepath.Join(head, "queues/queues.yaml"), `tessera.dev/gpu: "10"`, `tessera.dev/gpu: "12"`)
-	b, err := Load(example)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h, err := Load(head)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b, h := withDevCapability(t, "12")
 	p, err := Run(context.Background(), cluster, b, h, asIs, "tessera", nil, sim.FirstSeed)
 	if err != nil {
 		t.Fatal(err)
@@ -173,16 +164,7 @@ func TestRunReplayCapabilityChange(t *testing.T) {
 	if testing.Short() {
 		t.Skip("replays a day of the operator scenario twice")
 	}
-	head := copyDir(t, example)
-	raise(t, filepath.Join(head, "queues/queues.yaml"), `tessera.dev/gpu: "10"`, `tessera.dev/gpu: "14"`)
-	b, err := Load(example)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h, err := Load(head)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b, h := withDevCapability(t, "14")
 	p, err := RunReplay("operator", b, h, "tessera", nil, 1)
 	if err != nil {
 		t.Fatal(err)
@@ -214,4 +196,20 @@ func TestMinutes(t *testing.T) {
 			t.Errorf("minutes(%v) = %q, want %q", d, got, want)
 		}
 	}
+}
+
+// withDevCapability loads the example as base and, as head, a copy whose train-dev
+// capability is gpus instead of 10.
+func withDevCapability(t *testing.T, gpus string) (base, head *trace.Manifests) {
+	t.Helper()
+	dir := copyDir(t, example)
+	raise(t, filepath.Join(dir, "queues/queues.yaml"), `tessera.dev/gpu: "10"`, `tessera.dev/gpu: "`+gpus+`"`)
+	base, err := Load(example)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if head, err = Load(dir); err != nil {
+		t.Fatal(err)
+	}
+	return base, head
 }
