@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -557,5 +558,22 @@ func TestActuatorReportsAllocatedIdleGPUs(t *testing.T) {
 	}
 	if !w.podExists("train-b") {
 		t.Fatal("the idle pod was evicted")
+	}
+}
+
+func TestOnlyConflicts(t *testing.T) {
+	conflict := apierrors.NewConflict(schema.GroupResource{Resource: "nodes"}, "a", errors.New("changed"))
+	for _, tc := range []struct {
+		err  error
+		want bool
+	}{
+		{conflict, true},
+		{fmt.Errorf("policy p: %w", errors.Join(conflict, fmt.Errorf("node a: %w", conflict))), true},
+		{fmt.Errorf("policy p: %w", errors.Join(conflict, errors.New("list Nodes: timeout"))), false},
+		{errors.New("other"), false},
+	} {
+		if got := autoscale.OnlyConflicts(tc.err); got != tc.want {
+			t.Errorf("%v: %v, want %v", tc.err, got, tc.want)
+		}
 	}
 }

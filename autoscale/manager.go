@@ -2,10 +2,12 @@ package autoscale
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -48,7 +50,12 @@ func (c *Controller) Start(ctx context.Context) error {
 	defer tick.Stop()
 	for {
 		if err := c.actuator.RunOnce(ctx); err != nil && ctx.Err() == nil {
-			c.log.Error(err, "scale-down round failed; retried next round")
+			if onlyConflicts(err) {
+				// The informer cache was behind a write of the last round.
+				c.log.V(1).Info("objects changed since they were read; retried next round", "error", err.Error())
+			} else {
+				c.log.Error(err, "scale-down round failed; retried next round")
+			}
 		}
 		select {
 		case <-ctx.Done():
@@ -78,4 +85,20 @@ func NewManager(restCfg *rest.Config, scheme *runtime.Scheme, cfg Config) (manag
 	act := NewActuator(mgr.GetCache(), mgr.GetClient(), cfg.Infrastructure, ev, NewMetrics(cfg.Registerer), log, cfg.Actuator)
 	c := &Controller{actuator: act, period: cfg.Period, log: log}
 	return mgr, c, mgr.Add(c)
+}
+
+// onlyConflicts reports whether every error joined in err is a write conflict.
+func onlyConflicts(err error) bool {
+	if m, ok := err.(interface{ Unwrap() []error }); ok {
+		for _, e := range m.Unwrap() {
+			if !onlyConflicts(e) {
+				return false
+			}
+		}
+		return true
+	}
+	if u := errors.Unwrap(err); u != nil {
+		return onlyConflicts(u)
+	}
+	return apierrors.IsConflict(err)
 }

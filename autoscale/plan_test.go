@@ -197,3 +197,30 @@ func TestPendingGangKeepsItsNodes(t *testing.T) {
 	got = w.at(33)
 	expect(t, got["b"], false, autoscale.ReasonDeserved, "the queues deserve 32 GPUs together; only 24 would be left")
 }
+
+// Revalidate plans one node being scaled down again: the cooldown and maxParallel it
+// holds its slot under do not apply, no other node is chosen, and the other rules do.
+func TestRevalidate(t *testing.T) {
+	w := newWorld(t, 3, policy())
+	w.at(0)
+	w.at(31)
+	for _, n := range []string{"a", "b"} {
+		st := w.c.Nodes[n]
+		st.InProgress = true
+		w.c.Nodes[n] = st
+	}
+	w.c.LastScaleDown = testutil.Epoch.Add(31 * time.Minute)
+	w.c.Snap.Now = testutil.Epoch.Add(32 * time.Minute)
+	expect(t, w.planner.Revalidate(w.c, "b"), true, "", "Empty for 32m0s")
+	if d := w.planner.Plan(w.c).Nodes[2]; d.Node != "c" || d.Candidate {
+		t.Fatalf("the plan chose %+v while a and b are in progress (maxParallel 1)", d)
+	}
+	w.planner.Policy.MinNodes = 3
+	expect(t, w.planner.Revalidate(w.c, "b"), false, autoscale.ReasonMinNodes, "")
+	w.planner.Policy.MinNodes = 0
+	w.run(testutil.MakeJob("train").GPU(8).Obj(), "b")
+	expect(t, w.planner.Revalidate(w.c, "b"), false, autoscale.ReasonNotIdle, "")
+	if d := w.planner.Revalidate(w.c, "x"); d.Candidate {
+		t.Fatalf("unknown node: %+v", d)
+	}
+}

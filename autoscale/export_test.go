@@ -1,0 +1,4 @@
+package autoscale
+
+// OnlyConflicts exposes onlyConflicts to the tests.
+var OnlyConflicts = onlyConflicts
