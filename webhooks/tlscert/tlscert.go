@@ -22,6 +22,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -87,20 +88,20 @@ func (m *Manager) DNSNames() []string {
 // retryInterval is how soon Start tries again after a failed check.
 const retryInterval = 10 * time.Second
 
-// Start implements manager.Runnable.
+// Start implements manager.Runnable: it checks every CheckInterval, and within
+// retryInterval after a failed check.
 func (m *Manager) Start(ctx context.Context) error {
-	for {
-		wait := orDefault(m.CheckInterval, defaultInterval)
+	interval := orDefault(m.CheckInterval, defaultInterval)
+	next := interval
+	_ = wait.DelayFunc(func() time.Duration { return next }).Until(ctx, true, true, func(ctx context.Context) (bool, error) {
+		next = interval
 		if _, err := m.Ensure(ctx); err != nil {
 			m.Log.Error(err, "webhook certificate check failed; retrying", "secret", m.Namespace+"/"+m.SecretName, "in", retryInterval)
-			wait = min(wait, retryInterval)
+			next = min(interval, retryInterval)
 		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-m.clock().After(wait):
-		}
-	}
+		return false, nil
+	})
+	return nil
 }
 
 // NeedLeaderElection implements manager.LeaderElectionRunnable: every replica writes
