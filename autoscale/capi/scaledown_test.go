@@ -174,9 +174,10 @@ func TestMinSizeRespected(t *testing.T) {
 	}
 }
 
-// A pending gang within its queue's deserved share keeps the idle nodes it needs.
-func TestPendingGangKeepsItsNodes(t *testing.T) {
-	h := threeNodes(t, -1)
+// pendingGang creates a queue deserving 8 GPUs and an admitted gang of one 8-GPU pod
+// in it, waiting.
+func (h *harness) pendingGang() {
+	h.t.Helper()
 	q := &tesserav1.Queue{ObjectMeta: metav1.ObjectMeta{Name: h.ns, Labels: map[string]string{"test": h.ns}},
 		Spec: tesserav1.QueueSpec{Weight: 1, Deserved: corev1.ResourceList{tesserav1.ResourceGPU: resource.MustParse("8")}}}
 	h.create(q)
@@ -184,12 +185,36 @@ func TestPendingGangKeepsItsNodes(t *testing.T) {
 	h.create(pg)
 	pg.Status.Phase = tesserav1.PodGroupInqueue
 	if err := h.c.Status().Update(h.ctx, pg); err != nil {
-		t.Fatal(err)
+		h.t.Fatal(err)
 	}
 	h.pod("gang-0", "", 8, func(p *corev1.Pod) {
 		p.Labels[tesserav1.LabelPodGroup] = "gang"
 		p.Labels[tesserav1.LabelQueue] = h.ns
 	})
+}
+
+// A gang that arrives while the node drains cancels the scale-down before its
+// Machine is marked: taint off, uncordoned, the MachineDeployment untouched.
+func TestNewPendingGangCancelsTheDrain(t *testing.T) {
+	h := threeNodes(t, -1)
+	h.policy(tesserav1.ScaleDownPolicySpec{})
+	a := h.actuator(env.Client, env.Client)
+	h.rounds(a, 2)
+	h.expectPhase("a", autoscale.PhaseDraining)
+	h.pendingGang()
+	h.rounds(a, 1)
+	h.expectPhase("a", "")
+	if !h.events.has("ScaleDownCancelled "+h.name("a")) || len(h.marked()) != 0 || h.replicas("md") != 3 {
+		t.Fatalf("marked %v, replicas %d; events:\n%s", h.marked(), h.replicas("md"), h.events)
+	}
+	h.rounds(a, 4)
+	h.expectPhase("a", "")
+}
+
+// A pending gang within its queue's deserved share keeps the idle nodes it needs.
+func TestPendingGangKeepsItsNodes(t *testing.T) {
+	h := threeNodes(t, -1)
+	h.pendingGang()
 	h.policy(tesserav1.ScaleDownPolicySpec{})
 	a := h.actuator(env.Client, env.Client)
 	h.rounds(a, 6)
