@@ -32,7 +32,9 @@ type fleet struct {
 	rule      scaleDownRule
 	bootDelay int64
 	booting   []bootingNode
-	removed   []*framework.Node // in name order
+	removed   []*framework.Node // in the input's order
+	// rank is each node's position in the input: nodes rejoin the snapshot in order.
+	rank map[*framework.Node]int
 	// lastGrow and lastShrink are when a node last joined and left; -1: never.
 	lastGrow, lastShrink int64
 	removals, evictions  int
@@ -49,12 +51,21 @@ type scaleDownRule interface {
 	pick(snap *framework.Snapshot, now int64, f *fleet) []string
 }
 
-func newFleet(a Autoscaling, s *scheduler.Scheduler) (*fleet, error) {
+func newFleet(a Autoscaling, s *scheduler.Scheduler, nodes []*framework.Node) (*fleet, error) {
 	rule, err := newRule(a, s)
 	if err != nil {
 		return nil, err
 	}
-	return &fleet{rule: rule, bootDelay: int64(a.BootDelay / time.Second), lastGrow: -1, lastShrink: -1}, nil
+	f := &fleet{rule: rule, bootDelay: int64(a.BootDelay / time.Second), lastGrow: -1, lastShrink: -1, rank: map[*framework.Node]int{}}
+	for i, n := range nodes {
+		f.rank[n] = i
+	}
+	return f, nil
+}
+
+// inOrder sorts nodes in the input's order.
+func (f *fleet) inOrder(nodes []*framework.Node) {
+	slices.SortFunc(nodes, func(a, b *framework.Node) int { return cmp.Compare(f.rank[a], f.rank[b]) })
 }
 
 // lastChange is when the cluster last shrank or grew; -1: never.
@@ -102,7 +113,7 @@ func (r *replayer) joinReady() {
 		f.lastGrow = r.now
 	}
 	f.booting = kept
-	slices.SortFunc(r.snap.Nodes, func(a, b *framework.Node) int { return cmp.Compare(a.Name, b.Name) })
+	f.inOrder(r.snap.Nodes)
 }
 
 // autoscale adds nodes back for waiting jobs or, when it added none, removes the
@@ -133,7 +144,7 @@ func (r *replayer) autoscale() {
 			f.removed = append(f.removed, n)
 		}
 	}
-	slices.SortFunc(f.removed, func(a, b *framework.Node) int { return cmp.Compare(a.Name, b.Name) })
+	f.inOrder(f.removed)
 	displaced := r.snap.RemoveNodes(names...)
 	f.lastShrink = r.now
 	f.removals += len(names)

@@ -97,24 +97,46 @@ func requestUtilization(n *framework.Node) float64 {
 }
 
 // firstFit is scratch free capacity of some nodes, to place pods one by one on the
-// first node where they fit.
+// first node where they fit, as Cluster Autoscaler sees nodes: every resource a node
+// total. GPUs are the node's whole GPUs not held whole, and its GPU share (whole GPUs
+// and slices together, in milli) not requested; which GPU a slice sits on, and so that
+// a GPU holding a slice cannot be given whole, it cannot see.
 type firstFit []fitNode
 
 type fitNode struct {
-	name      string
-	cpu, mem  int64
-	gpus      []framework.GPU
+	name     string
+	cpu, mem int64
+	// whole is the GPUs no whole-GPU pod holds; shares the GPU milli no pod requests.
+	whole     int
+	shares    int64
 	gpuModel  string
+	gpuMemory int64
 	schedules bool
 }
 
 func newFirstFit(nodes []*framework.Node) firstFit {
 	out := make(firstFit, 0, len(nodes))
 	for _, n := range nodes {
-		out = append(out, fitNode{name: n.Name, cpu: n.Allocatable.MilliCPU - n.Used.MilliCPU, mem: n.Allocatable.Memory - n.Used.Memory,
-			gpus: slices.Clone(n.GPUs), gpuModel: n.GPUModel, schedules: !n.Unschedulable})
+		f := fitNode{name: n.Name, cpu: n.Allocatable.MilliCPU - n.Used.MilliCPU, mem: n.Allocatable.Memory - n.Used.Memory,
+			whole: len(n.GPUs), shares: int64(len(n.GPUs)) * framework.MilliPerGPU, gpuModel: n.GPUModel, schedules: !n.Unschedulable}
+		if len(n.GPUs) > 0 {
+			f.gpuMemory = n.GPUs[0].MemoryMiB
+		}
+		for _, t := range n.Tasks {
+			f.whole -= t.GPU.Count
+			f.shares -= f.shareOf(t)
+		}
+		out = append(out, f)
 	}
 	return out
+}
+
+// shareOf is the GPU milli t requests on n: its whole GPUs, or its slice of one.
+func (n *fitNode) shareOf(t *framework.Task) int64 {
+	if !t.GPU.Any() {
+		return 0
+	}
+	return int64(max(t.GPU.Count, 1)) * t.GPU.MilliOn(&framework.GPU{MemoryMiB: n.gpuMemory})
 }
 
 // without is a copy of ff without the named node.
@@ -122,7 +144,6 @@ func (ff firstFit) without(name string) firstFit {
 	out := make(firstFit, 0, len(ff))
 	for _, n := range ff {
 		if n.name != name {
-			n.gpus = slices.Clone(n.gpus)
 			out = append(out, n)
 		}
 	}
@@ -149,33 +170,13 @@ func (ff firstFit) place(t *framework.Task) bool {
 	return false
 }
 
-// take places t on n if its CPU, memory and GPUs fit.
+// take places t on n if its CPU, memory, whole GPUs and GPU share fit the node's totals.
 func (n *fitNode) take(t *framework.Task) bool {
-	if !n.schedules || t.Request.MilliCPU > n.cpu || t.Request.Memory > n.mem || !t.GPU.AllowsModel(n.gpuModel) && t.GPU.Any() {
+	share := n.shareOf(t)
+	if !n.schedules || t.Request.MilliCPU > n.cpu || t.Request.Memory > n.mem || t.GPU.Count > n.whole || share > n.shares ||
+		t.GPU.Any() && !t.GPU.AllowsModel(n.gpuModel) {
 		return false
 	}
-	var picked []int
-	want := max(t.GPU.Count, 1)
-	if t.GPU.Any() {
-		for g := range n.gpus {
-			if len(picked) < want && framework.FitsGPU(&t.GPU, &n.gpus[g]) {
-				picked = append(picked, g)
-			}
-		}
-		if len(picked) < want {
-			return false
-		}
-	}
-	for _, g := range picked {
-		gpu := &n.gpus[g]
-		if t.GPU.Count > 0 {
-			gpu.UsedMilli = framework.MilliPerGPU
-		} else {
-			gpu.UsedMilli += t.GPU.MilliOn(gpu)
-		}
-		gpu.Tasks++
-	}
-	n.cpu -= t.Request.MilliCPU
-	n.mem -= t.Request.Memory
+	n.cpu, n.mem, n.whole, n.shares = n.cpu-t.Request.MilliCPU, n.mem-t.Request.Memory, n.whole-t.GPU.Count, n.shares-share
 	return true
 }

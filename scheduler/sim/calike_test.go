@@ -53,10 +53,21 @@ func TestFirstFitPlacesPodByPod(t *testing.T) {
 	if newFirstFit(nodes).without("b").placeAll(moving) {
 		t.Error("2 + 4 GPUs fit the 2 GPUs left on node a")
 	}
-	share := []*framework.Task{{GPU: framework.GPURequest{MemoryMiB: 40960}}, {GPU: framework.GPURequest{MemoryMiB: 40960}}, {GPU: framework.GPURequest{MemoryMiB: 40960}}}
+	// Slices are summed over the node: four half-GPU slices fill a's two free GPUs, a
+	// fifth does not fit.
+	half := &framework.Task{GPU: framework.GPURequest{MemoryMiB: 40960}}
 	ff := newFirstFit(nodes).without("b")
-	if !ff.placeAll(share) || ff[0].gpus[6].UsedMilli != 1000 || ff[0].gpus[7].UsedMilli != 500 {
-		t.Errorf("three half-GPU slices on a's two free GPUs: %+v", ff[0].gpus[6:])
+	if !ff.placeAll([]*framework.Task{half, half, half, half}) || ff.place(half) {
+		t.Errorf("four half-GPU slices on two free GPUs: %+v", ff[0])
+	}
+	// Which GPU a slice sits on is not seen: with a 0.3 slice on each of b's GPUs, no
+	// GPU is free, yet 4 whole GPUs "fit" in the 5.6 GPUs of share left.
+	ff = newFirstFit(nodes).without("a")
+	for range 8 {
+		ff.place(&framework.Task{GPU: framework.GPURequest{MemoryMiB: 24576}})
+	}
+	if !ff.place(&framework.Task{GPU: framework.GPURequest{Count: 4}}) {
+		t.Errorf("4 whole GPUs do not fit b's totals: %+v", ff[0])
 	}
 }
 

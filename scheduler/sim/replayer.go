@@ -114,7 +114,7 @@ func newReplayer(rp Replay) (*replayer, error) {
 		r.horizon = r.end - drainAfter + 1
 	}
 	if rp.Autoscale != nil {
-		if r.fleet, err = newFleet(*rp.Autoscale, s); err != nil {
+		if r.fleet, err = newFleet(*rp.Autoscale, s, nodes); err != nil {
 			return nil, err
 		}
 	}

@@ -82,3 +82,40 @@ func TestAutoscalingRejectsUnknownRule(t *testing.T) {
 		t.Error("an unknown rule was accepted")
 	}
 }
+
+// Scale-up adds back the fewest removed nodes: one 8-GPU job waiting with three nodes
+// removed boots one, and a job that fits on the node left boots none.
+func TestScaleUpBootsTheFewestNodes(t *testing.T) {
+	in := burstsInput()
+	in.Jobs = []ReplayJob{
+		{Name: "small", MinMember: 1, Tasks: 1, GPU: framework.GPURequest{Count: 2}, MilliCPU: 1000, Duration: 3600},
+		{Name: "big", MinMember: 1, Tasks: 1, GPU: framework.GPURequest{Count: 8}, MilliCPU: 1000, Arrival: 60, Duration: 3600},
+	}
+	r, err := newReplayer(Replay{Input: in, Policy: "tessera", Seed: 42, Autoscale: &Autoscaling{Rule: RuleTessera, BootDelay: time.Minute}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.fleet.removed = append(r.fleet.removed, r.snap.Nodes[1:]...)
+	r.snap.RemoveNodes("n1", "n2", "n3")
+	r.arrive() // small, at 0
+	r.schedule()
+	if boot := r.nodesToBoot(); len(boot) != 0 || len(r.active) != 1 {
+		t.Fatalf("booted %d nodes for a job that runs on the node left", len(boot))
+	}
+	r.now = 60
+	r.arrive() // big; small holds 2 of n0's 8 GPUs
+	r.schedule()
+	boot := r.nodesToBoot()
+	if len(boot) != 1 {
+		t.Fatalf("booted %d nodes for one 8-GPU job, want 1", len(boot))
+	}
+	r.autoscale()
+	if at, ok := r.fleet.nextReady(); !ok || at != 120 || r.paidNodes() != 2 {
+		t.Fatalf("boot ready at %d (%v), %d nodes paid; want 120 and 2", at, ok, r.paidNodes())
+	}
+	for _, n := range append(r.fleet.removed, boot...) {
+		if len(n.Tasks) != 0 || n.Used.GPU != 0 {
+			t.Errorf("node %s holds %d tasks after the what-if sessions", n.Name, len(n.Tasks))
+		}
+	}
+}

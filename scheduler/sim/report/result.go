@@ -53,7 +53,8 @@ type Point struct {
 type Replay struct {
 	// Times are the sample times in hours since the start of the trace.
 	Times []float64 `json:"times_hours"`
-	// AllocPct is the allocated % of the GPUs of the nodes present at each time.
+	// AllocPct is the allocated % of the cluster's GPUs (every node of the input) at
+	// each time.
 	AllocPct []float64 `json:"alloc_pct"`
 	// UtilPct is the GPU utilisation % where the trace knows it; empty otherwise.
 	UtilPct []float64 `json:"util_pct,omitempty"`
