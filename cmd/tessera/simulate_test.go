@@ -224,3 +224,32 @@ func TestSimulateManifestsBuiltinPolicyName(t *testing.T) {
 		t.Fatalf("got %v:\n%s", err, out)
 	}
 }
+
+// --autoscale on a small replay: the JSON results carry the savings of both rules.
+func TestSimulateAutoscaleJSON(t *testing.T) {
+	dir := t.TempDir()
+	nodes, pods := filepath.Join(dir, "nodes.csv"), filepath.Join(dir, "pods.csv")
+	writeFile(t, nodes, "sn,cpu_milli,memory_mib,gpu,model\nn0,64000,262144,8,A100\nn1,64000,262144,8,A100\n")
+	writeFile(t, pods, "name,cpu_milli,memory_mib,num_gpu,gpu_milli,creation_time,deletion_time\n"+
+		"a,1000,1024,8,1000,0,3600\nb,1000,1024,8,1000,0,3600\nc,1000,1024,8,1000,21600,25200\n")
+	out, err := execute("simulate", "--nodes", nodes, "--pods", pods, "--mode", "replay", "--policy", "tessera", "--autoscale", "--boot-delay", "2m", "--format", "json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Results []struct {
+			SavedPct float64 `json:"saved_pct"`
+			AlwaysOn float64 `json:"gpu_node_hours_always_on"`
+			CALike   *struct {
+				SavedPct        float64 `json:"saved_pct"`
+				MeanWaitSeconds float64 `json:"mean_wait_seconds"`
+			} `json:"ca_like"`
+		} `json:"results"`
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if len(doc.Results) != 1 || doc.Results[0].SavedPct <= 0 || doc.Results[0].AlwaysOn <= 0 || doc.Results[0].CALike == nil || doc.Results[0].CALike.SavedPct <= 0 {
+		t.Fatalf("results: %s", out)
+	}
+}

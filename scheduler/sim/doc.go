@@ -6,5 +6,11 @@
 // mode schedules a cluster described in YAML, after passing its objects through the
 // admission policies (an Admitter: the webhooks' own handlers, wired by the command).
 //
+// A replay with Autoscaling turns nodes off and on: a scale-down rule (Tessera's own
+// autoscale.Planner, or caLike, a Cluster-Autoscaler-like baseline) removes nodes, and
+// while jobs wait, the removed nodes a what-if session would place them on come back
+// after a boot delay. RunAutoscaled compares both rules with the always-on cluster in
+// GPU-node-hours and waits.
+//
 // Inputs come from package trace and results go to package report.
 package sim
