@@ -36,6 +36,10 @@ func TestReadCluster(t *testing.T) {
 		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
 			"nvidia.com/gpu.product": "NVIDIA-A100-SXM4-80GB", "nvidia.com/gpu.memory": "81920"}}}
 		create(n)
+		n.Spec.Taints = nil // the API server's not-ready taint: no kubelet will lift it here
+		if err := c.Update(ctx, n); err != nil {
+			t.Fatal(err)
+		}
 		n.Status.Allocatable = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("96"), corev1.ResourceMemory: resource.MustParse("1Ti"),
 			corev1.ResourcePods: resource.MustParse("110"), tesserav1.ResourceNvidiaGPU: resource.MustParse("8")}
 		n.Status.Capacity = n.Status.Allocatable

@@ -51,7 +51,7 @@ func (m *Manifests) ExpandJobs() error {
 			continue
 		}
 		if made += count; made > MaxExpandedPods {
-			return fmt.Errorf("Job %s/%s: spec.parallelism: the Jobs need more than %d pods in all; the simulator makes at most %d from Job templates, lower parallelism",
+			return fmt.Errorf("spec.parallelism of Job %s/%s: the Jobs need more than %d pods in all; the simulator makes at most %d from Job templates, lower parallelism",
 				j.Namespace, j.Name, MaxExpandedPods, MaxExpandedPods)
 		}
 		for index, missing := 0, count; missing > 0; index++ {
