@@ -125,6 +125,61 @@ func TestAlertsHaveRunbooksAndTests(t *testing.T) {
 	}
 }
 
+// The dashboard lays out as Grafana shows it: unique panel ids, every panel inside the
+// 24 columns and on its own cells, every query panel on the dashboard's data source.
+func TestDashboardLayout(t *testing.T) {
+	paths, err := filepath.Glob(filepath.Join(dashboardDir, "*.json"))
+	if err != nil || len(paths) == 0 {
+		t.Fatalf("no dashboards in %s (%v)", dashboardDir, err)
+	}
+	for _, path := range paths {
+		var d struct {
+			Panels []panel `json:"panels"`
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(b, &d); err != nil {
+			t.Fatalf("%s: %v", relToChart(path), err)
+		}
+		file := relToChart(path)
+		ids := map[int]string{}
+		cells := map[[2]int]string{} // (x, y) -> panel
+		for _, p := range d.Panels {
+			where := fmt.Sprintf("%s: panel %d %q", file, p.ID, p.Title)
+			if other, dup := ids[p.ID]; dup || p.ID == 0 {
+				t.Errorf("%s: id %d is missing or also panel %q's", where, p.ID, other)
+			}
+			ids[p.ID] = p.Title
+			g := p.GridPos
+			if g.W <= 0 || g.H <= 0 || g.X < 0 || g.X+g.W > 24 {
+				t.Errorf("%s: gridPos %+v is outside the 24 columns", where, g)
+			}
+			if other := claim(cells, g.X, g.Y, g.W, g.H, p.Title); other != "" {
+				t.Errorf("%s overlaps panel %q", where, other)
+			}
+			if p.Type != "row" && fmt.Sprint(p.Datasource) != "map[type:prometheus uid:${datasource}]" {
+				t.Errorf("%s: datasource %v, want the dashboard's variable ${datasource}", where, p.Datasource)
+			}
+		}
+	}
+}
+
+// claim marks the cells of a panel taken and returns the title of a panel that already
+// held one of them.
+func claim(cells map[[2]int]string, x0, y0, w, h int, title string) string {
+	for x := x0; x < x0+w; x++ {
+		for y := y0; y < y0+h; y++ {
+			if other, taken := cells[[2]int{x, y}]; taken {
+				return other
+			}
+			cells[[2]int{x, y}] = title
+		}
+	}
+	return ""
+}
+
 // query is one PromQL expression and where it comes from, for messages.
 type query struct {
 	where, expr string
@@ -181,8 +236,16 @@ func ruleQueries(t *testing.T) []query {
 }
 
 type panel struct {
-	ID      int    `json:"id"`
-	Title   string `json:"title"`
+	ID         int    `json:"id"`
+	Type       string `json:"type"`
+	Title      string `json:"title"`
+	Datasource any    `json:"datasource"`
+	GridPos    struct {
+		H int `json:"h"`
+		W int `json:"w"`
+		X int `json:"x"`
+		Y int `json:"y"`
+	} `json:"gridPos"`
 	Targets []struct {
 		RefID string `json:"refId"`
 		Expr  string `json:"expr"`
