@@ -577,3 +577,25 @@ func TestOnlyConflicts(t *testing.T) {
 		}
 	}
 }
+
+// A node cordoned before its scale-down began stays cordoned when it is cancelled.
+func TestActuatorKeepsAnEarlierCordon(t *testing.T) {
+	w := newActWorld(t, tesserav1.ScaleDownPolicySpec{})
+	n := w.node("a")
+	n.Spec.Unschedulable = true
+	if err := w.c.Update(w.ctx, n); err != nil {
+		t.Fatal(err)
+	}
+	w.round(0)
+	w.expectPhase("a", autoscale.PhaseCandidate, true, true)
+	p := w.policy()
+	p.Spec.DryRun = true
+	if err := w.c.Update(w.ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	w.round(time.Second)
+	w.expectPhase("a", "", false, true)
+	if !w.rec.has("ScaleDownCancelled a: the ScaleDownPolicy is in dryRun; scale-down undone: taint removed, node left cordoned") {
+		t.Fatalf("events %v", w.rec.events)
+	}
+}

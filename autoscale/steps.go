@@ -210,10 +210,14 @@ func (s *step) undo(ctx context.Context, reason, why string) error {
 	if err != nil {
 		return err
 	}
+	undone := "taint removed, node uncordoned"
+	if s.sd.WasUnschedulable {
+		undone = "taint removed, node left cordoned as it was before"
+	}
 	if reason == "ScaleDownFailed" {
-		s.a.events.Warn(s.node, reason, "ScaleDown", "%s; scale-down undone: taint removed, node uncordoned", why)
+		s.a.events.Warn(s.node, reason, "ScaleDown", "%s; scale-down undone: %s", why, undone)
 	} else {
-		s.a.events.Normal(s.node, reason, "ScaleDown", "%s; scale-down undone: taint removed, node uncordoned", why)
+		s.a.events.Normal(s.node, reason, "ScaleDown", "%s; scale-down undone: %s", why, undone)
 	}
 	return nil
 }
