@@ -95,7 +95,8 @@ type Planner struct {
 	Methods []Method
 	// Queues enables the gang and queue rules: a node that a pending gang within its
 	// queue's deserved share could use is kept, and removals never leave less GPU than
-	// the queues deserve together. Off, only the node's own pods must fit elsewhere.
+	// the queues' work asks for of their deserved shares. Off, only the node's own pods
+	// must fit elsewhere.
 	Queues bool
 	since  map[string]map[string]time.Time // method -> node -> since
 	// only, when set, restricts the candidates to this node (Revalidate).
@@ -452,21 +453,42 @@ func servable(t *framework.Task, n *framework.Node) bool {
 }
 
 // deservedLeft is nil when the schedulable GPUs left still cover what the root queues
-// deserve together.
+// deserve and their work asks for: each queue counts its deserved GPUs up to what its
+// jobs hold and wait for. A deserved share is a guarantee under contention, not
+// capacity to keep idle: a queue without work lends its share out, and when its work
+// comes the nodes come back (scale-up), as they would for any other pending work.
 func deservedLeft(s *framework.Snapshot) *Blocker {
-	var left, deserved int64
+	var left, needed int64
 	for _, n := range s.Nodes {
 		if !n.Unschedulable {
 			left += int64(len(n.GPUs)) * framework.MilliPerGPU
 		}
 	}
-	for _, q := range s.Queues {
-		if q.Parent == nil {
-			deserved += q.Deserved.GPU
+	demand := map[*framework.Queue]int64{}
+	for _, j := range s.Jobs {
+		if j.Queue == nil {
+			continue
+		}
+		root := j.Queue
+		for root.Parent != nil {
+			root = root.Parent
+		}
+		for _, t := range j.Tasks {
+			switch {
+			case t.Status.Holds():
+				demand[root] += t.Placed.GPU
+			case t.Status == framework.TaskPending:
+				demand[root] += t.GPU.NominalMilli(s.MaxGPUMemoryMiB)
+			}
 		}
 	}
-	if deserved > left {
-		return &Blocker{ReasonDeserved, fmt.Sprintf("the queues deserve %d GPUs together; only %d would be left", deserved/framework.MilliPerGPU, left/framework.MilliPerGPU)}
+	for _, q := range s.Queues {
+		if q.Parent == nil {
+			needed += min(q.Deserved.GPU, demand[q])
+		}
+	}
+	if needed > left {
+		return &Blocker{ReasonDeserved, fmt.Sprintf("the queues' work asks for %d GPUs of their deserved shares; only %d would be left", needed/framework.MilliPerGPU, left/framework.MilliPerGPU)}
 	}
 	return nil
 }

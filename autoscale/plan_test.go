@@ -195,7 +195,13 @@ func TestPendingGangKeepsItsNodes(t *testing.T) {
 	gang.Tasks = nil
 	w.c.Snap.Jobs = w.c.Snap.Jobs[:1]
 	got = w.at(33)
-	expect(t, got["b"], false, autoscale.ReasonDeserved, "the queues deserve 32 GPUs together; only 24 would be left")
+	// The queue's work holds 1 GPU of its deserved 32: an idle share is not kept.
+	expect(t, got["b"], true, "", "")
+	// Work that asks for more of the share than removing b would leave keeps b.
+	waiting := testutil.MakeJob("waiting").Tasks(3).GPU(8).Queue(q).Obj()
+	w.c.Snap.Jobs = append(w.c.Snap.Jobs, waiting)
+	got = w.at(34)
+	expect(t, got["b"], false, autoscale.ReasonDeserved, "the queues' work asks for 25 GPUs of their deserved shares; only 24 would be left")
 }
 
 // Revalidate plans one node being scaled down again: the cooldown and maxParallel it
