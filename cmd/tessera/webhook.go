@@ -2,25 +2,26 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
+	"net/http"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"syscall"
 	"time"
 
+	"github.com/open-policy-agent/cert-controller/pkg/rotator"
 	"github.com/spf13/cobra"
-	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/tessera-gpu/tessera/webhooks"
-	"github.com/tessera-gpu/tessera/webhooks/tlscert"
 )
 
 func init() { register(newWebhookCommand) }
@@ -50,7 +51,11 @@ func newWebhookCommand() *cobra.Command {
 		Long: `Serve Tessera's mutating and validating admission webhooks. Pods, Jobs and PodGroups
 get their queue, scheduler name, priority class and gang size from Rego policies (the
 defaults plus every AdmissionPolicy); Queues and AdmissionPolicies are validated.
-The serving certificate is managed by the webhook itself unless --cert-manager is set.`,
+Unless --cert-manager is set, the serving certificate is managed by the webhook itself
+with cert-controller's rotator: a CA and a certificate for the Service in the Secret
+--secret-name, which must exist and be mounted at --cert-dir (the Helm chart does both);
+the CA is injected into both webhook configurations and the certificate re-signed before
+it expires. The server starts once the certificate is on disk.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
@@ -63,12 +68,12 @@ The serving certificate is managed by the webhook itself unless --cert-manager i
 	fs.StringVar(&f.certDir, "cert-dir", "/tmp/k8s-webhook-server/serving-certs", "directory holding tls.crt and tls.key")
 	fs.StringVar(&f.namespace, "namespace", os.Getenv("POD_NAMESPACE"), "Tessera's namespace (Secret and Service); defaults to $POD_NAMESPACE")
 	fs.StringVar(&f.serviceName, "service-name", "tessera-webhook", "Service in front of the webhook; the certificate is issued for its DNS names")
-	fs.StringVar(&f.secretName, "secret-name", "tessera-webhook-tls", "Secret holding the self-managed CA and serving certificate")
+	fs.StringVar(&f.secretName, "secret-name", "tessera-webhook-tls", "Secret (in --namespace, existing, mounted at --cert-dir) holding the self-managed CA and serving certificate")
 	fs.StringVar(&f.mutatingConfig, "mutating-config", "tessera", "MutatingWebhookConfiguration whose caBundle is kept in sync")
 	fs.StringVar(&f.validatingConfig, "validating-config", "tessera", "ValidatingWebhookConfiguration whose caBundle is kept in sync")
 	fs.BoolVar(&f.certManager, "cert-manager", false, "certificates are issued by cert-manager into --cert-dir and the caBundle injected by its CA injector")
 	fs.DurationVar(&f.certValidity, "cert-validity", 90*24*time.Hour, "validity of a self-managed certificate")
-	fs.DurationVar(&f.certRotateBefore, "cert-rotate-before", 30*24*time.Hour, "rotate a self-managed certificate this long before it expires")
+	fs.DurationVar(&f.certRotateBefore, "cert-rotate-before", 30*24*time.Hour, "re-sign a self-managed certificate this long before it expires")
 	fs.StringVar(&f.metricsAddr, "metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint (0 disables it)")
 	fs.StringVar(&f.probeAddr, "health-probe-bind-address", ":8081", "address of /healthz and /readyz")
 	fs.DurationVar(&f.policyTimeout, "policy-timeout", time.Second, "deadline for evaluating one request against the policy set")
@@ -82,8 +87,8 @@ The serving certificate is managed by the webhook itself unless --cert-manager i
 }
 
 func runWebhook(ctx context.Context, f webhookFlags) error {
-	if !f.certManager && f.namespace == "" {
-		return fmt.Errorf("--namespace (or $POD_NAMESPACE) is required to manage the webhook certificate; or pass --cert-manager")
+	if err := f.validate(); err != nil {
+		return err
 	}
 	log := klog.NewKlogr()
 	ctrl.SetLogger(log)
@@ -91,42 +96,49 @@ func runWebhook(ctx context.Context, f webhookFlags) error {
 	if err != nil {
 		return err
 	}
+	return serveWebhook(ctx, cfg, f)
+}
+
+func (f webhookFlags) validate() error {
+	if f.certManager {
+		return nil
+	}
+	if f.namespace == "" {
+		return fmt.Errorf("--namespace (or $POD_NAMESPACE) is required to manage the webhook certificate; or pass --cert-manager")
+	}
+	if f.certRotateBefore <= 0 || f.certRotateBefore >= f.certValidity {
+		return fmt.Errorf("--cert-rotate-before=%s must be positive and shorter than --cert-validity=%s (otherwise every check would issue a new certificate)", f.certRotateBefore, f.certValidity)
+	}
+	if f.certValidity > caValidity {
+		return fmt.Errorf("--cert-validity=%s must not exceed the CA's validity of %s", f.certValidity, caValidity)
+	}
+	return nil
+}
+
+// serveWebhook runs the webhook server, and the certificate rotator unless cert-manager
+// provides the certificate, until ctx ends.
+func serveWebhook(ctx context.Context, cfg *rest.Config, f webhookFlags) error {
 	scheme, err := newScheme()
 	if err != nil {
 		return err
 	}
+	certsReady := make(chan struct{})
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 scheme,
 		Metrics:                metricsserver.Options{BindAddress: f.metricsAddr},
 		HealthProbeBindAddress: f.probeAddr,
-		WebhookServer:          webhook.NewServer(webhook.Options{Port: f.port, CertDir: f.certDir}),
+		WebhookServer: certGatedServer{
+			Server: webhook.NewServer(webhook.Options{Port: f.port, CertDir: f.certDir}),
+			ready:  certsReady,
+		},
 	})
 	if err != nil {
 		return fmt.Errorf("create manager: %w", err)
 	}
-	if !f.certManager {
-		certs := &tlscert.Manager{
-			Client: mgr.GetClient(), Namespace: f.namespace, SecretName: f.secretName, ServiceName: f.serviceName,
-			MutatingConfig: f.mutatingConfig, ValidatingConfig: f.validatingConfig, CertDir: f.certDir,
-			Validity: f.certValidity, RotateBefore: f.certRotateBefore, Log: log.WithName("certs"),
-		}
-		// The server reads its certificate when it starts: write one first, through a
-		// direct client since the cache is not running yet.
-		direct := *certs
-		if direct.Client, err = client.New(cfg, client.Options{Scheme: scheme}); err != nil {
-			return err
-		}
-		if _, err := direct.Ensure(ctx); err != nil {
-			// Missing webhook configurations are injected later by the certificate loop;
-			// without a certificate on disk the server cannot start at all.
-			if _, statErr := os.Stat(filepath.Join(f.certDir, corev1.TLSCertKey)); statErr != nil {
-				return fmt.Errorf("webhook certificate: %w", err)
-			}
-			log.Error(err, "webhook certificate set up partly; retrying in the background")
-		}
-		if err := mgr.Add(certs); err != nil {
-			return err
-		}
+	if f.certManager {
+		close(certsReady)
+	} else if err := rotator.AddRotator(mgr, certRotator(f, certsReady)); err != nil {
+		return fmt.Errorf("webhook certificate rotator: %w", err)
 	}
 	if _, err := webhooks.Setup(ctx, mgr, webhooks.Options{PolicyTimeout: f.policyTimeout, Metrics: true}); err != nil {
 		return err
@@ -137,6 +149,73 @@ func runWebhook(ctx context.Context, f webhookFlags) error {
 	if err := mgr.AddReadyzCheck("webhook", mgr.GetWebhookServer().StartedChecker()); err != nil {
 		return err
 	}
-	log.Info("starting webhook", "port", f.port, "certManager", f.certManager)
+	ctrl.Log.Info("starting webhook", "port", f.port, "certManager", f.certManager)
 	return mgr.Start(ctx)
+}
+
+// caValidity is how long the self-managed CA is valid (cert-controller's default). Only
+// the serving certificate is rotated within that time, re-signed by the same CA, so the
+// caBundle in the webhook configurations stays the same across rotations.
+const caValidity = 10 * 365 * 24 * time.Hour
+
+// certRotator configures cert-controller's rotator for the webhook: a CA and a serving
+// certificate for the Service's DNS names in the Secret --secret-name (created empty by
+// the chart and mounted at --cert-dir), the CA injected into every webhook of both
+// configurations. ready is closed once the certificate is on disk and the CA injected.
+// Every replica runs it (no leader election): each needs ready closed to serve, and
+// concurrent writes of the Secret are resolved by the API server's conflict check.
+func certRotator(f webhookFlags, ready chan struct{}) *rotator.CertRotator {
+	svc := f.serviceName + "." + f.namespace
+	var hooks []rotator.WebhookInfo
+	if f.mutatingConfig != "" {
+		hooks = append(hooks, rotator.WebhookInfo{Name: f.mutatingConfig, Type: rotator.Mutating})
+	}
+	if f.validatingConfig != "" {
+		hooks = append(hooks, rotator.WebhookInfo{Name: f.validatingConfig, Type: rotator.Validating})
+	}
+	return &rotator.CertRotator{
+		SecretKey:      types.NamespacedName{Namespace: f.namespace, Name: f.secretName},
+		CertDir:        f.certDir,
+		CAName:         "tessera-webhook-ca",
+		CAOrganization: "tessera",
+		DNSName:        svc + ".svc",
+		ExtraDNSNames:  []string{f.serviceName, svc, svc + ".svc.cluster.local"},
+		IsReady:        ready,
+		Webhooks:       hooks,
+		// The webhook server reloads the files when the kubelet updates the mounted
+		// Secret; no restart needed.
+		RestartOnSecretRefresh: false,
+		RequireLeaderElection:  false,
+		CaCertDuration:         caValidity,
+		ServerCertDuration:     f.certValidity,
+		LookaheadInterval:      f.certRotateBefore,
+	}
+}
+
+// certGatedServer starts the webhook server only once ready is closed: the server reads
+// its certificate when it starts. Until then StartedChecker, the readiness check, fails.
+type certGatedServer struct {
+	webhook.Server
+	ready <-chan struct{}
+}
+
+func (s certGatedServer) Start(ctx context.Context) error {
+	select {
+	case <-s.ready:
+		return s.Server.Start(ctx)
+	case <-ctx.Done():
+		return nil
+	}
+}
+
+func (s certGatedServer) StartedChecker() healthz.Checker {
+	started := s.Server.StartedChecker()
+	return func(req *http.Request) error {
+		select {
+		case <-s.ready:
+			return started(req)
+		default:
+			return errors.New("waiting for the webhook certificate (Secret mounted at --cert-dir, caBundle injected)")
+		}
+	}
 }
