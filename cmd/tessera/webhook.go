@@ -153,9 +153,14 @@ func serveWebhook(ctx context.Context, cfg *rest.Config, f webhookFlags) error {
 	return mgr.Start(ctx)
 }
 
-// caValidity is how long the self-managed CA is valid (cert-controller's default). Only
-// the serving certificate is rotated within that time, re-signed by the same CA, so the
-// caBundle in the webhook configurations stays the same across rotations.
+// caValidity is how long the self-managed CA is valid (cert-controller's default).
+// Rotations re-sign only the serving certificate, with the same CA, so the caBundle never
+// changes and a replica still serving the previous certificate (until the kubelet
+// refreshes its mounted Secret, about a minute) stays trusted. cert-controller replaces
+// the CA only when the Secret's CA is missing or unusable, or within --cert-rotate-before
+// of its expiry (after almost 10 years); the bundle then holds the new CA alone and
+// replicas are untrusted until their mounts refresh. The bundle therefore never needs to
+// carry the previous CA as well.
 const caValidity = 10 * 365 * 24 * time.Hour
 
 // certRotator configures cert-controller's rotator for the webhook: a CA and a serving

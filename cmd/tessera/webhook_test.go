@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -123,9 +124,8 @@ func TestWebhookCertificate(t *testing.T) {
 
 	// Replica B (its rotator only; one webhook server per process) reuses the certificate.
 	fb := flags(t.TempDir())
-	ctxB, stopB := context.WithCancel(ctx)
-	readyB := startRotator(t, ctxB, asWebhook, fb, "cert-rotator-b", nil)
-	mount(t, ctxB, e.Client, fb.certDir)
+	readyB, stopB := startRotator(t, ctx, asWebhook, fb, "cert-rotator-b", nil)
+	mount(t, ctx, e.Client, fb.certDir)
 	select {
 	case <-readyB:
 	case <-ctx.Done():
@@ -177,6 +177,7 @@ func TestWebhookCertificate(t *testing.T) {
 		}
 		return err
 	})
+	// Both replicas stop before the Secret is emptied for the rotation below.
 	stopA()
 	stopB()
 	if err := <-doneA; err != nil {
@@ -201,7 +202,7 @@ func TestWebhookCertificate(t *testing.T) {
 	if err := fc.validate(); err != nil {
 		t.Fatal(err)
 	}
-	startRotator(t, ctx, asWebhook, fc, "cert-rotator-c", func(cr *rotator.CertRotator) { cr.RotationCheckFrequency = time.Second })
+	_, _ = startRotator(t, ctx, asWebhook, fc, "cert-rotator-c", func(cr *rotator.CertRotator) { cr.RotationCheckFrequency = time.Second })
 	first := waitSecret(t, ctx, e.Client, "a short-lived certificate", func(d map[string][]byte) bool { return len(d["tls.crt"]) > 0 })
 	firstLeaf := parseCert(t, first["tls.crt"])
 	deadline, cancel := context.WithDeadline(ctx, firstLeaf.NotAfter)
@@ -227,8 +228,9 @@ func TestWebhookCertificate(t *testing.T) {
 }
 
 // startRotator runs the webhook's certificate rotator alone in a manager of its own
-// until ctx ends or the test ends; controllerName must be unique in the process. It returns IsReady.
-func startRotator(t *testing.T, ctx context.Context, cfg *rest.Config, f webhookFlags, controllerName string, tune func(*rotator.CertRotator)) chan struct{} {
+// until stop is called or the test ends; controllerName must be unique in the process.
+// It returns IsReady and stop, which returns once the manager has stopped.
+func startRotator(t *testing.T, ctx context.Context, cfg *rest.Config, f webhookFlags, controllerName string, tune func(*rotator.CertRotator)) (ready chan struct{}, stop func()) {
 	t.Helper()
 	scheme, err := newScheme()
 	if err != nil {
@@ -238,7 +240,7 @@ func startRotator(t *testing.T, ctx context.Context, cfg *rest.Config, f webhook
 	if err != nil {
 		t.Fatal(err)
 	}
-	ready := make(chan struct{})
+	ready = make(chan struct{})
 	cr := certRotator(f, ready)
 	cr.ControllerName = controllerName
 	if tune != nil {
@@ -247,16 +249,17 @@ func startRotator(t *testing.T, ctx context.Context, cfg *rest.Config, f webhook
 	if err := rotator.AddRotator(mgr, cr); err != nil {
 		t.Fatal(err)
 	}
-	ctx, stop := context.WithCancel(ctx)
+	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		stop()
+	stop = sync.OnceFunc(func() {
+		cancel()
 		if err := <-done; err != nil {
 			t.Errorf("%s: %v", controllerName, err)
 		}
 	})
-	return ready
+	t.Cleanup(stop)
+	return ready, stop
 }
 
 // mount copies the Secret's certificate and key into dir until ctx ends, as the kubelet
