@@ -26,6 +26,7 @@ import (
 
 	tesserav1 "github.com/tessera-gpu/tessera/api/v1alpha1"
 	"github.com/tessera-gpu/tessera/autoscale"
+	"github.com/tessera-gpu/tessera/autoscale/autoscaletest"
 	"github.com/tessera-gpu/tessera/scheduler"
 	"github.com/tessera-gpu/tessera/scheduler/k8s"
 	schedtestutil "github.com/tessera-gpu/tessera/scheduler/testutil"
@@ -108,33 +109,6 @@ func (f *fakeInfra) Unmark(_ context.Context, n *corev1.Node) error {
 	return nil
 }
 
-// recorder keeps the events: "Reason object: message".
-type recorder struct {
-	mu     sync.Mutex
-	events []string
-}
-
-func (r *recorder) Eventf(regarding runtime.Object, _ runtime.Object, _, reason, _, note string, args ...any) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	name := ""
-	if o, ok := regarding.(metav1.Object); ok {
-		name = o.GetName()
-	}
-	r.events = append(r.events, reason+" "+name+": "+fmt.Sprintf(note, args...))
-}
-
-func (r *recorder) has(prefix string) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for _, e := range r.events {
-		if strings.HasPrefix(e, prefix) {
-			return true
-		}
-	}
-	return false
-}
-
 // actWorld is a fake API with GPU nodes a, b, c (group md, 3 replicas, min 1): a idle
 // for two hours with one CPU pod of a ReplicaSet, b and c busy.
 type actWorld struct {
@@ -143,7 +117,7 @@ type actWorld struct {
 	c       client.Client
 	clock   *clocktesting.FakeClock
 	infra   *fakeInfra
-	rec     *recorder
+	rec     *autoscaletest.Recorder
 	metrics *autoscale.Metrics
 	act     *autoscale.Actuator
 	// refuse makes evictions answer 429 while set.
@@ -154,7 +128,7 @@ var actNow = schedtestutil.Epoch.Add(24 * time.Hour)
 
 func newActWorld(t *testing.T, spec tesserav1.ScaleDownPolicySpec) *actWorld {
 	t.Helper()
-	w := &actWorld{t: t, ctx: context.Background(), clock: clocktesting.NewFakeClock(actNow), rec: &recorder{},
+	w := &actWorld{t: t, ctx: context.Background(), clock: clocktesting.NewFakeClock(actNow), rec: &autoscaletest.Recorder{},
 		infra: newFakeInfra("md", 3, 1, "a", "b", "c"), metrics: autoscale.NewMetrics(nil)}
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
@@ -242,7 +216,7 @@ func (w *actWorld) expectPhase(name string, want autoscale.Phase, tainted, cordo
 		hasTaint = hasTaint || t.Key == autoscale.TaintCandidate && t.Effect == corev1.TaintEffectPreferNoSchedule
 	}
 	if got := w.phase(name); got != want || hasTaint != tainted || n.Spec.Unschedulable != cordoned {
-		w.t.Fatalf("node %s: phase %q tainted %v cordoned %v; want %q %v %v (events %v)", name, got, hasTaint, n.Spec.Unschedulable, want, tainted, cordoned, w.rec.events)
+		w.t.Fatalf("node %s: phase %q tainted %v cordoned %v; want %q %v %v (events %v)", name, got, hasTaint, n.Spec.Unschedulable, want, tainted, cordoned, w.rec)
 	}
 }
 
@@ -267,16 +241,16 @@ func TestActuatorRemovesIdleNode(t *testing.T) {
 	w.round(0)
 	w.expectPhase("a", autoscale.PhaseCandidate, true, false)
 	w.expectPhase("b", "", false, false)
-	if !w.rec.has("ScaleDownCandidate a: Empty for 2h0m0s") {
-		t.Fatalf("events %v", w.rec.events)
+	if !w.rec.Has("ScaleDownCandidate a: Empty for 2h0m0s") {
+		t.Fatalf("events %v", w.rec)
 	}
 	w.round(10 * time.Second)
 	w.expectPhase("a", autoscale.PhaseCandidate, true, false)
 	w.round(21 * time.Second)
 	w.expectPhase("a", autoscale.PhaseDraining, true, true)
 	w.round(time.Second)
-	if w.podExists("web") || !w.rec.has("Evicted web") {
-		t.Fatalf("web not evicted: %v", w.rec.events)
+	if w.podExists("web") || !w.rec.Has("Evicted web") {
+		t.Fatalf("web not evicted: %v", w.rec)
 	}
 	w.expectPhase("a", autoscale.PhaseDraining, true, true)
 	w.round(time.Second)
@@ -301,8 +275,8 @@ func TestActuatorRemovesIdleNode(t *testing.T) {
 	if got := testutil.ToFloat64(w.metrics.ScaledDownNodes.WithLabelValues("Empty", "A100-80GB")); got != 1 {
 		t.Fatalf("scaled_down_nodes_total = %v", got)
 	}
-	if !w.rec.has("ScaledDown a: Empty with 8 GPUs (A100-80GB) removed: Machine capi/m-a") {
-		t.Fatalf("events %v", w.rec.events)
+	if !w.rec.Has("ScaledDown a: Empty with 8 GPUs (A100-80GB) removed: Machine capi/m-a") {
+		t.Fatalf("events %v", w.rec)
 	}
 	// The node goes (Cluster API deletes the Machine): an hour later 8 GPU-hours are saved.
 	if err := w.c.Delete(w.ctx, w.node("a")); err != nil {
@@ -346,16 +320,16 @@ func TestActuatorDrainWaitsForPDBThenGivesUp(t *testing.T) {
 	w.round(31 * time.Second)
 	w.expectPhase("a", autoscale.PhaseDraining, true, true)
 	w.round(time.Second)
-	if !w.podExists("web") || !w.rec.has("EvictionBlocked web: a PodDisruptionBudget allows no disruption now") {
-		t.Fatalf("events %v", w.rec.events)
+	if !w.podExists("web") || !w.rec.Has("EvictionBlocked web: a PodDisruptionBudget allows no disruption now") {
+		t.Fatalf("events %v", w.rec)
 	}
 	w.expectPhase("a", autoscale.PhaseDraining, true, true)
 	w.round(5 * time.Minute)
 	w.expectPhase("a", autoscale.PhaseDraining, true, true)
 	w.round(5 * time.Minute)
 	w.expectPhase("a", "", false, false)
-	if !w.rec.has("ScaleDownFailed a: Draining for 10m1s") || !w.podExists("web") {
-		t.Fatalf("events %v", w.rec.events)
+	if !w.rec.Has("ScaleDownFailed a: Draining for 10m1s") || !w.podExists("web") {
+		t.Fatalf("events %v", w.rec)
 	}
 	// Later it is a candidate again, and with the budget allowing, goes.
 	w.refuse = false
@@ -394,8 +368,8 @@ func TestActuatorPendingGangCancels(t *testing.T) {
 	w.expectPhase("a", "", false, false)
 	// The what-if places the gang by reclaiming b's GPUs from the default queue: the
 	// node's removal would cost that eviction.
-	if len(w.infra.calls) != 0 || !w.rec.has("ScaleDownCancelled a: PodsDoNotFitElsewhere: its pods would fit only by evicting work/train-b") {
-		t.Fatalf("calls %v events %v", w.infra.calls, w.rec.events)
+	if len(w.infra.calls) != 0 || !w.rec.Has("ScaleDownCancelled a: PodsDoNotFitElsewhere: its pods would fit only by evicting work/train-b") {
+		t.Fatalf("calls %v events %v", w.infra.calls, w.rec)
 	}
 }
 
@@ -408,8 +382,8 @@ func TestActuatorWithoutClusterAPI(t *testing.T) {
 		w.round(31 * time.Second)
 	}
 	w.expectPhase("a", autoscale.PhaseRemoved, true, true)
-	if w.node("a").Labels[autoscale.LabelRemovable] != "true" || !w.rec.has("LeftCordoned a: drained; no Cluster API Machine") {
-		t.Fatalf("labels %v events %v", w.node("a").Labels, w.rec.events)
+	if w.node("a").Labels[autoscale.LabelRemovable] != "true" || !w.rec.Has("LeftCordoned a: drained; no Cluster API Machine") {
+		t.Fatalf("labels %v events %v", w.node("a").Labels, w.rec)
 	}
 	if n := len(w.policy().Status.RecentScaleDowns); n != 0 {
 		t.Fatalf("%d records for a node still there", n)
@@ -547,8 +521,8 @@ func TestActuatorReportsAllocatedIdleGPUs(t *testing.T) {
 		sample()
 		w.round(10 * time.Minute)
 	}
-	if got := gauge(); got != 8 || !w.rec.has("GPUsIdle train-b: 8 allocated GPUs at or below 5% utilization") {
-		t.Fatalf("gauge %v events %v", got, w.rec.events)
+	if got := gauge(); got != 8 || !w.rec.Has("GPUsIdle train-b: 8 allocated GPUs at or below 5% utilization") {
+		t.Fatalf("gauge %v events %v", got, w.rec)
 	}
 	gn.Status.Devices[3].UtilizationPercent = 60
 	sample()
@@ -595,7 +569,7 @@ func TestActuatorKeepsAnEarlierCordon(t *testing.T) {
 	}
 	w.round(time.Second)
 	w.expectPhase("a", "", false, true)
-	if !w.rec.has("ScaleDownCancelled a: the ScaleDownPolicy is in dryRun; scale-down undone: taint removed, node left cordoned") {
-		t.Fatalf("events %v", w.rec.events)
+	if !w.rec.Has("ScaleDownCancelled a: the ScaleDownPolicy is in dryRun; scale-down undone: taint removed, node left cordoned") {
+		t.Fatalf("events %v", w.rec)
 	}
 }

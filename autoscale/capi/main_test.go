@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -17,7 +16,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -26,6 +24,7 @@ import (
 
 	tesserav1 "github.com/tessera-gpu/tessera/api/v1alpha1"
 	"github.com/tessera-gpu/tessera/autoscale"
+	"github.com/tessera-gpu/tessera/autoscale/autoscaletest"
 	"github.com/tessera-gpu/tessera/autoscale/capi"
 	"github.com/tessera-gpu/tessera/scheduler"
 	"github.com/tessera-gpu/tessera/scheduler/k8s"
@@ -75,7 +74,7 @@ type harness struct {
 	ns     string
 	nodes  []string
 	clock  *clocktesting.FakeClock
-	events *recorder
+	events *autoscaletest.Recorder
 	md     *clusterv1.MachineDeployment
 	ms     *clusterv1.MachineSet
 }
@@ -88,7 +87,7 @@ func newHarness(t *testing.T) *harness {
 		testenv.SkipOrFail(t, fmt.Errorf("no API server"))
 	}
 	h := &harness{t: t, ctx: testenv.Context(t, 3*time.Minute), c: env.Client, mc: env.Client, ns: "as-" + strconv.Itoa(int(namespaces.Add(1))),
-		clock: clocktesting.NewFakeClock(time.Now()), events: &recorder{}}
+		clock: clocktesting.NewFakeClock(time.Now()), events: &autoscaletest.Recorder{}}
 	if err := h.c.Create(h.ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: h.ns}}); err != nil {
 		t.Fatal(err)
 	}
@@ -371,39 +370,6 @@ func (h *harness) status() tesserav1.ScaleDownPolicyStatus {
 		h.t.Fatal(err)
 	}
 	return p.Status
-}
-
-// recorder keeps the events as "Reason name: message" lines.
-type recorder struct {
-	mu    sync.Mutex
-	lines []string
-}
-
-func (r *recorder) Eventf(regarding runtime.Object, _ runtime.Object, _, reason, _, note string, args ...any) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	name := ""
-	if o, ok := regarding.(metav1.Object); ok {
-		name = o.GetName()
-	}
-	r.lines = append(r.lines, reason+" "+name+": "+fmt.Sprintf(note, args...))
-}
-
-func (r *recorder) has(substr string) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for _, l := range r.lines {
-		if strings.Contains(l, substr) {
-			return true
-		}
-	}
-	return false
-}
-
-func (r *recorder) String() string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return strings.Join(r.lines, "\n")
 }
 
 func mustPolicy(t *testing.T) scheduler.Config {

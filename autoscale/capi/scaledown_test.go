@@ -62,7 +62,7 @@ func TestIdleNodeRemovedThroughClusterAPI(t *testing.T) {
 	if len(recs) != 1 || recs[0].Node != h.name("a") || recs[0].Machine != h.ns+"/ms-a" || recs[0].GPUs != 8 {
 		t.Fatalf("status records %+v", recs)
 	}
-	if !h.events.has("ScaledDown " + h.name("a") + ": Empty with 8 GPUs (A100-80GB) removed: Machine " + h.ns + "/ms-a marked cluster.x-k8s.io/delete-machine, MachineDeployment " + h.ns + "/md 3 -> 2") {
+	if !h.events.Has("ScaledDown " + h.name("a") + ": Empty with 8 GPUs (A100-80GB) removed: Machine " + h.ns + "/ms-a marked cluster.x-k8s.io/delete-machine, MachineDeployment " + h.ns + "/md 3 -> 2") {
 		t.Fatalf("events:\n%s", h.events)
 	}
 	h.rounds(a, 3)
@@ -141,7 +141,7 @@ func TestPDBBlocksThenAllows(t *testing.T) {
 	allow(0)
 	h.rounds(a, 2)
 	h.expectPhase("a", autoscale.PhaseDraining)
-	if !h.podExists("web") || !h.events.has("EvictionBlocked web: a PodDisruptionBudget allows no disruption now") {
+	if !h.podExists("web") || !h.events.Has("EvictionBlocked web: a PodDisruptionBudget allows no disruption now") {
 		t.Fatalf("web: exists %v; events:\n%s", h.podExists("web"), h.events)
 	}
 	allow(1)
@@ -204,7 +204,7 @@ func TestNewPendingGangCancelsTheDrain(t *testing.T) {
 	h.pendingGang()
 	h.rounds(a, 1)
 	h.expectPhase("a", "")
-	if !h.events.has("ScaleDownCancelled "+h.name("a")) || len(h.marked()) != 0 || h.replicas("md") != 3 {
+	if !h.events.Has("ScaleDownCancelled "+h.name("a")) || len(h.marked()) != 0 || h.replicas("md") != 3 {
 		t.Fatalf("marked %v, replicas %d; events:\n%s", h.marked(), h.replicas("md"), h.events)
 	}
 	h.rounds(a, 4)

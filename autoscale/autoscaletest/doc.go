@@ -1,0 +1,3 @@
+// Package autoscaletest holds what the tests of the autoscale packages share: an event
+// recorder that keeps what the autoscaler's event sink writes.
+package autoscaletest
