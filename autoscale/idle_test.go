@@ -1,17 +1,13 @@
 package autoscale_test
 
 import (
-	"archive/tar"
-	"compress/gzip"
-	"encoding/csv"
-	"io"
-	"os"
 	"slices"
 	"strconv"
 	"testing"
 	"time"
 
 	"github.com/tessera-gpu/tessera/autoscale"
+	"github.com/tessera-gpu/tessera/internal/tracearchive"
 )
 
 type sample struct {
@@ -23,27 +19,8 @@ type sample struct {
 // genai reads the per-pod GPU utilization series of the production serving trace.
 func genai(t *testing.T) []sample {
 	t.Helper()
-	f, err := os.Open("testdata/pod_gpu_duty_cycle_anon.tar.gz")
+	rows, err := tracearchive.ReadCSV("testdata/pod_gpu_duty_cycle_anon.tar.gz")
 	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	gz, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr := tar.NewReader(gz)
-	for {
-		h, err := tr.Next()
-		if err != nil {
-			t.Fatalf("no CSV in the archive: %v", err)
-		}
-		if h.Typeflag == tar.TypeReg && len(h.Name) > 4 && h.Name[len(h.Name)-4:] == ".csv" {
-			break
-		}
-	}
-	rows, err := csv.NewReader(tr).ReadAll()
-	if err != nil && err != io.EOF {
 		t.Fatal(err)
 	}
 	var out []sample

@@ -1,14 +1,9 @@
 package chart
 
 import (
-	"archive/tar"
-	"compress/gzip"
 	"context"
-	"encoding/csv"
 	"fmt"
-	"io"
 	"math"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -26,6 +21,8 @@ import (
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
 	"github.com/prometheus/prometheus/tsdb/chunks"
 	"github.com/prometheus/prometheus/util/annotations"
+
+	"github.com/tessera-gpu/tessera/internal/tracearchive"
 )
 
 const (
@@ -204,38 +201,15 @@ type podMemory struct {
 // genaiMemory reads the pods' GPU memory series; pods that never used any are left out.
 func genaiMemory(t *testing.T) []podMemory {
 	t.Helper()
-	f, err := os.Open(filepath.Join("testdata", "genai2026", "pod_gpu_memory_used_bytes_anon.tar.gz"))
+	rows, err := tracearchive.ReadCSV(filepath.Join("testdata", "genai2026", "pod_gpu_memory_used_bytes_anon.tar.gz"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
-	gz, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr := tar.NewReader(gz)
-	for {
-		h, err := tr.Next()
-		if err != nil {
-			t.Fatalf("no CSV in the archive: %v", err)
-		}
-		if h.Typeflag == tar.TypeReg && strings.HasSuffix(h.Name, ".csv") {
-			break
-		}
-	}
-	r := csv.NewReader(tr)
-	if head, err := r.Read(); err != nil || strings.Join(head, ",") != "timestamp_anon,value,container_ip" {
-		t.Fatalf("CSV header %v (%v), want timestamp_anon,value,container_ip", head, err)
+	if head := strings.Join(rows[0], ","); head != "timestamp_anon,value,container_ip" {
+		t.Fatalf("CSV header %s, want timestamp_anon,value,container_ip", head)
 	}
 	byPod := map[string][]memSample{}
-	for {
-		row, err := r.Read()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, row := range rows[1:] {
 		ts, err1 := strconv.ParseFloat(row[0], 64)
 		v, err2 := strconv.ParseFloat(row[1], 64)
 		if err1 != nil || err2 != nil {
