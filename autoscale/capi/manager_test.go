@@ -1,7 +1,6 @@
 package capi_test
 
 import (
-	"context"
 	"slices"
 	"strings"
 	"testing"
@@ -15,6 +14,7 @@ import (
 	"github.com/tessera-gpu/tessera/autoscale"
 	"github.com/tessera-gpu/tessera/autoscale/capi"
 	"github.com/tessera-gpu/tessera/scheduler/k8s"
+	"github.com/tessera-gpu/tessera/test/testenv"
 )
 
 // startManager runs `tessera autoscaler`'s manager (informer cache, leader election on
@@ -30,17 +30,7 @@ func (h *harness) startManager(id string) (stop func()) {
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(h.ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if err := mgr.Start(ctx); err != nil {
-			h.t.Logf("manager: %v", err)
-		}
-	}()
-	stop = func() { cancel(); <-done }
-	h.t.Cleanup(stop)
-	return stop
+	return testenv.RunManager(h.t, h.ctx, mgr)
 }
 
 // Of two replicas one acts; stopped in the middle of a drain, the other takes the Lease

@@ -1,7 +1,6 @@
 package capi_test
 
 import (
-	"context"
 	"io"
 	"net"
 	"net/http"
@@ -146,15 +145,7 @@ func TestDeployRBACGrantsExactlyWhatItUses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(h.ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if err := mgr.Start(ctx); err != nil {
-			t.Logf("manager: %v", err)
-		}
-	}()
-	t.Cleanup(func() { cancel(); <-done })
+	stop := testenv.RunManager(t, h.ctx, mgr)
 	get := func(addr, path string) (int, string) {
 		resp, err := http.Get("http://" + addr + path)
 		if err != nil {
@@ -191,8 +182,7 @@ func TestDeployRBACGrantsExactlyWhatItUses(t *testing.T) {
 	if err := h.c.Get(h.ctx, client.ObjectKey{Namespace: h.ns, Name: "solo"}, &solo); err != nil || *solo.Spec.Replicas != 0 {
 		t.Errorf("MachineSet solo: %v %+v", err, solo.Spec.Replicas)
 	}
-	cancel()
-	<-done
+	stop()
 
 	rec.mu.Lock()
 	defer rec.mu.Unlock()

@@ -38,17 +38,7 @@ func (h *harness) startManager(cfg *rest.Config, id string) (stop func()) {
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(h.ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if err := mgr.Start(ctx); err != nil {
-			h.t.Logf("manager: %v", err)
-		}
-	}()
-	stop = func() { cancel(); <-done }
-	h.t.Cleanup(stop)
-	return stop
+	return testenv.RunManager(h.t, h.ctx, mgr)
 }
 
 func ensureNamespace(t *testing.T, ctx context.Context, name string) {
