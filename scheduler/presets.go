@@ -49,7 +49,7 @@ var baselines = []string{"random", "dotprod", "gpuclustering", "gpupacking", "be
 
 func init() {
 	for _, b := range baselines {
-		tie := TieBreakFirst // as the FGD paper's simulator evaluated them
+		tie := TieBreakFirst // in the fill-up's node order, as the FGD paper's simulator evaluated them
 		if b == "random" {
 			tie = TieBreakRandom
 		}

@@ -33,7 +33,9 @@ type FillUp struct {
 
 // RunFillUp runs the FGD paper's fill-up protocol with the named policy: pods arrive one
 // by one in a seeded resample of the pod list and never leave; a pod that does not fit
-// fails and is not retried. Every node is scored for every pod.
+// fails and is not retried. Every node is scored for every pod; the nodes are in the
+// run's seeded order (trace.FillUpNodes), which a first-in-order tie break follows as
+// the reference simulator breaks ties.
 func RunFillUp(f FillUp) (report.Result, error) {
 	start := time.Now()
 	cfg, err := configFor(f.Policy, f.Config, f.Seed)
@@ -45,7 +47,6 @@ func RunFillUp(f FillUp) (report.Result, error) {
 	if err != nil {
 		return report.Result{}, err
 	}
-	nodes := buildNodes(f.Nodes)
 	var capacity int64
 	for _, n := range f.Nodes {
 		capacity += n.GPUMilli()
@@ -56,10 +57,11 @@ func RunFillUp(f FillUp) (report.Result, error) {
 	if err := trace.CheckFillUp(f.Pods, capacity, f.Arrive); err != nil {
 		return report.Result{}, fmt.Errorf("%s: %w", f.Trace, err)
 	}
-	arrivals := trace.FillUp(f.Pods, capacity, f.Arrive, f.Seed)
+	arrivals, order := trace.FillUpNodes(f.Pods, f.Nodes, capacity, f.Arrive, f.Seed)
 	if len(arrivals) == 0 {
 		return report.Result{}, fmt.Errorf("%s: no pod asks for a GPU", f.Trace)
 	}
+	nodes := buildNodes(order)
 	snap := &framework.Snapshot{Nodes: nodes, Workload: workload(trace.TypicalShapes(f.Pods, TypicalCoverage), f.Pods)}
 	frag := make([]float64, len(nodes))
 	var fragTotal float64

@@ -54,8 +54,9 @@ func CheckFillUp(pods []PodSpec, clusterGPUMilli int64, arrive float64) error {
 //
 //   - the list, ordered by name, is shuffled;
 //   - when it asks for less than the target, pods drawn uniformly with replacement from
-//     the list as given are appended, unshuffled, until the next draw would exceed the
-//     target (that draw is discarded; CPU-only draws add nothing and are kept);
+//     the list as given are appended, unshuffled, until a draw whose per-GPU share
+//     would take the total past the target (that draw is discarded; so a multi-GPU draw
+//     may end a little past it; CPU-only draws add nothing and are kept);
 //   - when it asks for more, uniformly chosen pods are removed until it no longer does.
 //
 // So the list's own pods arrive first, each once, in random order, and the draws after.
@@ -67,6 +68,38 @@ func CheckFillUp(pods []PodSpec, clusterGPUMilli int64, arrive float64) error {
 // or the target is not a positive finite number, and stops at MaxFillUpPods pods
 // (CheckFillUp tells beforehand).
 func FillUp(pods []PodSpec, clusterGPUMilli int64, arrive float64, seed int64) []PodSpec {
+	return fillUp(pods, clusterGPUMilli, arrive, fillUpRand(seed))
+}
+
+// FillUpNodes is FillUp that also returns the nodes in the order in which the reference
+// simulator breaks ties between equally scored nodes in that run. It sorts the nodes by
+// name, prefixes each name with its place in a random permutation drawn next from the
+// same source ("%04d-", Simulator.syncClusterResourceList), and its scheduler picks the
+// lexicographically smallest name among the best-scored nodes: so among equals the node
+// that drew the lowest place wins, a seeded random order rather than the list's. The
+// nodes come back in that order; with a first-in-order tie break, a scheduler then
+// chooses as the reference does.
+func FillUpNodes(pods []PodSpec, nodes []NodeSpec, clusterGPUMilli int64, arrive float64, seed int64) ([]PodSpec, []NodeSpec) {
+	rng := fillUpRand(seed)
+	arrivals := fillUp(pods, clusterGPUMilli, arrive, rng)
+	byName := slices.Clone(nodes)
+	slices.SortStableFunc(byName, func(a, b NodeSpec) int { return strings.Compare(a.Name, b.Name) })
+	order := make([]NodeSpec, len(byName))
+	for i, place := range rng.Perm(len(byName)) {
+		order[place] = byName[i]
+	}
+	return arrivals, order
+}
+
+// fillUpRand is the reference simulator's random source for a seed: math/rand seeded
+// with it, one value discarded.
+func fillUpRand(seed int64) *randv1.Rand {
+	rng := randv1.New(randv1.NewSource(seed))
+	rng.Int()
+	return rng
+}
+
+func fillUp(pods []PodSpec, clusterGPUMilli int64, arrive float64, rng *randv1.Rand) []PodSpec {
 	target := arrive * float64(clusterGPUMilli)
 	var total int64
 	for _, p := range pods {
@@ -75,8 +108,6 @@ func FillUp(pods []PodSpec, clusterGPUMilli int64, arrive float64, seed int64) [
 	if !(target > 0) || math.IsInf(target, 0) || total == 0 {
 		return nil
 	}
-	rng := randv1.New(randv1.NewSource(seed))
-	rng.Int()
 	out := slices.Clone(pods)
 	slices.SortStableFunc(out, func(a, b PodSpec) int { return strings.Compare(a.Name, b.Name) })
 	rng.Shuffle(len(out), func(i, j int) { out[i], out[j] = out[j], out[i] })
@@ -90,7 +121,7 @@ func FillUp(pods []PodSpec, clusterGPUMilli int64, arrive float64, seed int64) [
 	}
 	for k := 0; len(out) < MaxFillUpPods; k++ {
 		p := pods[rng.Intn(len(pods))]
-		if float64(total+p.GPURequestMilli()) > target {
+		if float64(total+p.GPUMilli) > target { // the per-GPU share, as the reference compares
 			break
 		}
 		p.Name += "-t" + strconv.Itoa(k)

@@ -1,6 +1,7 @@
 package trace
 
 import (
+	"fmt"
 	"math"
 	"path/filepath"
 	"reflect"
@@ -44,10 +45,10 @@ func TestFillUpOpenb(t *testing.T) {
 			t.Fatalf("arrival %d is the draw %s; the list's own pods arrive first", i, p.Name)
 		}
 	}
-	// Drawing stops at the first pod that would overshoot the target, so the total is
-	// at most the target and less than one (largest) pod short of it.
+	// Drawing stops at the first draw whose per-GPU share would pass the target, so the
+	// total is less than one GPU short of it, and past it by less than the largest pod.
 	target := 1.3 * cluster
-	if float64(total) > target || float64(total+maxReq) <= target {
+	if float64(total+1000) <= target || float64(total) >= target+float64(maxReq) {
 		t.Fatalf("total request %d, largest pod %d, target %.0f", total, maxReq, target)
 	}
 	// Deterministic per seed, different across seeds, shuffled.
@@ -92,6 +93,49 @@ func TestFillUpDegenerate(t *testing.T) {
 	}
 	if !slices.ContainsFunc(got, func(p PodSpec) bool { return p.Name == "g" }) || !slices.ContainsFunc(got, func(p PodSpec) bool { return p.Name == "g-t11" }) {
 		t.Errorf("names %v", got)
+	}
+	// A draw is kept while its per-GPU share fits under the target, as the reference
+	// simulator tunes a workload: 8 GPUs, then 8 more (8000 + 1000 <= 13000).
+	if got := FillUp([]PodSpec{{Name: "m", NumGPU: 8, GPUMilli: 1000}}, 10000, 1.3, 1); len(got) != 2 {
+		t.Fatalf("%d pods of 8 GPUs, want 2", len(got))
+	}
+}
+
+// TestFillUpNodes: ties go to a seeded random order of the nodes, drawn after the
+// workload, as the reference simulator's node names make it; not to the list's order.
+func TestFillUpNodes(t *testing.T) {
+	pods := []PodSpec{{Name: "g", NumGPU: 1, GPUMilli: 1000}}
+	nodes := make([]NodeSpec, 50)
+	for i := range nodes {
+		nodes[i] = NodeSpec{Name: fmt.Sprintf("n%02d", i), GPUs: 1}
+	}
+	const arrive = 1.3
+	arrivals, order := FillUpNodes(pods, nodes, 50*1000, arrive, 42)
+	if !reflect.DeepEqual(arrivals, FillUp(pods, 50*1000, arrive, 42)) {
+		t.Fatal("FillUpNodes and FillUp built different workloads")
+	}
+	names := func(ns []NodeSpec) []string {
+		out := make([]string, len(ns))
+		for i, n := range ns {
+			out[i] = n.Name
+		}
+		return out
+	}
+	got := names(order)
+	if slices.Equal(got, names(nodes)) {
+		t.Fatal("ties go to the list's order")
+	}
+	if sorted := slices.Sorted(slices.Values(got)); !slices.Equal(sorted, names(nodes)) {
+		t.Fatalf("order %v is not a permutation of the nodes", got)
+	}
+	// The order depends on the seed, not on the order the list gives the nodes in.
+	reversed := slices.Clone(nodes)
+	slices.Reverse(reversed)
+	if _, o := FillUpNodes(pods, reversed, 50*1000, arrive, 42); !slices.Equal(names(o), got) {
+		t.Error("the list's order changed the tie order")
+	}
+	if _, o := FillUpNodes(pods, nodes, 50*1000, arrive, 43); slices.Equal(names(o), got) {
+		t.Error("seeds 42 and 43 gave the same tie order")
 	}
 }
 
