@@ -5,8 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -55,11 +53,7 @@ workload cluster itself); without Cluster API there, a drained node stays cordon
 labelled tessera.dev/removable=true. Every step is recorded on the objects, so a restarted
 or newly elected replica carries on. "tessera autoscaler plan" shows the decisions.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
-			defer stop()
-			return runAutoscaler(ctx, f)
-		},
+		RunE: untilSignal(func(ctx context.Context) error { return runAutoscaler(ctx, f) }),
 	}
 	fs := cmd.Flags()
 	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig file of the workload cluster (nodes, pods); empty: $KUBECONFIG or the in-cluster config")

@@ -1,9 +1,12 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
+	"os/signal"
+	"syscall"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -116,5 +119,19 @@ func notImplemented(use, short string) *cobra.Command {
 		RunE: func(*cobra.Command, []string) error {
 			return &exitCodeError{code: 2, err: fmt.Errorf("%s: not implemented yet", use)}
 		},
+	}
+}
+
+// signalContext is ctx, cancelled on SIGINT or SIGTERM, so a component shuts down cleanly.
+func signalContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+}
+
+// untilSignal runs a long-lived component until it returns or the process is signalled.
+func untilSignal(run func(ctx context.Context) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, _ []string) error {
+		ctx, stop := signalContext(cmd.Context())
+		defer stop()
+		return run(ctx)
 	}
 }

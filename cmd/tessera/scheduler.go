@@ -5,8 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -47,11 +45,7 @@ share, preemption through the Eviction API, binpack and GPU-memory slices. Each 
 pod is bound with its tessera.dev/gpu-assignment annotation, which the node agent's
 device plugin reads. Run two replicas: one is elected leader and schedules.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
-			defer stop()
-			return runScheduler(ctx, f)
-		},
+		RunE: untilSignal(func(ctx context.Context) error { return runScheduler(ctx, f) }),
 	}
 	fs := cmd.Flags()
 	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig file; empty: $KUBECONFIG or the in-cluster config")

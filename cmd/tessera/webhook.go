@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"github.com/open-policy-agent/cert-controller/pkg/rotator"
@@ -57,11 +55,7 @@ with cert-controller's rotator: a CA and a certificate for the Service in the Se
 the CA is injected into both webhook configurations and the certificate re-signed before
 it expires. The server starts once the certificate is on disk.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
-			defer stop()
-			return runWebhook(ctx, f)
-		},
+		RunE: untilSignal(func(ctx context.Context) error { return runWebhook(ctx, f) }),
 	}
 	fs := cmd.Flags()
 	fs.IntVar(&f.port, "port", 9443, "HTTPS port of the webhook server")
