@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"os"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/go-logr/logr/funcr"
@@ -24,13 +27,14 @@ import (
 
 	"github.com/tessera-gpu/tessera/scheduler/nodeagent"
 	"github.com/tessera-gpu/tessera/scheduler/nodeagent/nvidia"
+	"github.com/tessera-gpu/tessera/scheduler/nodeagent/nvidia/nvidiatest"
 )
 
 func init() { register(newNodeAgentCommand) }
 
 func newNodeAgentCommand() *cobra.Command {
 	cfg := nodeagent.Config{NodeName: os.Getenv("NODE_NAME")}
-	var kubeconfig, metricsAddr string
+	var kubeconfig, metricsAddr, fakeGPUs string
 	var verbosity int
 	cmd := &cobra.Command{
 		Use:   "node-agent",
@@ -45,6 +49,10 @@ retried; it never stops the agent.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if cfg.NodeName == "" {
 				return errors.New("node name is empty: set --node-name or NODE_NAME (the downward API's spec.nodeName)")
+			}
+			gpus, err := gpuSource(fakeGPUs)
+			if err != nil {
+				return err
 			}
 			log := funcr.NewJSON(func(obj string) { fmt.Fprintln(cmd.ErrOrStderr(), obj) }, funcr.Options{Verbosity: verbosity})
 			restCfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
@@ -65,7 +73,7 @@ retried; it never stops the agent.`,
 			defer bc.Shutdown()
 			bc.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kube.CoreV1().Events("")})
 			agent, err := nodeagent.New(cfg, nodeagent.Deps{
-				GPUs: nvidia.NewSystem(), Kube: kube, Dynamic: dyn, Registry: reg, Log: log,
+				GPUs: gpus, Kube: kube, Dynamic: dyn, Registry: reg, Log: log,
 				Recorder: bc.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "tessera-node-agent", Host: cfg.NodeName}),
 			})
 			if err != nil {
@@ -108,6 +116,21 @@ retried; it never stops the agent.`,
 	f.StringVar(&cfg.DevicePluginDir, "device-plugin-dir", pb.DevicePluginPath, "kubelet device plugin directory (holds kubelet.sock); empty disables the device plugin")
 	f.DurationVar(&cfg.RetryMax, "nvml-retry-max", 5*time.Minute, "longest wait between NVML attempts when it is missing or failing")
 	f.StringVar(&metricsAddr, "metrics-addr", ":9400", "address of the Prometheus /metrics and /healthz endpoint")
+	f.StringVar(&fakeGPUs, "fake-gpus", "", "simulate the node's GPUs with go-nvml's mocks instead of loading NVML ("+strings.Join(fakeGPUModels(), ", ")+"), to try Tessera or test it without GPUs")
 	f.IntVarP(&verbosity, "v", "v", 0, "log verbosity")
 	return cmd
 }
+
+// gpuSource is the real NVML library, or the simulated node --fake-gpus names.
+func gpuSource(fake string) (*nvidia.Source, error) {
+	if fake == "" {
+		return nvidia.NewSystem(), nil
+	}
+	node, err := nvidiatest.ByName(fake)
+	if err != nil {
+		return nil, fmt.Errorf("--fake-gpus: %w", err)
+	}
+	return node.Source(), nil
+}
+
+func fakeGPUModels() []string { return slices.Sorted(maps.Keys(nvidiatest.Models)) }

@@ -29,6 +29,7 @@ type webhookFlags struct {
 	certDir          string
 	namespace        string
 	serviceName      string
+	extraDNSNames    []string
 	secretName       string
 	mutatingConfig   string
 	validatingConfig string
@@ -62,6 +63,7 @@ it expires. The server starts once the certificate is on disk.`,
 	fs.StringVar(&f.certDir, "cert-dir", "/tmp/k8s-webhook-server/serving-certs", "directory holding tls.crt and tls.key")
 	fs.StringVar(&f.namespace, "namespace", os.Getenv("POD_NAMESPACE"), "Tessera's namespace (Secret and Service); defaults to $POD_NAMESPACE")
 	fs.StringVar(&f.serviceName, "service-name", "tessera-webhook", "Service in front of the webhook; the certificate is issued for its DNS names")
+	fs.StringSliceVar(&f.extraDNSNames, "cert-extra-dns-names", nil, "more DNS names for the self-managed certificate, for a webhook the API server reaches by URL (say localhost) rather than through the Service")
 	fs.StringVar(&f.secretName, "secret-name", "tessera-webhook-tls", "Secret (in --namespace, existing, mounted at --cert-dir) holding the self-managed CA and serving certificate")
 	fs.StringVar(&f.mutatingConfig, "mutating-config", "tessera", "MutatingWebhookConfiguration whose caBundle is kept in sync")
 	fs.StringVar(&f.validatingConfig, "validating-config", "tessera", "ValidatingWebhookConfiguration whose caBundle is kept in sync")
@@ -178,7 +180,7 @@ func certRotator(f webhookFlags, ready chan struct{}) *rotator.CertRotator {
 		CAName:         "tessera-webhook-ca",
 		CAOrganization: "tessera",
 		DNSName:        svc + ".svc",
-		ExtraDNSNames:  []string{f.serviceName, svc, svc + ".svc.cluster.local"},
+		ExtraDNSNames:  append([]string{f.serviceName, svc, svc + ".svc.cluster.local"}, f.extraDNSNames...),
 		IsReady:        ready,
 		Webhooks:       hooks,
 		// The webhook server reloads the files when the kubelet updates the mounted

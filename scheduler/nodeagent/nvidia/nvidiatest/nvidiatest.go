@@ -2,6 +2,9 @@ package nvidiatest
 
 import (
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -50,6 +53,11 @@ type Topology struct {
 // DGXA100 is 8 x A100-SXM4-40GB on NVSwitch (12 NVLinks each), 4 GPUs per NUMA node.
 func DGXA100() *Node { return build(dgxa100.New(), Topology{NVSwitchLinks: 12, GPUsPerNUMA: 4}) }
 
+// DGXA100x80GB is 8 x A100-SXM4-80GB on NVSwitch, wired as DGXA100.
+func DGXA100x80GB() *Node {
+	return build(dgxa100.NewWithGPUs(gpus.Multiple(8, gpus.A100_SXM4_80GB)...), Topology{NVSwitchLinks: 12, GPUsPerNUMA: 4})
+}
+
 // DGXH100 is 8 x H100-SXM5-80GB on NVSwitch (18 NVLinks each), 4 GPUs per NUMA node.
 func DGXH100() *Node { return build(dgxh100.New(), Topology{NVSwitchLinks: 18, GPUsPerNUMA: 4}) }
 
@@ -58,6 +66,23 @@ func DGXH100() *Node { return build(dgxh100.New(), Topology{NVSwitchLinks: 18, G
 func PCIeA100() *Node {
 	return build(dgxa100.NewWithGPUs(gpus.Multiple(4, gpus.A100_PCIE_80GB)...),
 		Topology{NVLinks: map[[2]int]int{{0, 1}: 12, {2, 3}: 12}, GPUsPerNUMA: 4})
+}
+
+// Models names the simulated nodes ByName builds.
+var Models = map[string]func() *Node{
+	"dgxa100":      DGXA100,
+	"dgxa100-80gb": DGXA100x80GB,
+	"dgxh100":      DGXH100,
+	"pcie-a100":    PCIeA100,
+}
+
+// ByName builds the simulated node Models names, or says which names exist.
+func ByName(name string) (*Node, error) {
+	if build, ok := Models[name]; ok {
+		return build(), nil
+	}
+	names := slices.Sorted(maps.Keys(Models))
+	return nil, fmt.Errorf("unknown simulated node %q: use one of %s", name, strings.Join(names, ", "))
 }
 
 // switchBusID is the PCI bus id the NVSwitch links report.
