@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -103,7 +102,7 @@ func TestWebhookCertificate(t *testing.T) {
 	if _, err := serving(fa, nil); err == nil || !strings.Contains(err.Error(), "refused") {
 		t.Fatalf("webhook port answers before the certificate is in --cert-dir: %v", err)
 	}
-	mount(t, ctxA, e.Client, fa.certDir)
+	testenv.MountSecret(ctxA, e.Client, client.ObjectKey{Namespace: certNamespace, Name: "tessera-webhook-tls"}, fa.certDir)
 	poll(t, ctx, "replica A ready", func() error { return readyz(fa) })
 	bundle := injectedBundle(t, ctx, e.Client)
 	if !bytes.Equal(bundle, data["ca.crt"]) {
@@ -125,7 +124,7 @@ func TestWebhookCertificate(t *testing.T) {
 	// Replica B (its rotator only; one webhook server per process) reuses the certificate.
 	fb := flags(t.TempDir())
 	readyB, stopB := startRotator(t, ctx, asWebhook, fb, "cert-rotator-b", nil)
-	mount(t, ctx, e.Client, fb.certDir)
+	testenv.MountSecret(ctx, e.Client, client.ObjectKey{Namespace: certNamespace, Name: "tessera-webhook-tls"}, fb.certDir)
 	select {
 	case <-readyB:
 	case <-ctx.Done():
@@ -260,35 +259,6 @@ func startRotator(t *testing.T, ctx context.Context, cfg *rest.Config, f webhook
 	})
 	t.Cleanup(stop)
 	return ready, stop
-}
-
-// mount copies the Secret's certificate and key into dir until ctx ends, as the kubelet
-// does for a Secret volume.
-func mount(t *testing.T, ctx context.Context, c client.Client, dir string) {
-	t.Helper()
-	go func() {
-		tick := time.NewTicker(100 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			var s corev1.Secret
-			if c.Get(ctx, client.ObjectKey{Namespace: certNamespace, Name: "tessera-webhook-tls"}, &s) == nil {
-				for _, k := range []string{"tls.key", "tls.crt"} {
-					path := filepath.Join(dir, k)
-					if cur, err := os.ReadFile(path); err == nil && bytes.Equal(cur, s.Data[k]) || len(s.Data[k]) == 0 {
-						continue
-					}
-					if os.WriteFile(path+".tmp", s.Data[k], 0o600) == nil {
-						_ = os.Rename(path+".tmp", path)
-					}
-				}
-			}
-			select {
-			case <-ctx.Done():
-				return
-			case <-tick.C:
-			}
-		}
-	}()
 }
 
 // poll calls check until it succeeds, failing the test when ctx ends first.

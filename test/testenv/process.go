@@ -37,16 +37,26 @@ const BuildTags = "kustomize_disable_go_plugin_support"
 // directory and returns its path.
 func BuildTessera(tb testing.TB) string {
 	tb.Helper()
-	root, err := RepoRoot()
+	bin, err := BuildTesseraTo(tb.TempDir())
 	if err != nil {
 		tb.Fatal(err)
 	}
-	bin := filepath.Join(tb.TempDir(), "tessera")
+	return bin
+}
+
+// BuildTesseraTo builds the tessera binary from this checkout into dir and returns its
+// path.
+func BuildTesseraTo(dir string) (string, error) {
+	root, err := RepoRoot()
+	if err != nil {
+		return "", err
+	}
+	bin := filepath.Join(dir, "tessera")
 	cmd := exec.Command("go", "build", "-tags", BuildTags, "-o", bin, "./cmd/tessera")
 	cmd.Dir = root
 	cmd.Stderr = os.Stderr
 	if err := cmd.Run(); err != nil {
-		tb.Fatalf("build tessera: %v", err)
+		return "", fmt.Errorf("build tessera: %w", err)
 	}
-	return bin
+	return bin, nil
 }

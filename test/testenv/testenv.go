@@ -35,6 +35,8 @@ type Env struct {
 type Options struct {
 	// ExtraCRDDirs are installed besides deploy/crds (for example Cluster API's CRDs).
 	ExtraCRDDirs []string
+	// Assets is the directory holding kube-apiserver and etcd; empty: Assets().
+	Assets string
 	// Webhooks are installed and pointed at a local server the test starts.
 	Webhooks []*admissionregistrationv1.MutatingWebhookConfiguration
 	// ValidatingWebhooks are installed like Webhooks.
@@ -79,9 +81,11 @@ func New(opts Options) (*Env, error) {
 	if err != nil {
 		return nil, err
 	}
-	assets, err := Assets(root)
-	if err != nil {
-		return nil, err
+	assets := opts.Assets
+	if assets == "" {
+		if assets, err = Assets(root); err != nil {
+			return nil, err
+		}
 	}
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {

@@ -1,0 +1,457 @@
+package e2e
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/wait"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/tessera-gpu/tessera/test/testenv"
+)
+
+// Options shape the cluster.
+type Options struct {
+	// Nodes is how many Machines the MachineDeployment starts with (default 10).
+	Nodes int
+	// MinNodes is the MachineDeployment's min size for autoscalers (default 2).
+	MinNodes int
+	// GPUs is the simulated node model of every node (node-agent --fake-gpus).
+	GPUs string
+	// Dir holds the logs, certificates and state; empty: a new temporary directory.
+	Dir string
+	// Logf reports progress.
+	Logf func(format string, args ...any)
+}
+
+// The names of the objects the harness creates.
+const (
+	Namespace        = "tessera-system"
+	ClusterNamespace = "fleet"
+	ClusterName      = "gpu"
+	DeploymentName   = "gpu-a100"
+	webhookSecret    = "tessera-webhook-tls"
+)
+
+// Cluster is a running control plane with Tessera, Cluster API, Flux and Prometheus.
+type Cluster struct {
+	Dir        string
+	Kubeconfig string
+	Client     client.Client
+	// Procs are the running components by name: kube-controller-manager, kwok,
+	// capi-manager, source-controller, kustomize-controller, prometheus, and
+	// tessera-scheduler, tessera-webhook, tessera-autoscaler, agent-<node>.
+	Procs map[string]*Process
+	// Prometheus is the server's base URL; Git the repository Flux syncs.
+	Prometheus string
+	Git        *GitServer
+
+	opts    Options
+	env     *testenv.Env
+	bins    Binaries
+	tessera string
+	logDir  string
+	cancel  context.CancelFunc
+	done    []func()
+
+	mu         sync.Mutex
+	agentPorts map[string]int
+}
+
+// Start brings the whole cluster up; Stop tears it down.
+func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
+	if opts.Nodes == 0 {
+		opts.Nodes = 10
+	}
+	if opts.MinNodes == 0 {
+		opts.MinNodes = 2
+	}
+	if opts.GPUs == "" {
+		opts.GPUs = "dgxa100-80gb"
+	}
+	if opts.Logf == nil {
+		opts.Logf = func(string, ...any) {}
+	}
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		return nil, err
+	}
+	bins, err := loadBinaries(root)
+	if err != nil {
+		return nil, err
+	}
+	if opts.Dir == "" {
+		if opts.Dir, err = os.MkdirTemp("", "tessera-e2e-"); err != nil {
+			return nil, err
+		}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	c = &Cluster{
+		Dir: opts.Dir, Procs: map[string]*Process{}, opts: opts, bins: bins, cancel: cancel,
+		logDir: filepath.Join(opts.Dir, "logs"), agentPorts: map[string]int{},
+	}
+	defer func() {
+		if err != nil {
+			c.Stop()
+		}
+	}()
+	for _, step := range []struct {
+		what string
+		run  func(context.Context, string) error
+	}{
+		{"etcd and kube-apiserver", c.startAPIServer},
+		{"kube-controller-manager and kwok", c.startNodeComponents},
+		{"Prometheus", c.startPrometheus},
+		{"Tessera's webhook, scheduler and autoscaler", c.startTessera},
+		{"Cluster API and the fake infrastructure provider", c.startClusterAPI},
+		{"Flux and the git server", c.startFlux},
+	} {
+		began := time.Now()
+		if err := step.run(ctx, root); err != nil {
+			return c, fmt.Errorf("%s: %w (logs in %s)", step.what, err, c.logDir)
+		}
+		opts.Logf("started %s in %s", step.what, time.Since(began).Round(100*time.Millisecond))
+	}
+	return c, nil
+}
+
+// Stop ends every component, newest first, and the API server last.
+func (c *Cluster) Stop() {
+	c.cancel()
+	for i := len(c.done) - 1; i >= 0; i-- {
+		c.done[i]()
+	}
+	c.done = nil
+}
+
+// Logs returns the last lines of every component's log, for a failed run.
+func (c *Cluster) Logs(lines int) string {
+	var out string
+	for _, name := range slices.Sorted(maps.Keys(c.Procs)) {
+		out += fmt.Sprintf("----- %s (%s)\n%s\n", name, c.Procs[name].log, c.Procs[name].Tail(lines))
+	}
+	return out
+}
+
+// run starts a component and registers its stop.
+func (c *Cluster) run(name, bin string, args []string, env ...string) (*Process, error) {
+	p, err := startProcess(c.logDir, name, bin, args, env...)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	c.Procs[name] = p
+	c.mu.Unlock()
+	c.done = append(c.done, func() { p.Stop(10 * time.Second) })
+	return p, nil
+}
+
+func (c *Cluster) startAPIServer(ctx context.Context, root string) error {
+	if err := os.MkdirAll(c.logDir, 0o755); err != nil {
+		return err
+	}
+	assets := filepath.Join(c.Dir, "assets")
+	crds := filepath.Join(c.Dir, "crds")
+	for _, d := range []string{assets, crds} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return err
+		}
+	}
+	for name, bin := range map[string]string{"kube-apiserver": c.bins["KUBE_APISERVER"], "etcd": c.bins["ETCD"]} {
+		_ = os.Remove(filepath.Join(assets, name))
+		if err := os.Symlink(bin, filepath.Join(assets, name)); err != nil {
+			return err
+		}
+	}
+	if err := os.WriteFile(filepath.Join(crds, "fakeinfra.yaml"), []byte(fakeInfraCRDs), 0o644); err != nil {
+		return err
+	}
+	capiCRDs, err := hackOutput(root, "capi-crds.sh", "--all")
+	if err != nil {
+		return err
+	}
+	env, err := testenv.New(testenv.Options{Assets: assets, ExtraCRDDirs: []string{capiCRDs, c.bins["FLUX_CRDS"], crds}})
+	if err != nil {
+		return err
+	}
+	c.env, c.Client = env, env.Client
+	c.done = append(c.done, func() { _ = env.Stop() })
+	if err := clusterv1.AddToScheme(env.Scheme); err != nil {
+		return err
+	}
+	c.Kubeconfig = filepath.Join(c.Dir, "kubeconfig")
+	if err := env.WriteKubeconfig(c.Kubeconfig); err != nil {
+		return err
+	}
+	for _, ns := range []string{Namespace, ClusterNamespace, "flux-system"} {
+		if err := c.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return err
+		}
+	}
+	return nil
+}
+
+// startNodeComponents runs kube-controller-manager (Jobs create pods, evicted pods come
+// back, the default ServiceAccount exists, Ready nodes lose the not-ready taint) and kwok
+// (fake nodes stay Ready; their pods run, and complete after tessera.dev/fake-runtime).
+func (c *Cluster) startNodeComponents(ctx context.Context, _ string) error {
+	if _, err := c.run("kube-controller-manager", c.bins["KUBE_CONTROLLER_MANAGER"], []string{
+		"--kubeconfig=" + c.Kubeconfig,
+		"--authentication-kubeconfig=" + c.Kubeconfig,
+		"--authorization-kubeconfig=" + c.Kubeconfig,
+		"--leader-elect=false",
+		"--bind-address=127.0.0.1", "--secure-port=" + strconv.Itoa(freePort()),
+		"--controllers=job,replicaset,garbagecollector,serviceaccount,namespace,nodelifecycle,podgc,disruption",
+		"--node-monitor-grace-period=60s",
+		"--concurrent-job-syncs=10",
+	}); err != nil {
+		return err
+	}
+	stages := filepath.Join(c.Dir, "kwok-stages.yaml")
+	if err := writeKwokStages(stages); err != nil {
+		return err
+	}
+	if _, err := c.run("kwok", c.bins["KWOK"], []string{
+		"--kubeconfig=" + c.Kubeconfig,
+		"--config=" + stages,
+		"--manage-all-nodes=false",
+		"--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
+		"--node-ip=10.0.0.1",
+		"--server-address=127.0.0.1:" + strconv.Itoa(freePort()),
+	}); err != nil {
+		return err
+	}
+	// The default ServiceAccount shows kube-controller-manager is working.
+	return poll(ctx, time.Minute, "the default ServiceAccount", func() error {
+		return c.Client.Get(ctx, client.ObjectKey{Namespace: "default", Name: "default"}, &corev1.ServiceAccount{})
+	})
+}
+
+// startTessera runs the webhook (its certificate from its own rotator, the API server
+// reaching it on https://localhost), the scheduler and the autoscaler.
+func (c *Cluster) startTessera(ctx context.Context, root string) error {
+	dir, err := os.MkdirTemp(c.Dir, "bin-")
+	if err != nil {
+		return err
+	}
+	if c.tessera, err = testenv.BuildTesseraTo(dir); err != nil {
+		return err
+	}
+	if err := c.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: Namespace, Name: webhookSecret}}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	webhookPort := freePort()
+	if err := c.installWebhooks(ctx, root, webhookPort); err != nil {
+		return err
+	}
+	certDir := filepath.Join(c.Dir, "webhook-certs")
+	if err := os.MkdirAll(certDir, 0o755); err != nil {
+		return err
+	}
+	testenv.MountSecret(ctx, c.Client, client.ObjectKey{Namespace: Namespace, Name: webhookSecret}, certDir)
+	kc := "--kubeconfig=" + c.Kubeconfig
+	components := []struct {
+		name string
+		args []string
+	}{
+		{"tessera-webhook", []string{"webhook", kc, "--namespace=" + Namespace, "--port=" + strconv.Itoa(webhookPort),
+			"--cert-dir=" + certDir, "--cert-extra-dns-names=localhost"}},
+		{"tessera-scheduler", []string{"scheduler", kc, "--leader-elect=false", "--period=1s"}},
+		{"tessera-autoscaler", []string{"autoscaler", kc, "--leader-elect=false", "--period=2s", "--revalidate-after=4s", "--step-timeout=2m"}},
+	}
+	for _, comp := range components {
+		metrics, probe := freePort(), freePort()
+		args := append(comp.args, "--metrics-bind-address=127.0.0.1:"+strconv.Itoa(metrics), "--health-probe-bind-address=127.0.0.1:"+strconv.Itoa(probe))
+		if _, err := c.run(comp.name, c.tessera, args); err != nil {
+			return err
+		}
+		if err := c.addScrapeTarget(comp.name, metrics); err != nil {
+			return err
+		}
+		readyz := fmt.Sprintf("http://127.0.0.1:%d/readyz", probe)
+		if err := poll(ctx, 2*time.Minute, comp.name+" ready", func() error { return httpOK(readyz) }); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// installWebhooks applies the deployed webhook configurations with the API server
+// calling https://localhost:port instead of the Service.
+func (c *Cluster) installWebhooks(ctx context.Context, root string, port int) error {
+	objs, err := c.env.DecodeFiles(filepath.Join(root, "deploy", "kustomize", "base", "webhook", "webhooks.yaml"))
+	if err != nil {
+		return err
+	}
+	toURL := func(cc *admissionregistrationv1.WebhookClientConfig) {
+		url := fmt.Sprintf("https://localhost:%d%s", port, *cc.Service.Path)
+		cc.Service, cc.URL = nil, &url
+	}
+	for _, o := range objs {
+		switch w := o.(type) {
+		case *admissionregistrationv1.MutatingWebhookConfiguration:
+			for i := range w.Webhooks {
+				toURL(&w.Webhooks[i].ClientConfig)
+			}
+		case *admissionregistrationv1.ValidatingWebhookConfiguration:
+			for i := range w.Webhooks {
+				toURL(&w.Webhooks[i].ClientConfig)
+			}
+		}
+		if err := c.Client.Create(ctx, o); err != nil {
+			return fmt.Errorf("create %s: %w", o.GetName(), err)
+		}
+	}
+	return nil
+}
+
+// startClusterAPI runs Cluster API's core manager and the test's infrastructure
+// provider, and creates the Cluster (its kubeconfig Secret pointing at this same API
+// server) and a MachineDeployment of opts.Nodes Machines.
+func (c *Cluster) startClusterAPI(ctx context.Context, _ string) error {
+	certDir := filepath.Join(c.Dir, "capi-webhook-certs")
+	if err := writeSelfSignedCert(certDir, "localhost"); err != nil {
+		return err
+	}
+	if _, err := c.run("capi-manager", c.bins["CAPI_MANAGER"], []string{
+		"--leader-elect=false",
+		"--webhook-cert-dir=" + certDir, "--webhook-port=" + strconv.Itoa(freePort()),
+		"--diagnostics-address=127.0.0.1:" + strconv.Itoa(freePort()), "--insecure-diagnostics",
+		"--health-addr=127.0.0.1:" + strconv.Itoa(freePort()),
+	}, "KUBECONFIG="+c.Kubeconfig); err != nil {
+		return err
+	}
+	mgr, err := ctrl.NewManager(c.env.Config, ctrl.Options{Scheme: c.env.Scheme, Metrics: metricsserver.Options{BindAddress: "0"}})
+	if err != nil {
+		return err
+	}
+	fm := &unstructured.Unstructured{}
+	fm.SetGroupVersionKind(fakeMachineGVK)
+	if err := ctrl.NewControllerManagedBy(mgr).Named("fakemachine").For(fm).Complete(&fakeInfra{client: mgr.GetClient(), agents: c}); err != nil {
+		return err
+	}
+	mctx, stop := context.WithCancel(ctx)
+	mgrDone := make(chan struct{})
+	go func() {
+		defer close(mgrDone)
+		if err := mgr.Start(mctx); err != nil {
+			c.opts.Logf("fake infrastructure provider: %v", err)
+		}
+	}()
+	c.done = append(c.done, func() { stop(); <-mgrDone })
+	kubeconfig, err := os.ReadFile(c.Kubeconfig)
+	if err != nil {
+		return err
+	}
+	for _, o := range clusterObjects(kubeconfig, int32(c.opts.Nodes), c.opts.MinNodes) {
+		if err := c.Client.Create(ctx, o); err != nil {
+			return fmt.Errorf("create %T %s: %w", o, o.GetName(), err)
+		}
+	}
+	return poll(ctx, 3*time.Minute, fmt.Sprintf("%d Machines with Nodes", c.opts.Nodes), func() error {
+		var ms clusterv1.MachineList
+		if err := c.Client.List(ctx, &ms, client.InNamespace(ClusterNamespace)); err != nil {
+			return err
+		}
+		ready := 0
+		for _, m := range ms.Items {
+			if m.Status.NodeRef.IsDefined() {
+				ready++
+			}
+		}
+		if ready < c.opts.Nodes {
+			return fmt.Errorf("%d of %d Machines have a Node", ready, c.opts.Nodes)
+		}
+		return nil
+	})
+}
+
+// StartAgent runs the node agent of a fake node on simulated GPUs (idempotent).
+func (c *Cluster) StartAgent(node string) error {
+	name := "agent-" + node
+	c.mu.Lock()
+	p, ok := c.Procs[name]
+	c.mu.Unlock()
+	if ok {
+		if exited, _ := p.Exited(); !exited {
+			return nil
+		}
+		return p.Start()
+	}
+	port := freePort()
+	if _, err := c.run(name, c.tessera, []string{"node-agent", "--node-name=" + node, "--kubeconfig=" + c.Kubeconfig,
+		"--fake-gpus=" + c.opts.GPUs, "--device-plugin-dir=", "--sample-interval=5s",
+		"--metrics-addr=127.0.0.1:" + strconv.Itoa(port)}); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	c.agentPorts[node] = port
+	c.mu.Unlock()
+	return c.writeAgentTargets()
+}
+
+// StopAgent stops the node agent of a node that is going away.
+func (c *Cluster) StopAgent(node string) {
+	c.mu.Lock()
+	p, ok := c.Procs["agent-"+node]
+	delete(c.agentPorts, node)
+	c.mu.Unlock()
+	if ok {
+		p.Stop(5 * time.Second)
+	}
+	_ = c.writeAgentTargets()
+}
+
+// poll calls check every half second until it succeeds or timeout passes, then returns
+// its last error.
+func poll(ctx context.Context, timeout time.Duration, what string, check func() error) error {
+	var last error
+	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
+		last = check()
+		return last == nil, nil
+	})
+	if err != nil {
+		return fmt.Errorf("waiting for %s: %w", what, errors.Join(err, last))
+	}
+	return nil
+}
+
+func httpOK(url string) error {
+	resp, err := http.Get(url)
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s: %s", url, resp.Status)
+	}
+	return nil
+}
+
+// freePort is a TCP port free on 127.0.0.1 a moment ago.
+func freePort() int {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		panic(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}

@@ -1,0 +1,93 @@
+// Command devcluster brings up the end-to-end test's cluster to try Tessera without
+// GPUs: a local control plane with fake GPU nodes (kwok and go-nvml's simulated
+// servers), Cluster API, Flux syncing the example configuration from a local git
+// repository, Prometheus, and Tessera's scheduler, webhook, autoscaler and node agents.
+// Everything listens on 127.0.0.1 only; Ctrl-C tears it down. `make dev-cluster` runs
+// it.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/tessera-gpu/tessera/test/e2e"
+)
+
+func main() {
+	nodes := flag.Int("nodes", 4, "fake GPU nodes (Machines of one MachineDeployment)")
+	gpus := flag.String("gpus", "dgxa100-80gb", "simulated GPU server of every node (dgxa100, dgxa100-80gb, dgxh100, pcie-a100)")
+	flag.Parse()
+	if err := run(*nodes, *gpus); err != nil {
+		fmt.Fprintln(os.Stderr, "dev-cluster:", err)
+		os.Exit(1)
+	}
+}
+
+func run(nodes int, gpus string) error {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	logf := func(format string, args ...any) {
+		fmt.Printf("%s  %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
+	}
+	c, err := e2e.Start(ctx, e2e.Options{Nodes: nodes, MinNodes: 1, GPUs: gpus, Logf: logf})
+	if c != nil {
+		defer func() {
+			logf("stopping every component")
+			c.Stop()
+		}()
+	}
+	if err != nil {
+		if c != nil {
+			fmt.Fprintln(os.Stderr, c.Logs(20))
+		}
+		return err
+	}
+	overlay, err := e2e.ExampleOverlay()
+	if err != nil {
+		return err
+	}
+	rev, err := c.SyncExample(ctx, overlay)
+	if err != nil {
+		return err
+	}
+	logf("Flux applied gitops/clusters/example (commit %s)", rev[:8])
+	fmt.Printf(`
+Tessera is running on %d fake GPU nodes. In another shell:
+
+  export KUBECONFIG=%s
+  kubectl get nodes -L tessera.dev/gpu-model,tessera.dev/gpu-count
+  kubectl get queues,gpunodes,scaledownpolicies
+  kubectl create job demo -n research --image=busybox -- sleep 1   # then add GPUs:
+  kubectl apply -f - <<'YAML'
+  apiVersion: batch/v1
+  kind: Job
+  metadata: {name: finetune, namespace: research}
+  spec:
+    parallelism: 2
+    completions: 2
+    template:
+      metadata: {annotations: {%s: 60s}}
+      spec:
+        restartPolicy: Never
+        containers:
+        - name: train
+          image: train
+          resources: {limits: {nvidia.com/gpu: 4}}
+  YAML
+  kubectl get pods -n research -o wide
+  bin/tessera explain -n research <pod>          # why a pod waits
+  bin/tessera autoscaler plan                    # what the autoscaler would remove
+
+Idle nodes are removed through Cluster API after 20 s (kubectl get machines -A).
+Prometheus: %s   Git repository Flux syncs: %s
+Component logs: %s
+Ctrl-C stops everything.
+`, nodes, c.Kubeconfig, e2e.FakeRuntime, c.Prometheus, c.Git.URL, c.Dir+"/logs")
+	<-ctx.Done()
+	return nil
+}

@@ -1,0 +1,13 @@
+// Package e2e runs the whole system on a local control plane: etcd, kube-apiserver and
+// kube-controller-manager; kwok, so fake nodes' pods really run and complete; Cluster
+// API's core controllers with a minimal infrastructure provider whose Machines become
+// kwok Nodes of the same API server; Flux's source- and kustomize-controller syncing a
+// git repository served on 127.0.0.1; Tessera's scheduler, webhook (over TLS),
+// autoscaler and one node agent per node on simulated GPUs; and Prometheus scraping them
+// with deploy/'s rules. Every component is a process the harness starts and stops by
+// PID; their logs are kept for a failed run.
+//
+// The binaries are built by hack/e2e-binaries.sh and cached under $HOME/.cache/tessera.
+// `make e2e` runs the scenario; `make dev-cluster` brings the same cluster up to try.
+// Without TESSERA_E2E=1 the tests skip.
+package e2e
