@@ -16,7 +16,7 @@ STATICCHECK   := $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 GENERATED     := api deploy/crds deploy/helm/tessera/crds deploy/kustomize/base
 CHART         := deploy/helm/tessera
 
-.PHONY: all build test chart-test unit integration rules-test k8s-binaries lint generate verify demo bench bench-scheduler clean
+.PHONY: all build test chart-test unit integration rules-test k8s-binaries e2e-binaries lint generate verify demo bench bench-scheduler clean
 
 all: build
 
@@ -26,6 +26,12 @@ build:
 ## k8s-binaries: build kube-apiserver and etcd from the module proxy (cached in ~/.cache/tessera)
 k8s-binaries:
 	@hack/k8s-binaries.sh >/dev/null
+
+## e2e-binaries: build what the end-to-end tests run (kube-apiserver, kube-controller-manager,
+## etcd, kwok, the Cluster API core manager, Flux's source- and kustomize-controller) from the
+## module proxy, cached in ~/.cache/tessera/e2e; 15-25 minutes the first time
+e2e-binaries:
+	@hack/e2e-binaries.sh >/dev/null
 
 ## test: unit and integration tests (integration against a real kube-apiserver + etcd),
 ## Rego tests (through go test), Prometheus rule tests (promtool) and the chart's tests
