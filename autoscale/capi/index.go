@@ -113,6 +113,24 @@ func (idx *index) groupOf(m *clusterv1.Machine) (group, error) {
 	return g, nil
 }
 
+// members counts the Machines of group g that are not being deleted, and how many of
+// them Mark marked.
+func (idx *index) members(g group) (present, marked int) {
+	for _, m := range idx.byKey {
+		if !m.DeletionTimestamp.IsZero() {
+			continue
+		}
+		if mg, err := idx.groupOf(m); err != nil || mg.scalable != g.scalable {
+			continue
+		}
+		present++
+		if _, ok := m.Annotations[AnnotationReplicasBefore]; ok {
+			marked++
+		}
+	}
+	return present, marked
+}
+
 // owner is the namespace/name of o's controller of the given Cluster API kind, "" if none.
 func owner(o metav1.Object, kind string) string {
 	ref := metav1.GetControllerOf(o)

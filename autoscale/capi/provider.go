@@ -18,8 +18,9 @@ import (
 	"github.com/tessera-gpu/tessera/autoscale"
 )
 
-// AnnotationReplicasBefore on a Machine that Tessera marked for deletion holds its node
-// group's replicas when it was marked: the group is lowered once, to below that count.
+// AnnotationReplicasBefore on a Machine marks it as one Tessera is removing, and holds
+// its node group's replicas when it was marked (for people reading it). Lower counts the
+// marked Machines of a group to lower it exactly once per Machine.
 const AnnotationReplicasBefore = "tessera.dev/scale-down-replicas-before"
 
 // Provider finds and removes the Machines behind workload-cluster nodes, in the
@@ -99,20 +100,32 @@ func (p *Provider) Mark(ctx context.Context, node *corev1.Node) (string, error) 
 	return key(m), nil
 }
 
-// Lower implements autoscale.Infrastructure. It never lowers a group below its min-size
-// annotation, and updates the scale with its resourceVersion, so a concurrent change
-// of the replicas fails it rather than being overwritten.
+// Lower implements autoscale.Infrastructure. It lowers the node's group by one while
+// the group holds Machines that Mark marked and that no decrement covers yet, so that
+// every marked Machine costs exactly one replica: when several nodes of one group go
+// at once, and when Lower runs again after a crash between its scale update and the
+// MachineSet's deletion. The MachineSet deletes marked Machines first. It never lowers
+// a group below its min-size annotation, and updates the scale with its
+// resourceVersion, so a concurrent change of the replicas fails it rather than being
+// overwritten.
 func (p *Provider) Lower(ctx context.Context, node *corev1.Node) (string, error) {
-	m, g, err := p.find(ctx, node)
+	idx, err := p.index(ctx)
 	if err != nil {
 		return "", err
 	}
+	m := idx.machineOf(node)
 	if m == nil {
 		return "", fmt.Errorf("node %s has no Machine any more", node.Name)
 	}
-	before, err := strconv.Atoi(m.Annotations[AnnotationReplicasBefore])
+	if _, ok := m.Annotations[AnnotationReplicasBefore]; !ok {
+		return "", fmt.Errorf("the Machine %s has no annotation %s; mark it first", key(m), AnnotationReplicasBefore)
+	}
+	if !m.DeletionTimestamp.IsZero() {
+		return fmt.Sprintf("Machine %s is being deleted", key(m)), nil
+	}
+	g, err := idx.groupOf(m)
 	if err != nil {
-		return "", fmt.Errorf("the Machine %s: annotation %s %q is not a replica count; mark it first", key(m), AnnotationReplicasBefore, m.Annotations[AnnotationReplicasBefore])
+		return "", err
 	}
 	if g.scalable == nil {
 		return "", fmt.Errorf("the Machine %s belongs to no MachineSet", key(m))
@@ -122,8 +135,11 @@ func (p *Provider) Lower(ctx context.Context, node *corev1.Node) (string, error)
 		return "", err
 	}
 	now := int(sc.Spec.Replicas)
-	if now < before {
-		return fmt.Sprintf("%s lowered already (%d -> %d)", g.name, before, now), nil
+	present, marked := idx.members(g)
+	// present-now Machines are about to go because the replicas are below them: marked
+	// ones first, so those many marks are covered already.
+	if uncovered := marked - max(0, present-now); uncovered <= 0 {
+		return fmt.Sprintf("%s lowered already (%d replicas, %d Machines, %d marked)", g.name, now, present, marked), nil
 	}
 	if now-1 < g.MinSize {
 		return "", fmt.Errorf("%s at %d replicas may not go below its %s %d", g.name, now, clusterv1.AutoscalerMinSizeAnnotation, g.MinSize)

@@ -174,6 +174,34 @@ func TestMinSizeRespected(t *testing.T) {
 	}
 }
 
+// Two idle nodes of one MachineDeployment removed at once cost two replicas, not one
+// (both Machines were marked at the same replica count), and rounds after the removal
+// lower nothing more.
+func TestParallelRemovalsLowerOncePerMachine(t *testing.T) {
+	h := newHarness(t)
+	for _, n := range []string{"a", "b", "c", "d"} {
+		h.gpuNode(n, 2*time.Hour, nil)
+	}
+	h.machineDeployment(1, "a", "b", "c", "d")
+	h.pod("train-c", "c", 8)
+	h.pod("train-d", "d", 8)
+	h.policy(tesserav1.ScaleDownPolicySpec{MaxParallel: 2, Cooldown: &metav1.Duration{}})
+	a := h.actuator(env.Client, env.Client)
+	h.rounds(a, 8)
+	h.expectPhase("a", autoscale.PhaseRemoved)
+	h.expectPhase("b", autoscale.PhaseRemoved)
+	if got := h.marked(); !slices.Equal(got, []string{"ms-a", "ms-b"}) {
+		t.Fatalf("Machines marked for deletion: %v", got)
+	}
+	if got := h.replicas("md"); got != 2 {
+		t.Fatalf("MachineDeployment at %d replicas, want 2 (4 less the 2 removed)", got)
+	}
+	h.rounds(a, 4)
+	if got := h.replicas("md"); got != 2 {
+		t.Fatalf("MachineDeployment at %d replicas after more rounds, want 2", got)
+	}
+}
+
 // pendingGang creates a queue deserving 8 GPUs and an admitted gang of one 8-GPU pod
 // in it, waiting.
 func (h *harness) pendingGang() {
