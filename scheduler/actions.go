@@ -2,7 +2,9 @@ package scheduler
 
 import (
 	"fmt"
+	"math"
 	"slices"
+	"time"
 
 	"github.com/tessera-gpu/tessera/scheduler/framework"
 )
@@ -124,7 +126,9 @@ func (allocate) Execute(s *Session) {
 }
 
 // backfill places jobs that allocate left behind into capacity the blocked jobs cannot
-// use yet; a gang that has waited longer than reservationAfter first gets nodes reserved.
+// use yet; a gang that has waited longer than reservationAfter first gets nodes
+// reserved, and one that has waited past reservationDeadline preempts the
+// lower-priority work still on them.
 type backfill struct{}
 
 func (backfill) Name() string { return "backfill" }
@@ -140,6 +144,9 @@ func (backfill) Execute(s *Session) {
 			// one: its gang's pods all exist and some node could hold them.
 			if !j.WaitingSince.IsZero() && s.Snap.Now.Sub(j.WaitingSince) >= after && j.Count(framework.TaskPending) > 0 &&
 				waitsForCapacity(j) && len(j.Tasks) >= s.minAvailable(j) && s.reserve(j) {
+				if d := s.cfg.ReservationDeadline.Duration; d > 0 && s.Snap.Now.Sub(j.WaitingSince) >= d {
+					s.clearReserved(j)
+				}
 				break
 			}
 		}
@@ -152,13 +159,15 @@ func (backfill) Execute(s *Session) {
 	}
 }
 
-// waitsForCapacity reports whether the job waits for nodes (not for its queue).
+// waitsForCapacity reports whether the job waits for nodes, or for its queue's
+// capability (which its queue's lower-priority work may hold), not for admission.
 func waitsForCapacity(j *framework.Job) bool {
 	if j.Pending == nil {
 		return false
 	}
 	switch j.Pending.Code {
-	case framework.ReasonUnschedulable, framework.ReasonGangIncomplete, framework.ReasonTopology, framework.ReasonWaitingInLine:
+	case framework.ReasonUnschedulable, framework.ReasonGangIncomplete, framework.ReasonTopology, framework.ReasonWaitingInLine,
+		framework.ReasonQueueCapability:
 		return true
 	}
 	return false
@@ -166,8 +175,9 @@ func waitsForCapacity(j *framework.Job) bool {
 
 // reserve holds nodes for a starving job, replacing any earlier reservation: the nodes
 // that are closest to free and whose capacity, once their current tasks end, holds the
-// job's pending tasks. It reports false, changing nothing, when no node could ever hold
-// one of them.
+// job's pending tasks; nodes running work of the job's priority or above (which it
+// could not preempt) come last. It reports false, changing nothing, when no node could
+// ever hold one of them.
 func (s *Session) reserve(j *framework.Job) bool {
 	t := firstPending(j)
 	if !slices.ContainsFunc(s.Snap.Nodes, func(n *framework.Node) bool { return capacityFor(t, n) > 0 }) {
@@ -177,6 +187,7 @@ func (s *Session) reserve(j *framework.Job) bool {
 		n.Reserved = nil
 	}
 	clear(s.reservations)
+	s.reservedFor = j
 	need := j.Count(framework.TaskPending)
 	type cand struct {
 		n    *framework.Node
@@ -187,7 +198,11 @@ func (s *Session) reserve(j *framework.Job) bool {
 		if capacityFor(t, n) == 0 {
 			continue
 		}
-		cands = append(cands, cand{n, n.Used.GPU*4 + n.Used.MilliCPU/1000})
+		busy := n.Used.GPU*4 + n.Used.MilliCPU/1000
+		if slices.ContainsFunc(n.Tasks, func(t *framework.Task) bool { return t.Job.Priority >= j.Priority }) {
+			busy += math.MaxInt64 / 2
+		}
+		cands = append(cands, cand{n, busy})
 	}
 	slices.SortStableFunc(cands, func(a, b cand) int {
 		switch {
@@ -208,8 +223,38 @@ func (s *Session) reserve(j *framework.Job) bool {
 	}
 	if j.Pending != nil {
 		j.Pending.Message += "; nodes reserved until it fits"
+		if d := s.cfg.ReservationDeadline.Duration; d > 0 {
+			j.Pending.Message += fmt.Sprintf(", lower-priority work on them preempted at %s", j.WaitingSince.Add(d).UTC().Format(time.DateTime))
+		}
 	}
 	return true
+}
+
+// mayUseReserved reports whether job j may run on nodes reserved for r: only work that
+// r would preempt at its deadline, and only until the drain before it begins.
+func (s *Session) mayUseReserved(j, r *framework.Job) bool {
+	d := s.cfg.ReservationDeadline.Duration
+	return d > 0 && j.Priority < r.Priority && s.Snap.Now.Sub(r.WaitingSince) < d-s.cfg.ReservationDrain.Duration
+}
+
+// clearReserved preempts, for a job past its reservation deadline, the lower-priority
+// jobs on its reserved nodes, then its queue's lower-priority jobs elsewhere (they hold
+// the queue's capability), as few as let it start.
+func (s *Session) clearReserved(j *framework.Job) {
+	var onNodes, inQueue []*framework.Job
+	for _, v := range s.Snap.Jobs {
+		if v.Priority >= j.Priority || !s.evictable(v) {
+			continue
+		}
+		if slices.ContainsFunc(v.Tasks, func(t *framework.Task) bool { return t.Node != nil && t.Node.Reserved == j }) {
+			onNodes = append(onNodes, v)
+		} else if v.Queue == j.Queue {
+			inQueue = append(inQueue, v)
+		}
+	}
+	slices.SortStableFunc(onNodes, s.compareVictims)
+	slices.SortStableFunc(inQueue, s.compareVictims)
+	s.evictFor(j, append(onNodes, inQueue...), nil, fmt.Sprintf("preempted from nodes reserved for %s", j.Key()))
 }
 
 // capacityFor is how many tasks like t an empty node could hold.

@@ -29,6 +29,15 @@ type Config struct {
 	PercentageOfNodesToScore int `json:"percentageOfNodesToScore,omitempty"`
 	// ReservationAfter is how long a gang waits before backfill reserves nodes for it.
 	ReservationAfter Duration `json:"reservationAfter,omitempty"`
+	// ReservationDeadline, when set, is the wait by which a gang holding a reservation
+	// starts: until ReservationDeadline minus ReservationDrain, work of lower priority
+	// than the gang may still run on its reserved nodes (the gang could preempt it), then
+	// the nodes take no new work, and at the deadline the lower-priority work still on
+	// them is preempted. 0 never preempts: reserved nodes keep out all other work.
+	ReservationDeadline Duration `json:"reservationDeadline,omitempty"`
+	// ReservationDrain is how long before ReservationDeadline reserved nodes stop
+	// taking lower-priority work, so that most of it ends before the deadline.
+	ReservationDrain Duration `json:"reservationDrain,omitempty"`
 	// Seed makes tie-breaking reproducible.
 	Seed int64 `json:"seed,omitempty"`
 	// TieBreak picks among equally scored nodes: "random" (kube-scheduler's reservoir
@@ -122,6 +131,12 @@ func (c *Config) Validate() error {
 	}
 	if c.ReservationAfter.Duration < 0 {
 		return fmt.Errorf("reservationAfter: %s is negative", c.ReservationAfter)
+	}
+	if d := c.ReservationDeadline.Duration; d < 0 || (d > 0 && d < c.ReservationAfter.Duration) {
+		return fmt.Errorf("reservationDeadline: %s is negative or below reservationAfter (%s)", c.ReservationDeadline, c.ReservationAfter)
+	}
+	if d := c.ReservationDrain.Duration; d < 0 || d > c.ReservationDeadline.Duration {
+		return fmt.Errorf("reservationDrain: %s is outside 0..reservationDeadline (%s)", c.ReservationDrain, c.ReservationDeadline)
 	}
 	for _, name := range c.actionNames() {
 		if _, ok := actionRegistry[name]; !ok {

@@ -78,19 +78,22 @@ func (s *Session) evictForFailed(sameQueue bool, eligible, check func(j, v *fram
 		if len(victims) == 0 {
 			continue
 		}
-		slices.SortStableFunc(victims, func(a, b *framework.Job) int {
-			for _, o := range s.victimOrder {
-				if c := o.CompareVictims(a, b); c != 0 {
-					return c
-				}
-			}
-			return 0
-		})
+		slices.SortStableFunc(victims, s.compareVictims)
 		if len(victims) > maxVictimJobs {
 			victims = victims[:maxVictimJobs]
 		}
 		s.evictFor(j, victims, check, fmt.Sprintf(reason, j.Key()))
 	}
+}
+
+// compareVictims orders victims by the victim-order plugins.
+func (s *Session) compareVictims(a, b *framework.Job) int {
+	for _, o := range s.victimOrder {
+		if c := o.CompareVictims(a, b); c != 0 {
+			return c
+		}
+	}
+	return 0
 }
 
 // rememberEviction records that victim was evicted for by.

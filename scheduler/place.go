@@ -23,7 +23,7 @@ func (s *Session) numFeasibleToFind(total int) int {
 
 // fits runs the filters.
 func (s *Session) fits(t *framework.Task, n *framework.Node) framework.FitCode {
-	if n.Reserved != nil && n.Reserved != t.Job {
+	if r := n.Reserved; r != nil && r != t.Job && !s.mayUseReserved(t.Job, r) {
 		return framework.FitReserved
 	}
 	for _, f := range s.filters {
@@ -108,6 +108,9 @@ type shapeKey struct {
 	cpu, mem, pods, milli, memMiB int64
 	count                         int
 	models                        string
+	// priority and holder are set while nodes are reserved (see Session.fits).
+	priority int32
+	holder   bool
 }
 
 func keyOf(t *framework.Task) (shapeKey, bool) {
@@ -132,6 +135,10 @@ func (s *Session) placeTasks(j *framework.Job, st *Statement, candidates []*fram
 			continue
 		}
 		key, cacheable := keyOf(t)
+		if s.reservedFor != nil {
+			// Reserved nodes take some jobs and not others.
+			key.priority, key.holder = j.Priority, j == s.reservedFor
+		}
 		if cacheable && all && s.unfit[key] {
 			if firstFail == nil {
 				firstFail = s.unfitStats[key]

@@ -516,6 +516,62 @@ func TestBackfillAndReservation(t *testing.T) {
 	}
 }
 
+// TestReservationDeadline: nodes reserved for a starving gang keep out work of its
+// priority, take lower-priority work until the drain before the deadline, and at the
+// deadline the lower-priority work on them is preempted so that the gang starts.
+func TestReservationDeadline(t *testing.T) {
+	cfg, _ := scheduler.Policy("tessera")
+	cfg.ReservationAfter = scheduler.Duration{Duration: time.Hour}
+	cfg.ReservationDeadline = scheduler.Duration{Duration: 3 * time.Hour}
+	cfg.ReservationDrain = scheduler.Duration{Duration: time.Hour}
+	s, err := scheduler.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns := nodes(2, 8)
+	// Work of another queue that cannot be reclaimed: only the deadline evicts it.
+	qa, qb := testutil.MakeQueue("qa").Obj(), testutil.MakeQueue("qb").NotReclaimable().Obj()
+	big := testutil.MakeJob("big").Tasks(2).GPU(8).Priority(10).Queue(qa).Obj()
+	big.WaitingSince = testutil.Epoch
+	snap := testutil.Snapshot(0, ns, []*framework.Job{big}, qa, qb)
+	for i, n := range ns {
+		j := testutil.MakeJob(fmt.Sprintf("lo-%d", i)).GPU(1).Priority(1).Queue(qb).Obj()
+		testutil.Run(j, testutil.Epoch, n)
+		snap.Jobs = append(snap.Jobs, j)
+	}
+	session := func(at time.Duration, arrive ...*framework.Job) *scheduler.Result {
+		t.Helper()
+		snap.Now = testutil.Epoch.Add(at)
+		snap.Jobs = append(snap.Jobs, arrive...)
+		r := s.RunSession(snap)
+		checkInvariants(t, fmt.Sprintf("at %s", at), true, snap, r)
+		commitResult(snap)
+		return r
+	}
+	session(70 * time.Minute)
+	if ns[0].Reserved != big || ns[1].Reserved != big {
+		t.Fatalf("nodes reserved for %v, %v; want big", ns[0].Reserved, ns[1].Reserved)
+	}
+	wantReason(t, big, framework.ReasonGangIncomplete, "lower-priority work on them preempted at 2026-01-01 03:00:00")
+	lo := testutil.MakeJob("lo-a").GPU(1).Priority(1).Queue(qb).Obj()
+	peer := testutil.MakeJob("peer").GPU(1).Priority(10).Queue(qb).Obj()
+	if r := session(90*time.Minute, lo, peer); boundTasks(r, lo) != 1 || boundTasks(r, peer) != 0 {
+		t.Fatalf("before the drain: lower priority bound %d, same priority %d; want 1, 0", boundTasks(r, lo), boundTasks(r, peer))
+	}
+	late := testutil.MakeJob("lo-b").GPU(1).Priority(1).Queue(qb).Obj()
+	if r := session(150*time.Minute, late); boundTasks(r, late) != 0 {
+		t.Fatal("lower-priority job placed on reserved nodes during the drain")
+	}
+	r := session(3 * time.Hour)
+	if got := evictedJobs(r); !slices.Equal(got, []string{"lo-0", "lo-1", "lo-a"}) {
+		t.Fatalf("evicted %v at the deadline, want lo-0, lo-1, lo-a", got)
+	}
+	wantReason(t, lo, framework.ReasonEvicted, "preempted from nodes reserved for default/big")
+	if boundTasks(r, big) != 2 {
+		t.Fatalf("gang bound %d of 2 tasks at its deadline", boundTasks(r, big))
+	}
+}
+
 // TestBackfillSameShape: a small job of the same pod shape as a gang that does not fit
 // still runs in the room the gang cannot use.
 func TestBackfillSameShape(t *testing.T) {

@@ -213,7 +213,7 @@ func (s *Session) open() {
 			delete(s.reservations, node)
 			continue
 		}
-		n.Reserved = j
+		n.Reserved, s.reservedFor = j, j
 	}
 	for _, o := range s.observers {
 		o.OnSessionOpen(snap)

@@ -41,6 +41,8 @@ type Session struct {
 	next int
 	// failed are the jobs allocate could not place, for preempt, reclaim and backfill.
 	failed []*framework.Job
+	// reservedFor is the job nodes are reserved for, if any.
+	reservedFor *framework.Job
 	// blocked queues stop allocating after their head job fails (backfill takes over).
 	blocked map[*framework.Queue]bool
 	// evicted are the tasks evicted in this session; they are not placed again in it.
