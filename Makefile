@@ -16,7 +16,7 @@ STATICCHECK   := $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 GENERATED     := api deploy/crds deploy/helm/tessera/crds deploy/kustomize/base
 CHART         := deploy/helm/tessera
 
-.PHONY: all build test chart-test unit integration rules-test k8s-binaries e2e-binaries lint generate verify demo bench bench-scheduler clean
+.PHONY: all build test chart-test unit integration rules-test k8s-binaries e2e-binaries e2e dev-cluster lint generate verify demo bench bench-scheduler clean
 
 all: build
 
@@ -32,6 +32,20 @@ k8s-binaries:
 ## module proxy, cached in ~/.cache/tessera/e2e; 15-25 minutes the first time
 e2e-binaries:
 	@hack/e2e-binaries.sh >/dev/null
+
+## e2e: the whole system on a local control plane (test/e2e): a Git commit synced by Flux,
+## plain Jobs defaulted by the webhook, gangs, slices, preemption, idle nodes removed
+## through Cluster API, the scale-down alert in Prometheus, a broken policy rejected; with
+## the scheduler, autoscaler and webhook killed or restarted on the way. Prints a timeline.
+e2e: e2e-binaries
+	@hack/ensure-promtool.sh
+	TESSERA_E2E=1 $(GO) test -count=1 -timeout 30m -v -run TestEndToEnd ./test/e2e
+
+## dev-cluster: the same cluster with Tessera running on fake GPU nodes, to try it without
+## GPUs; prints a KUBECONFIG and commands to try; Ctrl-C tears it down
+dev-cluster: e2e-binaries
+	@hack/ensure-promtool.sh
+	$(GO) run ./test/e2e/devcluster
 
 ## test: unit and integration tests (integration against a real kube-apiserver + etcd),
 ## Rego tests (through go test), Prometheus rule tests (promtool) and the chart's tests

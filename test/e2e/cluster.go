@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-logr/logr/funcr"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -217,6 +218,7 @@ func (c *Cluster) startNodeComponents(ctx context.Context, _ string) error {
 		"--kubeconfig=" + c.Kubeconfig,
 		"--authentication-kubeconfig=" + c.Kubeconfig,
 		"--authorization-kubeconfig=" + c.Kubeconfig,
+		"--authentication-skip-lookup",
 		"--leader-elect=false",
 		"--bind-address=127.0.0.1", "--secure-port=" + strconv.Itoa(freePort()),
 		"--controllers=job,replicaset,garbagecollector,serviceaccount,namespace,nodelifecycle,podgc,disruption",
@@ -280,14 +282,14 @@ func (c *Cluster) startTessera(ctx context.Context, root string) error {
 	for _, comp := range components {
 		metrics, probe := freePort(), freePort()
 		args := append(comp.args, "--metrics-bind-address=127.0.0.1:"+strconv.Itoa(metrics), "--health-probe-bind-address=127.0.0.1:"+strconv.Itoa(probe))
-		if _, err := c.run(comp.name, c.tessera, args); err != nil {
+		p, err := c.run(comp.name, c.tessera, args)
+		if err != nil {
 			return err
 		}
 		if err := c.addScrapeTarget(comp.name, metrics); err != nil {
 			return err
 		}
-		readyz := fmt.Sprintf("http://127.0.0.1:%d/readyz", probe)
-		if err := poll(ctx, 2*time.Minute, comp.name+" ready", func() error { return httpOK(readyz) }); err != nil {
+		if err := waitReady(ctx, p, probe); err != nil {
 			return err
 		}
 	}
@@ -339,7 +341,14 @@ func (c *Cluster) startClusterAPI(ctx context.Context, _ string) error {
 	}, "KUBECONFIG="+c.Kubeconfig); err != nil {
 		return err
 	}
-	mgr, err := ctrl.NewManager(c.env.Config, ctrl.Options{Scheme: c.env.Scheme, Metrics: metricsserver.Options{BindAddress: "0"}})
+	logFile, err := os.Create(filepath.Join(c.logDir, "fake-infrastructure.log"))
+	if err != nil {
+		return err
+	}
+	c.done = append(c.done, func() { logFile.Close() })
+	log := funcr.New(func(prefix, args string) { fmt.Fprintln(logFile, time.Now().Format(time.RFC3339), prefix, args) }, funcr.Options{})
+	ctrl.SetLogger(log)
+	mgr, err := ctrl.NewManager(c.env.Config, ctrl.Options{Scheme: c.env.Scheme, Logger: log, Metrics: metricsserver.Options{BindAddress: "0"}})
 	if err != nil {
 		return err
 	}
@@ -420,12 +429,30 @@ func (c *Cluster) StopAgent(node string) {
 	_ = c.writeAgentTargets()
 }
 
-// poll calls check every half second until it succeeds or timeout passes, then returns
-// its last error.
+// waitReady waits until the process answers on 127.0.0.1:port/readyz, failing at once
+// when it exits.
+func waitReady(ctx context.Context, p *Process, port int) error {
+	url := fmt.Sprintf("http://127.0.0.1:%d/readyz", port)
+	return poll(ctx, 2*time.Minute, p.Name+" ready", func() error {
+		if exited, err := p.Exited(); exited {
+			return giveUp{fmt.Errorf("%s exited (%v): %s", p.Name, err, p.Tail(3))}
+		}
+		return httpOK(url)
+	})
+}
+
+// giveUp is an error of a poll's check that ends the poll at once.
+type giveUp struct{ error }
+
+// poll calls check every half second until it succeeds, timeout passes or it gives up,
+// then returns its last error.
 func poll(ctx context.Context, timeout time.Duration, what string, check func() error) error {
 	var last error
 	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
 		last = check()
+		if errors.As(last, &giveUp{}) {
+			return false, last
+		}
 		return last == nil, nil
 	})
 	if err != nil {

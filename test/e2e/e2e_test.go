@@ -33,9 +33,12 @@ func TestEndToEnd(t *testing.T) {
 	if c != nil {
 		t.Cleanup(func() {
 			if t.Failed() {
-				t.Logf("component logs (all of them in %s):\n%s", c.logDir, c.Logs(40))
+				t.Logf("cluster state:\n%s\ncomponent logs (all of them in %s):\n%s", c.Describe(context.Background()), c.logDir, c.Logs(40))
 			}
 			c.Stop()
+			if !t.Failed() {
+				_ = os.RemoveAll(c.Dir)
+			}
 		})
 	}
 	if err != nil {
@@ -151,8 +154,8 @@ func (s *scenario) nodesAndGPUs() {
 // placement submits a 32-GPU gang, two 8-GPU fine-tunes and eight 12 GiB experiments as
 // plain Jobs, killing the scheduler as the gang starts binding.
 func (s *scenario) placement() {
-	gang := Job("pretraining", "pretrain", 4, 8, 0, 150*time.Second)
-	finetunes := []*batchv1.Job{Job("research", "finetune-a", 1, 8, 0, 150*time.Second), Job("research", "finetune-b", 1, 8, 0, 150*time.Second)}
+	gang := Job("pretraining", "pretrain", 4, 8, 0, 100*time.Second)
+	finetunes := []*batchv1.Job{Job("research", "finetune-a", 1, 8, 0, 100*time.Second), Job("research", "finetune-b", 1, 8, 0, 100*time.Second)}
 	experiments := Job("research", "experiments", 8, 0, 12*1024, 90*time.Second)
 	for _, j := range append([]*batchv1.Job{gang, experiments}, finetunes...) {
 		s.create(j)
@@ -364,8 +367,11 @@ func (s *scenario) scaleDown() {
 // after a webhook restart, a policy that does not compile (rejected, reported by Flux,
 // the old policies keep working).
 func (s *scenario) gitopsChanges() {
-	s.overlay = strings.Replace(s.overlay, `path: /spec/capability/tessera.dev~1gpu, value: "40"`, `path: /spec/capability/tessera.dev~1gpu, value: "8"`, 1)
-	rev := s.commit("train-dev: at most 8 GPUs", map[string]string{"clusters/e2e/kustomization.yaml": s.overlay})
+	s.overlay = strings.NewReplacer(
+		`path: /spec/deserved/tessera.dev~1gpu, value: "24"`, `path: /spec/deserved/tessera.dev~1gpu, value: "8"`,
+		`path: /spec/capability/tessera.dev~1gpu, value: "40"`, `path: /spec/capability/tessera.dev~1gpu, value: "8"`,
+	).Replace(s.overlay)
+	rev := s.commit("train-dev: deserves and may use 8 GPUs", map[string]string{"clusters/e2e/kustomization.yaml": s.overlay})
 	s.waitApplied(rev)
 	a, b := Job("research", "tune-a", 1, 8, 0, 0), Job("research", "tune-b", 1, 8, 0, 0)
 	s.create(a)
@@ -378,7 +384,7 @@ func (s *scenario) gitopsChanges() {
 		}
 		return nil
 	})
-	s.tl.Logf("Flux applied %s: train-dev capability 8, so 1 of 2 8-GPU fine-tunes runs (16 GPUs free)", rev[:8])
+	s.tl.Logf("Flux applied %s: train-dev deserves and may use 8 GPUs, so 1 of 2 8-GPU fine-tunes runs (16 GPUs free)", rev[:8])
 
 	wh := s.c.Procs["tessera-webhook"]
 	wh.Stop(10 * time.Second)

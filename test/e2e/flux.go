@@ -31,6 +31,10 @@ func (c *Cluster) startFlux(ctx context.Context, _ string) error {
 	c.Git = git
 	c.done = append(c.done, git.Stop)
 	storage := "127.0.0.1:" + strconv.Itoa(freePort())
+	storageDir := filepath.Join(c.Dir, "flux-storage")
+	if err := os.MkdirAll(storageDir, 0o755); err != nil {
+		return err
+	}
 	common := func(health int) []string {
 		return []string{
 			"--enable-leader-election=false", "--watch-all-namespaces",
@@ -40,21 +44,20 @@ func (c *Cluster) startFlux(ctx context.Context, _ string) error {
 		}
 	}
 	sourceHealth, kustomizeHealth := freePort(), freePort()
-	if _, err := c.run("source-controller", c.bins["SOURCE_CONTROLLER"], append(common(sourceHealth),
-		"--storage-path="+filepath.Join(c.Dir, "flux-storage"), "--storage-addr="+storage, "--storage-adv-addr="+storage,
-	), "KUBECONFIG="+c.Kubeconfig); err != nil {
+	source, err := c.run("source-controller", c.bins["SOURCE_CONTROLLER"], append(common(sourceHealth),
+		"--storage-path="+storageDir, "--storage-addr="+storage, "--storage-adv-addr="+storage,
+	), "KUBECONFIG="+c.Kubeconfig)
+	if err != nil {
 		return err
 	}
-	if _, err := c.run("kustomize-controller", c.bins["KUSTOMIZE_CONTROLLER"], common(kustomizeHealth), "KUBECONFIG="+c.Kubeconfig); err != nil {
+	kustomize, err := c.run("kustomize-controller", c.bins["KUSTOMIZE_CONTROLLER"], common(kustomizeHealth), "KUBECONFIG="+c.Kubeconfig)
+	if err != nil {
 		return err
 	}
-	for _, port := range []int{sourceHealth, kustomizeHealth} {
-		url := fmt.Sprintf("http://127.0.0.1:%d/readyz", port)
-		if err := poll(ctx, 2*time.Minute, "Flux ready", func() error { return httpOK(url) }); err != nil {
-			return err
-		}
+	if err := waitReady(ctx, source, sourceHealth); err != nil {
+		return err
 	}
-	return nil
+	return waitReady(ctx, kustomize, kustomizeHealth)
 }
 
 // Sync points Flux at path of the git repository: a GitRepository polled every few

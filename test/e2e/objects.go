@@ -36,7 +36,7 @@ func clusterObjects(kubeconfig []byte, replicas int32, minSize int) []client.Obj
 			ObjectMeta: metav1.ObjectMeta{Namespace: ClusterNamespace, Name: "fake-bootstrap"},
 			Data:       map[string][]byte{"value": []byte("#!/bin/sh\n"), "format": []byte("cloud-config")},
 		},
-		&clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: ClusterNamespace, Name: ClusterName}},
+		&clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: ClusterNamespace, Name: ClusterName}, Spec: clusterv1.ClusterSpec{Paused: ptr.To(false)}},
 		template,
 		&clusterv1.MachineDeployment{
 			ObjectMeta: metav1.ObjectMeta{

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -130,6 +129,3 @@ func (p *Process) Tail(n int) string {
 	}
 	return strings.Join(lines, "\n")
 }
-
-// errExited says a process ended while the harness still needed it.
-var errExited = errors.New("exited")

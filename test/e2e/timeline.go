@@ -101,7 +101,7 @@ func (tl *Timeline) Chart(gpusPerNode int) string {
 	defer tl.mu.Unlock()
 	var b strings.Builder
 	fmt.Fprintf(&b, "%8s  %5s %5s  %s\n", "time", "GPUs", "nodes", "allocated # / capacity . (1 char = 2 GPUs)")
-	step := max(1, len(tl.samples)/40)
+	step := max(1, (len(tl.samples)+39)/40)
 	for i := 0; i < len(tl.samples); i += step {
 		s := tl.samples[i]
 		capacity := s.Nodes * gpusPerNode

@@ -28,7 +28,7 @@ func main() {
 	}
 }
 
-func run(nodes int, gpus string) error {
+func run(nodes int, gpus string) (err error) {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	logf := func(format string, args ...any) {
@@ -39,6 +39,9 @@ func run(nodes int, gpus string) error {
 		defer func() {
 			logf("stopping every component")
 			c.Stop()
+			if err == nil {
+				_ = os.RemoveAll(c.Dir)
+			}
 		}()
 	}
 	if err != nil {
@@ -62,7 +65,6 @@ Tessera is running on %d fake GPU nodes. In another shell:
   export KUBECONFIG=%s
   kubectl get nodes -L tessera.dev/gpu-model,tessera.dev/gpu-count
   kubectl get queues,gpunodes,scaledownpolicies
-  kubectl create job demo -n research --image=busybox -- sleep 1   # then add GPUs:
   kubectl apply -f - <<'YAML'
   apiVersion: batch/v1
   kind: Job
@@ -80,10 +82,11 @@ Tessera is running on %d fake GPU nodes. In another shell:
           resources: {limits: {nvidia.com/gpu: 4}}
   YAML
   kubectl get pods -n research -o wide
-  bin/tessera explain -n research <pod>          # why a pod waits
-  bin/tessera autoscaler plan                    # what the autoscaler would remove
+  bin/tessera explain pod research/<pod>          # why a pod waits
+  bin/tessera explain queue train-dev
+  bin/tessera autoscaler plan                     # what the autoscaler would remove
 
-Idle nodes are removed through Cluster API after 20 s (kubectl get machines -A).
+Nodes idle for a minute are removed through Cluster API (kubectl get machines -A).
 Prometheus: %s   Git repository Flux syncs: %s
 Component logs: %s
 Ctrl-C stops everything.
