@@ -447,8 +447,13 @@ type giveUp struct{ error }
 // poll calls check every half second until it succeeds, timeout passes or it gives up,
 // then returns its last error.
 func poll(ctx context.Context, timeout time.Duration, what string, check func() error) error {
+	return pollEvery(ctx, 500*time.Millisecond, timeout, what, check)
+}
+
+// pollEvery is poll with its own interval.
+func pollEvery(ctx context.Context, interval, timeout time.Duration, what string, check func() error) error {
 	var last error
-	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(ctx, interval, timeout, true, func(context.Context) (bool, error) {
 		last = check()
 		if errors.As(last, &giveUp{}) {
 			return false, last

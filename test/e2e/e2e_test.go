@@ -160,14 +160,16 @@ func (s *scenario) placement() {
 	for _, j := range append([]*batchv1.Job{gang, experiments}, finetunes...) {
 		s.create(j)
 	}
-	// The scheduler dies as soon as one gang pod is bound, and comes back.
-	s.wait(2*time.Minute, "a first gang pod bound", func() error {
+	// The scheduler dies as soon as one gang pod is seen bound, and comes back.
+	if err := pollEvery(s.ctx, 10*time.Millisecond, 2*time.Minute, "a first gang pod bound", func() error {
 		pods, err := JobPods(s.ctx, s.c.Client, gang)
 		if err != nil || Bound(pods) == 0 {
 			return fmt.Errorf("no gang pod bound yet (%v)", err)
 		}
 		return nil
-	})
+	}); err != nil {
+		s.t.Fatal(err)
+	}
 	sched := s.c.Procs["tessera-scheduler"]
 	sched.Kill()
 	pods, _ := JobPods(s.ctx, s.c.Client, gang)
@@ -347,7 +349,18 @@ func (s *scenario) scaleDown() {
 		}
 		return nil
 	})
-	s.tl.Logf("MachineDeployment %s scaled 10 -> 2: 8 Machines deleted, their Nodes gone", DeploymentName)
+	var policy tesserav1.ScaleDownPolicy
+	if err := s.c.Client.Get(s.ctx, client.ObjectKey{Name: "idle-gpu-nodes"}, &policy); err != nil {
+		s.t.Fatal(err)
+	}
+	removed := map[string]bool{}
+	for _, r := range policy.Status.RecentScaleDowns {
+		removed[r.Node] = true
+	}
+	if len(policy.Status.RecentScaleDowns) != 8 || len(removed) != 8 {
+		s.t.Fatalf("ScaleDownPolicy records %d scale-downs of %d nodes, want 8 of 8: %+v", len(policy.Status.RecentScaleDowns), len(removed), policy.Status.RecentScaleDowns)
+	}
+	s.tl.Logf("MachineDeployment %s scaled 10 -> 2: 8 Machines deleted, their Nodes gone, each scale-down recorded once", DeploymentName)
 	s.wait(time.Minute, "the TesseraNodeScaledDown alert", func() error {
 		alerts, err := s.c.Alerts(s.ctx)
 		if err != nil {
@@ -397,14 +410,14 @@ func (s *scenario) gitopsChanges() {
 		s.t.Fatal(err)
 	}
 	withBroken := strings.Replace(s.overlay, "  - ../example\n", "  - ../example\n  - broken-policy.yaml\n", 1)
-	rev = s.commit("policy: broken Rego", map[string]string{"clusters/e2e/kustomization.yaml": withBroken, "clusters/e2e/broken-policy.yaml": string(broken)})
+	s.commit("policy: broken Rego", map[string]string{"clusters/e2e/kustomization.yaml": withBroken, "clusters/e2e/broken-policy.yaml": string(broken)})
 	s.wait(3*time.Minute, "Flux to report the broken policy", func() error {
 		ready, msg, _, err := s.c.KustomizationStatus(s.ctx, "tessera")
 		if err != nil {
 			return err
 		}
 		if ready != "False" || !strings.Contains(msg, "broken") {
-			return fmt.Errorf("Ready=%s: %s", ready, msg)
+			return fmt.Errorf("ready=%s: %s", ready, msg)
 		}
 		s.tl.Logf("Flux: Kustomization failed: %.200s", msg)
 		return nil
@@ -417,7 +430,8 @@ func (s *scenario) gitopsChanges() {
 	if err == nil || !strings.Contains(err.Error(), "at most 8 GPUs") {
 		s.t.Fatalf("a 9-GPU Job in research: got %v, want the max-gpus-per-pod denial", err)
 	}
-	s.tl.Logf("max-gpus-per-pod still denies: %.120s", err.Error())
+	msg := err.Error()
+	s.tl.Logf("max-gpus-per-pod still denies: ...%s", msg[strings.Index(msg, "a pod may ask"):])
 	after := Job("research", "after-broken", 1, 0, 12*1024, 0)
 	s.create(after)
 	s.wait(time.Minute, "the later Job's pod defaulted", func() error {

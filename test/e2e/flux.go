@@ -127,7 +127,7 @@ func (c *Cluster) WaitApplied(ctx context.Context, rev string) error {
 			return err
 		}
 		if ready != "True" || !strings.HasSuffix(applied, rev) {
-			return fmt.Errorf("Ready=%s at %q: %s", ready, applied, msg)
+			return fmt.Errorf("ready=%s at %q: %s", ready, applied, msg)
 		}
 		return nil
 	})
