@@ -143,7 +143,8 @@ by jobs that can make progress (a whole gang), a memory slice as its share of th
 	f.Float64Var(&o.Arrive, "arrive", 1.3, fmt.Sprintf("fill-up: GPU request to arrive, as a multiple of cluster GPUs (0 to %d)", trace.MaxArrive))
 	f.StringVar(&policies, "policy", "", "comma-separated policies: "+strings.Join(scheduler.PolicyNames(), ", ")+
 		" (default: "+defaultFillUpPolicies+" in fill-up, "+defaultReplayPolicies+" in replay, "+defaultManifestsPolicies+" for --manifests)")
-	f.IntVar(&o.Seeds, "seeds", 1, fmt.Sprintf("runs per policy, with seeds 42, 43, ... (1 to %d)", sim.MaxSeeds))
+	f.IntVar(&o.Seeds, "seeds", 1, fmt.Sprintf("runs per policy, with seeds --first-seed, --first-seed + 1, ... (1 to %d)", sim.MaxSeeds))
+	f.Int64Var(&o.FirstSeed, "first-seed", sim.FirstSeed, "seed of the first run, to check figures on seeds other than the published ones (1 or more)")
 	f.StringVar(&format, "format", "table", "table or json")
 	f.StringVar(&htmlPath, "report", "", "write a self-contained HTML report with charts to this file")
 	f.BoolVar(&o.Autoscale, "autoscale", false, "replay: run each replay also under Tessera's autoscaler and a Cluster-Autoscaler-like rule, and report GPU-node-hours saved and waits against always-on")
@@ -183,7 +184,7 @@ func checkSimulateFlags(cmd *cobra.Command, o *sim.Options, manifests, format st
 		return fmt.Errorf("--kubeconfig applies to --from-cluster only")
 	}
 	if manifests != "" || set("from-cluster") {
-		for _, f := range []string{"mode", "arrive", "seeds", "report", "autoscale", "boot-delay", "underused-share"} {
+		for _, f := range []string{"mode", "arrive", "seeds", "first-seed", "report", "autoscale", "boot-delay", "underused-share"} {
 			if set(f) {
 				return fmt.Errorf("--%s does not apply to --manifests or --from-cluster, which place the pending pods once", f)
 			}
@@ -192,6 +193,9 @@ func checkSimulateFlags(cmd *cobra.Command, o *sim.Options, manifests, format st
 	}
 	if set("admission") {
 		return fmt.Errorf("--admission applies to --manifests and --from-cluster only")
+	}
+	if o.FirstSeed < 1 {
+		return fmt.Errorf("--first-seed %d: use 1 or more", o.FirstSeed)
 	}
 	if o.Mode == "" {
 		o.Mode = sim.ModeFillUp

@@ -29,7 +29,7 @@ func TestSimulateScenarioJSONAndReport(t *testing.T) {
 	var out, errOut bytes.Buffer
 	root.SetOut(&out)
 	root.SetErr(&errOut)
-	root.SetArgs([]string{"simulate", "--scenario", "operator", "--policy", "kube-default,tessera", "--format", "json", "--report", html})
+	root.SetArgs([]string{"simulate", "--scenario", "operator", "--policy", "kube-default,tessera", "--first-seed", "100", "--format", "json", "--report", html})
 	if err := root.Execute(); err != nil {
 		t.Fatal(err)
 	}
@@ -40,7 +40,7 @@ func TestSimulateScenarioJSONAndReport(t *testing.T) {
 	if err := json.Unmarshal(out.Bytes(), &doc); err != nil {
 		t.Fatalf("stdout is not the JSON document: %v\n%s", err, out.String())
 	}
-	if len(doc.Results) != 2 || len(doc.Summary) != 2 || doc.Results[1]["policy"] != "tessera" {
+	if len(doc.Results) != 2 || len(doc.Summary) != 2 || doc.Results[1]["policy"] != "tessera" || doc.Results[1]["seed"] != 100.0 {
 		t.Fatalf("results: %+v", doc)
 	}
 	b, err := os.ReadFile(html)
@@ -69,6 +69,8 @@ func TestSimulateRejectsBadFlags(t *testing.T) {
 		"simulate --trace default --arrive 0":                              "--arrive: must be a finite number between 0 and 10, got 0",
 		"simulate --trace default --seeds 0":                               "--seeds: must be between 1 and 1000, got 0",
 		"simulate --trace default --seeds 100000":                          "--seeds: must be between 1 and 1000, got 100000",
+		"simulate --trace default --first-seed 0":                          "--first-seed 0: use 1 or more",
+		"simulate --manifests m.yaml --first-seed 7":                       "--first-seed does not apply to --manifests",
 		"simulate --trace default --scenario operator":                     "--trace and --scenario: give one input",
 		"simulate --trace default --nodes n.csv --pods p.csv":              "--trace and --nodes: give one input",
 		"simulate --manifests m.yaml --trace default":                      "--trace and --manifests: give one input",

@@ -36,6 +36,9 @@ type Options struct {
 	Arrive              float64
 	Policies            []string
 	Seeds               int
+	// FirstSeed is the seed of the first run, FirstSeed+i of run i; 0 means the
+	// package's FirstSeed.
+	FirstSeed int64
 	// Custom configurations run besides the named policies, under their map keys.
 	Custom map[string]scheduler.Config
 	// Progress receives a progress bar; nil for none.
@@ -96,6 +99,10 @@ func Run(o Options) ([]report.Result, error) {
 	if o.Seeds < 1 || o.Seeds > MaxSeeds {
 		return nil, fmt.Errorf("--seeds: must be between 1 and %d, got %d", MaxSeeds, o.Seeds)
 	}
+	first := o.FirstSeed
+	if first == 0 {
+		first = FirstSeed
+	}
 	var runs []run
 	named := map[string]bool{}
 	for _, p := range o.Policies {
@@ -107,7 +114,7 @@ func Run(o Options) ([]report.Result, error) {
 		}
 		named[p] = true
 		for i := 0; i < o.Seeds; i++ {
-			runs = append(runs, run{policy: p, seed: FirstSeed + int64(i)})
+			runs = append(runs, run{policy: p, seed: first + int64(i)})
 		}
 	}
 	for name, cfg := range o.Custom {
@@ -115,7 +122,7 @@ func Run(o Options) ([]report.Result, error) {
 			return nil, fmt.Errorf("configuration %s has the name of a policy that also runs; rename it", name)
 		}
 		for i := 0; i < o.Seeds; i++ {
-			runs = append(runs, run{policy: name, cfg: &cfg, seed: FirstSeed + int64(i)})
+			runs = append(runs, run{policy: name, cfg: &cfg, seed: first + int64(i)})
 		}
 	}
 	if len(runs) == 0 {
