@@ -127,8 +127,8 @@ func (allocate) Execute(s *Session) {
 
 // backfill places jobs that allocate left behind into capacity the blocked jobs cannot
 // use yet; a gang that has waited longer than reservationAfter first gets nodes
-// reserved, and one that has waited past reservationDeadline preempts the
-// lower-priority work still on them.
+// reserved, and one that has waited past reservationDeadline preempts the work on them
+// that yields to it.
 type backfill struct{}
 
 func (backfill) Name() string { return "backfill" }
@@ -175,7 +175,7 @@ func waitsForCapacity(j *framework.Job) bool {
 
 // reserve holds nodes for a starving job, replacing any earlier reservation: the nodes
 // that are closest to free and whose capacity, once their current tasks end, holds the
-// job's pending tasks; nodes running work of the job's priority or above (which it
+// job's pending tasks; nodes running work that does not yield to the job (which it
 // could not preempt) come last. It reports false, changing nothing, when no node could
 // ever hold one of them.
 func (s *Session) reserve(j *framework.Job) bool {
@@ -199,7 +199,7 @@ func (s *Session) reserve(j *framework.Job) bool {
 			continue
 		}
 		busy := n.Used.GPU*4 + n.Used.MilliCPU/1000
-		if slices.ContainsFunc(n.Tasks, func(t *framework.Task) bool { return t.Job.Priority >= j.Priority }) {
+		if slices.ContainsFunc(n.Tasks, func(t *framework.Task) bool { return !yields(t.Job, j) }) {
 			busy += math.MaxInt64 / 2
 		}
 		cands = append(cands, cand{n, busy})
@@ -224,26 +224,32 @@ func (s *Session) reserve(j *framework.Job) bool {
 	if j.Pending != nil {
 		j.Pending.Message += "; nodes reserved until it fits"
 		if d := s.cfg.ReservationDeadline.Duration; d > 0 {
-			j.Pending.Message += fmt.Sprintf(", lower-priority work on them preempted at %s", j.WaitingSince.Add(d).UTC().Format(time.DateTime))
+			j.Pending.Message += fmt.Sprintf(", work that overtook it preempted there at %s", j.WaitingSince.Add(d).UTC().Format(time.DateTime))
 		}
 	}
 	return true
 }
 
 // mayUseReserved reports whether job j may run on nodes reserved for r: only work that
-// r would preempt at its deadline, and only until the drain before it begins.
+// yields to r, which r preempts at its deadline, and only until the drain before it.
 func (s *Session) mayUseReserved(j, r *framework.Job) bool {
 	d := s.cfg.ReservationDeadline.Duration
-	return d > 0 && j.Priority < r.Priority && s.Snap.Now.Sub(r.WaitingSince) < d-s.cfg.ReservationDrain.Duration
+	return d > 0 && yields(j, r) && s.Snap.Now.Sub(r.WaitingSince) < d-s.cfg.ReservationDrain.Duration
 }
 
-// clearReserved preempts, for a job past its reservation deadline, the lower-priority
-// jobs on its reserved nodes, then its queue's lower-priority jobs elsewhere (they hold
-// the queue's capability), as few as let it start.
+// yields reports whether v makes way for a starving job j: v has lower priority, or
+// j's priority and was submitted later (it overtook j).
+func yields(v, j *framework.Job) bool {
+	return v.Priority < j.Priority || (v.Priority == j.Priority && v.Created.After(j.Created))
+}
+
+// clearReserved preempts, for a job past its reservation deadline, the jobs that yield
+// to it on its reserved nodes, then those of its queue elsewhere (they hold the queue's
+// capability), as few as let it start.
 func (s *Session) clearReserved(j *framework.Job) {
 	var onNodes, inQueue []*framework.Job
 	for _, v := range s.Snap.Jobs {
-		if v.Priority >= j.Priority || !s.evictable(v) {
+		if !yields(v, j) || !s.evictable(v) {
 			continue
 		}
 		if slices.ContainsFunc(v.Tasks, func(t *framework.Task) bool { return t.Node != nil && t.Node.Reserved == j }) {

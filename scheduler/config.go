@@ -30,13 +30,14 @@ type Config struct {
 	// ReservationAfter is how long a gang waits before backfill reserves nodes for it.
 	ReservationAfter Duration `json:"reservationAfter,omitempty"`
 	// ReservationDeadline, when set, is the wait by which a gang holding a reservation
-	// starts: until ReservationDeadline minus ReservationDrain, work of lower priority
-	// than the gang may still run on its reserved nodes (the gang could preempt it), then
-	// the nodes take no new work, and at the deadline the lower-priority work still on
-	// them is preempted. 0 never preempts: reserved nodes keep out all other work.
+	// starts. Work that yields to the gang (of lower priority, or of its priority and
+	// submitted after it) may still run on its reserved nodes until ReservationDeadline
+	// minus ReservationDrain; then the nodes take no new work, and at the deadline such
+	// work still on them is preempted. 0 never preempts: reserved nodes keep out all
+	// other work.
 	ReservationDeadline Duration `json:"reservationDeadline,omitempty"`
 	// ReservationDrain is how long before ReservationDeadline reserved nodes stop
-	// taking lower-priority work, so that most of it ends before the deadline.
+	// taking work, so that most of what runs there ends before the deadline.
 	ReservationDrain Duration `json:"reservationDrain,omitempty"`
 	// Seed makes tie-breaking reproducible.
 	Seed int64 `json:"seed,omitempty"`

@@ -108,9 +108,8 @@ type shapeKey struct {
 	cpu, mem, pods, milli, memMiB int64
 	count                         int
 	models                        string
-	// priority and holder are set while nodes are reserved (see Session.fits).
-	priority int32
-	holder   bool
+	// yields and holder are set while nodes are reserved (see Session.fits).
+	yields, holder bool
 }
 
 func keyOf(t *framework.Task) (shapeKey, bool) {
@@ -137,7 +136,7 @@ func (s *Session) placeTasks(j *framework.Job, st *Statement, candidates []*fram
 		key, cacheable := keyOf(t)
 		if s.reservedFor != nil {
 			// Reserved nodes take some jobs and not others.
-			key.priority, key.holder = j.Priority, j == s.reservedFor
+			key.yields, key.holder = yields(j, s.reservedFor), j == s.reservedFor
 		}
 		if cacheable && all && s.unfit[key] {
 			if firstFail == nil {

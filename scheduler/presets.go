@@ -22,11 +22,11 @@ var presets = map[string]Config{
 		},
 		// Reservation is the backstop against starvation, not a routine. A gang that has
 		// waited half of the 12-hour horizon the simulator counts as starved gets nodes
-		// held for it; they keep out only work the gang could not preempt, so lower-
-		// priority work goes on using them until the 90-minute drain before the deadline,
-		// and what is left of it at the deadline, half an hour before the horizon, is
-		// preempted. Holding the nodes idle from 6 h raised the mean wait by half, and
-		// reserving after 30 minutes tripled it.
+		// held for it; they keep out only work that need not yield to it, so work of
+		// lower priority, or of its priority submitted after it, goes on using them until
+		// the 90-minute drain before the deadline, and what is left of it at the deadline,
+		// half an hour before the horizon, is preempted. Holding the nodes idle from 6 h
+		// raised the mean wait by half, and reserving after 30 minutes tripled it.
 		ReservationAfter:    Duration{6 * time.Hour},
 		ReservationDeadline: Duration{11*time.Hour + 30*time.Minute},
 		ReservationDrain:    Duration{90 * time.Minute},

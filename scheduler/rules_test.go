@@ -453,11 +453,14 @@ func TestTopology(t *testing.T) {
 
 // backfillWorld: four 8-GPU nodes each run a 1-GPU job; a 4 x 8-GPU gang waits behind
 // them while 1-GPU jobs keep arriving. Every running job lasts two sessions (10 minutes
-// each).
+// each). Reservations have their deadline at 3 x reservationAfter, after a drain of
+// reservationAfter.
 func runBackfill(t *testing.T, reservationAfter time.Duration, sessions int) (big *framework.Job, smallRan int, bigAt int) {
 	t.Helper()
 	cfg, _ := scheduler.Policy("tessera")
 	cfg.ReservationAfter = scheduler.Duration{Duration: reservationAfter}
+	cfg.ReservationDeadline = scheduler.Duration{Duration: 3 * reservationAfter}
+	cfg.ReservationDrain = scheduler.Duration{Duration: reservationAfter}
 	s, err := scheduler.New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -516,9 +519,10 @@ func TestBackfillAndReservation(t *testing.T) {
 	}
 }
 
-// TestReservationDeadline: nodes reserved for a starving gang keep out work of its
-// priority, take lower-priority work until the drain before the deadline, and at the
-// deadline the lower-priority work on them is preempted so that the gang starts.
+// TestReservationDeadline: nodes reserved for a starving gang keep out work that need
+// not yield to it, take work that must (lower priority, or its priority and submitted
+// later) until the drain before the deadline, and at the deadline that work on them is
+// preempted so that the gang starts.
 func TestReservationDeadline(t *testing.T) {
 	cfg, _ := scheduler.Policy("tessera")
 	cfg.ReservationAfter = scheduler.Duration{Duration: time.Hour}
@@ -552,19 +556,21 @@ func TestReservationDeadline(t *testing.T) {
 	if ns[0].Reserved != big || ns[1].Reserved != big {
 		t.Fatalf("nodes reserved for %v, %v; want big", ns[0].Reserved, ns[1].Reserved)
 	}
-	wantReason(t, big, framework.ReasonGangIncomplete, "lower-priority work on them preempted at 2026-01-01 03:00:00")
+	wantReason(t, big, framework.ReasonGangIncomplete, "work that overtook it preempted there at 2026-01-01 03:00:00")
 	lo := testutil.MakeJob("lo-a").GPU(1).Priority(1).Queue(qb).Obj()
-	peer := testutil.MakeJob("peer").GPU(1).Priority(10).Queue(qb).Obj()
-	if r := session(90*time.Minute, lo, peer); boundTasks(r, lo) != 1 || boundTasks(r, peer) != 0 {
-		t.Fatalf("before the drain: lower priority bound %d, same priority %d; want 1, 0", boundTasks(r, lo), boundTasks(r, peer))
+	peer := testutil.MakeJob("peer").GPU(1).Priority(10).Queue(qb).Obj() // submitted with big
+	later := testutil.MakeJob("later").GPU(1).Priority(10).Queue(qa).Created(time.Minute).Obj()
+	if r := session(90*time.Minute, lo, peer, later); boundTasks(r, lo) != 1 || boundTasks(r, later) != 1 || boundTasks(r, peer) != 0 {
+		t.Fatalf("before the drain: lower priority bound %d, same priority submitted later %d, with the gang %d; want 1, 1, 0",
+			boundTasks(r, lo), boundTasks(r, later), boundTasks(r, peer))
 	}
-	late := testutil.MakeJob("lo-b").GPU(1).Priority(1).Queue(qb).Obj()
+	late := testutil.MakeJob("lo-b").GPU(1).Priority(1).Queue(qb).Created(2 * time.Hour).Obj()
 	if r := session(150*time.Minute, late); boundTasks(r, late) != 0 {
 		t.Fatal("lower-priority job placed on reserved nodes during the drain")
 	}
 	r := session(3 * time.Hour)
-	if got := evictedJobs(r); !slices.Equal(got, []string{"lo-0", "lo-1", "lo-a"}) {
-		t.Fatalf("evicted %v at the deadline, want lo-0, lo-1, lo-a", got)
+	if got := evictedJobs(r); !slices.Equal(got, []string{"later", "lo-0", "lo-1", "lo-a"}) {
+		t.Fatalf("evicted %v at the deadline, want later, lo-0, lo-1, lo-a", got)
 	}
 	wantReason(t, lo, framework.ReasonEvicted, "preempted from nodes reserved for default/big")
 	if boundTasks(r, big) != 2 {
