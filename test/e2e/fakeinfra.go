@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -27,40 +28,30 @@ var (
 
 const fakeMachineFinalizer = "infrastructure.e2e.tessera.dev/node"
 
-// fakeInfraCRDs are the provider's CRDs. The contract label tells Cluster API which
-// version of them follows its v1beta2 contract.
-const fakeInfraCRDs = `
-apiVersion: apiextensions.k8s.io/v1
+// fakeInfraCRDs are the provider's CRDs: FakeMachine (with a status subresource) and
+// FakeMachineTemplate. The contract label tells Cluster API which version of them
+// follows its v1beta2 contract.
+var fakeInfraCRDs = fakeCRD("FakeMachine", "subresources: {status: {}}") + "---\n" + fakeCRD("FakeMachineTemplate", "")
+
+func fakeCRD(kind, subresources string) string {
+	singular := strings.ToLower(kind)
+	return fmt.Sprintf(`apiVersion: apiextensions.k8s.io/v1
 kind: CustomResourceDefinition
 metadata:
-  name: fakemachines.infrastructure.e2e.tessera.dev
+  name: %[2]ss.%[3]s
   labels: {cluster.x-k8s.io/v1beta2: v1beta1}
 spec:
-  group: infrastructure.e2e.tessera.dev
-  names: {kind: FakeMachine, listKind: FakeMachineList, plural: fakemachines, singular: fakemachine}
-  scope: Namespaced
-  versions:
-  - name: v1beta1
-    served: true
-    storage: true
-    subresources: {status: {}}
-    schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}
----
-apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata:
-  name: fakemachinetemplates.infrastructure.e2e.tessera.dev
-  labels: {cluster.x-k8s.io/v1beta2: v1beta1}
-spec:
-  group: infrastructure.e2e.tessera.dev
-  names: {kind: FakeMachineTemplate, listKind: FakeMachineTemplateList, plural: fakemachinetemplates, singular: fakemachinetemplate}
+  group: %[3]s
+  names: {kind: %[1]s, listKind: %[1]sList, plural: %[2]ss, singular: %[2]s}
   scope: Namespaced
   versions:
   - name: v1beta1
     served: true
     storage: true
     schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}
-`
+    %[4]s
+`, kind, singular, fakeMachineGVK.Group, subresources)
+}
 
 // nodeAgents starts and stops the node agent of a fake node.
 type nodeAgents interface {
