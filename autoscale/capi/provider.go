@@ -100,14 +100,15 @@ func (p *Provider) Mark(ctx context.Context, node *corev1.Node) (string, error) 
 	return key(m), nil
 }
 
-// Lower implements autoscale.Infrastructure. It lowers the node's group by one while
-// the group holds Machines that Mark marked and that no decrement covers yet, so that
-// every marked Machine costs exactly one replica: when several nodes of one group go
-// at once, and when Lower runs again after a crash between its scale update and the
-// MachineSet's deletion. The MachineSet deletes marked Machines first. It never lowers
-// a group below its min-size annotation, and updates the scale with its
-// resourceVersion, so a concurrent change of the replicas fails it rather than being
-// overwritten.
+// Lower implements autoscale.Infrastructure. It lowers the node's group by as many
+// replicas as the group holds Machines that Mark marked and that no decrement covers
+// yet, so that every marked Machine costs exactly one replica: when several nodes of one
+// group go at once (the MachineSet may delete any marked Machine for a decrement, so
+// one Lower covers every mark it sees), and when Lower runs again after a crash between
+// its scale update and the MachineSet's deletion. The MachineSet deletes marked
+// Machines first. It never lowers a group below its min-size annotation, and updates
+// the scale with its resourceVersion, so a concurrent change of the replicas fails it
+// rather than being overwritten.
 func (p *Provider) Lower(ctx context.Context, node *corev1.Node) (string, error) {
 	idx, err := p.index(ctx)
 	if err != nil {
@@ -119,9 +120,6 @@ func (p *Provider) Lower(ctx context.Context, node *corev1.Node) (string, error)
 	}
 	if _, ok := m.Annotations[AnnotationReplicasBefore]; !ok {
 		return "", fmt.Errorf("the Machine %s has no annotation %s; mark it first", key(m), AnnotationReplicasBefore)
-	}
-	if !m.DeletionTimestamp.IsZero() {
-		return fmt.Sprintf("Machine %s is being deleted", key(m)), nil
 	}
 	g, err := idx.groupOf(m)
 	if err != nil {
@@ -138,17 +136,18 @@ func (p *Provider) Lower(ctx context.Context, node *corev1.Node) (string, error)
 	present, marked := idx.members(g)
 	// present-now Machines are about to go because the replicas are below them: marked
 	// ones first, so those many marks are covered already.
-	if uncovered := marked - max(0, present-now); uncovered <= 0 {
+	uncovered := marked - max(0, present-now)
+	if uncovered <= 0 {
 		return fmt.Sprintf("%s lowered already (%d replicas, %d Machines, %d marked)", g.name, now, present, marked), nil
 	}
-	if now-1 < g.MinSize {
-		return "", fmt.Errorf("%s at %d replicas may not go below its %s %d", g.name, now, clusterv1.AutoscalerMinSizeAnnotation, g.MinSize)
+	if now-uncovered < g.MinSize {
+		return "", fmt.Errorf("%s at %d replicas may not go %d lower, below its %s %d", g.name, now, uncovered, clusterv1.AutoscalerMinSizeAnnotation, g.MinSize)
 	}
-	sc.Spec.Replicas = int32(now - 1)
+	sc.Spec.Replicas = int32(now - uncovered)
 	if err := p.c.SubResource("scale").Update(ctx, g.scalable, client.WithSubResourceBody(sc)); err != nil {
-		return "", fmt.Errorf("scale %s to %d: %w", g.name, now-1, err)
+		return "", fmt.Errorf("scale %s to %d: %w", g.name, now-uncovered, err)
 	}
-	return fmt.Sprintf("%s %d -> %d", g.name, now, now-1), nil
+	return fmt.Sprintf("%s %d -> %d", g.name, now, now-uncovered), nil
 }
 
 // Unmark implements autoscale.Infrastructure: it takes off the annotations Mark set,

@@ -202,6 +202,36 @@ func TestParallelRemovalsLowerOncePerMachine(t *testing.T) {
 	}
 }
 
+// Two Machines marked, one Lower: the MachineSet may delete either marked Machine for a
+// decrement, so the first Lower covers both marks; the second node's Lower then finds
+// its Machine deleted (or covered) and lowers nothing more.
+func TestLowerCoversEveryMarkItSees(t *testing.T) {
+	h := newHarness(t)
+	for _, n := range []string{"a", "b", "c", "d"} {
+		h.gpuNode(n, 2*time.Hour, nil)
+	}
+	h.machineDeployment(1, "a", "b", "c", "d")
+	p := capi.New(env.Client)
+	for _, n := range []string{"a", "b"} {
+		if _, err := p.Mark(h.ctx, h.node(n)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := p.Lower(h.ctx, h.node("b")); err != nil {
+		t.Fatal(err)
+	}
+	if got := h.replicas("md"); got != 2 {
+		t.Fatalf("MachineDeployment at %d replicas after one Lower with two marks, want 2", got)
+	}
+	// The MachineSet deletes b's Machine first; a's Lower lowers nothing more.
+	if err := h.mc.Delete(h.ctx, &clusterv1.Machine{ObjectMeta: metav1.ObjectMeta{Namespace: h.ns, Name: "ms-b"}}); err != nil {
+		t.Fatal(err)
+	}
+	if msg, err := p.Lower(h.ctx, h.node("a")); err != nil || h.replicas("md") != 2 {
+		t.Fatalf("second Lower: %q, %v; MachineDeployment at %d replicas, want 2", msg, err, h.replicas("md"))
+	}
+}
+
 // pendingGang creates a queue deserving 8 GPUs and an admitted gang of one 8-GPU pod
 // in it, waiting.
 func (h *harness) pendingGang() {
