@@ -174,15 +174,22 @@ func TestMinSizeRespected(t *testing.T) {
 	}
 }
 
-// Two idle nodes of one MachineDeployment removed at once cost two replicas, not one
-// (both Machines were marked at the same replica count), and rounds after the removal
-// lower nothing more.
-func TestParallelRemovalsLowerOncePerMachine(t *testing.T) {
+// fourIdleNodes: a MachineDeployment of min size 1 with 4 Machines linked to Nodes a-d,
+// idle for two hours.
+func fourIdleNodes(t *testing.T) *harness {
 	h := newHarness(t)
 	for _, n := range []string{"a", "b", "c", "d"} {
 		h.gpuNode(n, 2*time.Hour, nil)
 	}
 	h.machineDeployment(1, "a", "b", "c", "d")
+	return h
+}
+
+// Two idle nodes of one MachineDeployment removed at once cost two replicas, not one
+// (both Machines were marked at the same replica count), and rounds after the removal
+// lower nothing more.
+func TestParallelRemovalsLowerOncePerMachine(t *testing.T) {
+	h := fourIdleNodes(t)
 	h.pod("train-c", "c", 8)
 	h.pod("train-d", "d", 8)
 	h.policy(tesserav1.ScaleDownPolicySpec{MaxParallel: 2, Cooldown: &metav1.Duration{}})
@@ -206,11 +213,7 @@ func TestParallelRemovalsLowerOncePerMachine(t *testing.T) {
 // decrement, so the first Lower covers both marks; the second node's Lower then finds
 // its Machine deleted (or covered) and lowers nothing more.
 func TestLowerCoversEveryMarkItSees(t *testing.T) {
-	h := newHarness(t)
-	for _, n := range []string{"a", "b", "c", "d"} {
-		h.gpuNode(n, 2*time.Hour, nil)
-	}
-	h.machineDeployment(1, "a", "b", "c", "d")
+	h := fourIdleNodes(t)
 	p := capi.New(env.Client)
 	for _, n := range []string{"a", "b"} {
 		if _, err := p.Mark(h.ctx, h.node(n)); err != nil {
