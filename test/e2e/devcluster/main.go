@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/tessera-gpu/tessera/scheduler/nodeagent/nvidia/nvidiatest"
 	"github.com/tessera-gpu/tessera/test/e2e"
 )
 
@@ -22,6 +23,14 @@ func main() {
 	nodes := flag.Int("nodes", 4, "fake GPU nodes (Machines of one MachineDeployment)")
 	gpus := flag.String("gpus", "dgxa100-80gb", "simulated GPU server of every node (dgxa100, dgxa100-80gb, dgxh100, pcie-a100)")
 	flag.Parse()
+	if *nodes < 1 || *nodes > 50 {
+		fmt.Fprintf(os.Stderr, "dev-cluster: --nodes must be between 1 and 50 (one process per node agent), got %d\n", *nodes)
+		os.Exit(2)
+	}
+	if _, err := nvidiatest.ByName(*gpus); err != nil {
+		fmt.Fprintf(os.Stderr, "dev-cluster: --gpus: %v\n", err)
+		os.Exit(2)
+	}
 	if err := run(*nodes, *gpus); err != nil {
 		fmt.Fprintln(os.Stderr, "dev-cluster:", err)
 		os.Exit(1)
