@@ -10,7 +10,7 @@
 #   bin/nvidia-gpu.test -test.v  # on a GPU machine without Go
 set -euo pipefail
 cd "$(dirname "$0")/.."
-pkg=./scheduler/nodeagent/nvidia
+pkg=./nodeagent/nvidia
 if [[ "${1:-}" == "--build" ]]; then
   mkdir -p bin
   CGO_ENABLED=1 go test -c -tags gpu -o bin/nvidia-gpu.test "$pkg"

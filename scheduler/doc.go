@@ -6,5 +6,5 @@
 //
 // Placement is tentative inside a Statement and committed only when a whole gang
 // (minMember tasks) fits, so no partial gang is ever bound. The package imports no
-// API client; scheduler/k8s and scheduler/sim drive it.
+// API client; scheduler/k8s and sim drive it.
 package scheduler

@@ -12,7 +12,7 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
-	"github.com/tessera-gpu/tessera/gitops/volcano"
+	"github.com/tessera-gpu/tessera/volcano"
 )
 
 func init() { register(newConvertCommand) }

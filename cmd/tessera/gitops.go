@@ -11,8 +11,8 @@ import (
 	"github.com/tessera-gpu/tessera/gitops/lint"
 	"github.com/tessera-gpu/tessera/gitops/preview"
 	"github.com/tessera-gpu/tessera/scheduler"
-	"github.com/tessera-gpu/tessera/scheduler/sim"
-	"github.com/tessera-gpu/tessera/scheduler/sim/trace"
+	"github.com/tessera-gpu/tessera/sim"
+	"github.com/tessera-gpu/tessera/sim/trace"
 )
 
 func init() { register(newGitOpsCommand) }

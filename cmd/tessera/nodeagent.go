@@ -25,9 +25,9 @@ import (
 	"k8s.io/client-go/tools/record"
 	pb "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 
-	"github.com/tessera-gpu/tessera/scheduler/nodeagent"
-	"github.com/tessera-gpu/tessera/scheduler/nodeagent/nvidia"
-	"github.com/tessera-gpu/tessera/scheduler/nodeagent/nvidia/nvidiatest"
+	"github.com/tessera-gpu/tessera/nodeagent"
+	"github.com/tessera-gpu/tessera/nodeagent/nvidia"
+	"github.com/tessera-gpu/tessera/nodeagent/nvidia/nvidiatest"
 )
 
 func init() { register(newNodeAgentCommand) }

@@ -14,9 +14,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/tessera-gpu/tessera/scheduler"
-	"github.com/tessera-gpu/tessera/scheduler/sim"
-	"github.com/tessera-gpu/tessera/scheduler/sim/report"
-	"github.com/tessera-gpu/tessera/scheduler/sim/trace"
+	"github.com/tessera-gpu/tessera/sim"
+	"github.com/tessera-gpu/tessera/sim/report"
+	"github.com/tessera-gpu/tessera/sim/trace"
 	"github.com/tessera-gpu/tessera/webhooks"
 )
 

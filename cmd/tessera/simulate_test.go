@@ -148,7 +148,7 @@ func TestSimulateReportPathCheckedFirst(t *testing.T) {
 }
 
 func TestSimulateManifests(t *testing.T) {
-	out, err := execute("simulate", "--manifests", "../../scheduler/sim/testdata/manifests-small.yaml")
+	out, err := execute("simulate", "--manifests", "../../sim/testdata/manifests-small.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,7 +165,7 @@ func TestSimulateManifests(t *testing.T) {
 // slice and a :latest image are denied. Without admission, no pod is Tessera's.
 func TestSimulateManifestsAdmission(t *testing.T) {
 	run := func(args ...string) string {
-		out, err := execute(append([]string{"simulate", "--manifests", "../../scheduler/sim/testdata/manifests-admission.yaml"}, args...)...)
+		out, err := execute(append([]string{"simulate", "--manifests", "../../sim/testdata/manifests-admission.yaml"}, args...)...)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -10,8 +10,8 @@ import (
 	"text/tabwriter"
 
 	"github.com/tessera-gpu/tessera/scheduler"
-	"github.com/tessera-gpu/tessera/scheduler/sim"
-	"github.com/tessera-gpu/tessera/scheduler/sim/trace"
+	"github.com/tessera-gpu/tessera/sim"
+	"github.com/tessera-gpu/tessera/sim/trace"
 )
 
 // Admit passes manifests through Tessera's admission policies (the defaults plus the

@@ -14,8 +14,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	tesserav1 "github.com/tessera-gpu/tessera/api/v1alpha1"
-	"github.com/tessera-gpu/tessera/scheduler/sim"
-	"github.com/tessera-gpu/tessera/scheduler/sim/trace"
+	"github.com/tessera-gpu/tessera/sim"
+	"github.com/tessera-gpu/tessera/sim/trace"
 )
 
 const example = "../clusters/example"

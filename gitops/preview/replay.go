@@ -12,9 +12,9 @@ import (
 
 	tesserav1 "github.com/tessera-gpu/tessera/api/v1alpha1"
 	"github.com/tessera-gpu/tessera/scheduler"
-	"github.com/tessera-gpu/tessera/scheduler/sim"
-	"github.com/tessera-gpu/tessera/scheduler/sim/report"
-	"github.com/tessera-gpu/tessera/scheduler/sim/trace"
+	"github.com/tessera-gpu/tessera/sim"
+	"github.com/tessera-gpu/tessera/sim/report"
+	"github.com/tessera-gpu/tessera/sim/trace"
 )
 
 // ReplayQueue is one queue's figures in a replay, averaged over seeds.

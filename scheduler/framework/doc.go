@@ -4,5 +4,5 @@
 //
 // Everything here is plain data and pure functions: no API client, no controller-runtime,
 // no NVML, no OPA. The Kubernetes daemon (scheduler/k8s) and the simulator
-// (scheduler/sim) both fill a Snapshot and run the same session over it.
+// (sim) both fill a Snapshot and run the same session over it.
 package framework

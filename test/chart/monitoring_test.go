@@ -25,7 +25,7 @@ import (
 	"github.com/tessera-gpu/tessera/autoscale"
 	"github.com/tessera-gpu/tessera/policy"
 	schedk8s "github.com/tessera-gpu/tessera/scheduler/k8s"
-	agentmetrics "github.com/tessera-gpu/tessera/scheduler/nodeagent/metrics"
+	agentmetrics "github.com/tessera-gpu/tessera/nodeagent/metrics"
 	"github.com/tessera-gpu/tessera/webhooks"
 )
 

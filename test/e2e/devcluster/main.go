@@ -15,7 +15,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/tessera-gpu/tessera/scheduler/nodeagent/nvidia/nvidiatest"
+	"github.com/tessera-gpu/tessera/nodeagent/nvidia/nvidiatest"
 	"github.com/tessera-gpu/tessera/test/e2e"
 )
 

@@ -1,0 +1,400 @@
+package nodeagent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/record"
+
+	tesserav1 "github.com/tessera-gpu/tessera/api/v1alpha1"
+	"github.com/tessera-gpu/tessera/nodeagent/cgroup"
+	"github.com/tessera-gpu/tessera/nodeagent/deviceplugin"
+	"github.com/tessera-gpu/tessera/nodeagent/gpu"
+	"github.com/tessera-gpu/tessera/nodeagent/metrics"
+	"github.com/tessera-gpu/tessera/nodeagent/publish"
+)
+
+// Config tunes the agent.
+type Config struct {
+	// NodeName is the node the agent runs on (required).
+	NodeName string
+	// SharesPerGPU is how many tessera.dev/gpu devices each GPU is advertised as.
+	SharesPerGPU int
+	// MPS sets CUDA_MPS_PINNED_DEVICE_MEM_LIMIT on containers with a memory slice.
+	MPS bool
+	// SampleInterval is how often the GPUs are sampled and the GPUNode status written.
+	SampleInterval time.Duration
+	// IdleUtilizationPercent: a GPU above it counts as active for lastActiveTime.
+	IdleUtilizationPercent int
+	// ProcRoot is where /proc/<pid>/cgroup is read (the host's /proc).
+	ProcRoot string
+	// DevicePluginDir holds kubelet.sock; empty disables the device plugin.
+	DevicePluginDir string
+	// RetryMin and RetryMax bound the backoff between NVML attempts.
+	RetryMin, RetryMax time.Duration
+}
+
+// Defaults fills unset fields.
+func (c *Config) Defaults() {
+	if c.SharesPerGPU <= 0 {
+		c.SharesPerGPU = 1
+	}
+	if c.SampleInterval <= 0 {
+		c.SampleInterval = 10 * time.Second
+	}
+	if c.ProcRoot == "" {
+		c.ProcRoot = "/proc"
+	}
+	if c.RetryMin <= 0 {
+		c.RetryMin = time.Second
+	}
+	if c.RetryMax < c.RetryMin {
+		c.RetryMax = max(5*time.Minute, c.RetryMin)
+	}
+}
+
+// Deps are what the agent talks to.
+type Deps struct {
+	GPUs     gpu.Source
+	Kube     kubernetes.Interface
+	Dynamic  dynamic.Interface
+	Registry prometheus.Registerer
+	Recorder record.EventRecorder
+	Log      logr.Logger
+	// Pods lists the node's pods; defaults to the API server.
+	Pods deviceplugin.Pods
+}
+
+// Event reasons.
+const (
+	ReasonSliceExceeded   = "GPUMemorySliceExceeded"
+	ReasonNVMLUnavailable = "NVMLUnavailable"
+	ReasonGPUUnhealthy    = "GPUUnhealthy"
+	ReasonAllGPUsHealthy  = "AllGPUsHealthy"
+	ReasonNoGPUs          = "NoGPUs"
+)
+
+// Agent is the node agent.
+type Agent struct {
+	cfg     Config
+	deps    Deps
+	pub     *publish.Publisher
+	plugin  *deviceplugin.Plugin
+	metrics *metrics.Metrics
+	cgroups cgroup.Resolver
+	now     func() time.Time
+
+	inv        gpu.Inventory
+	islands    map[int]int32
+	broken     map[string]string // sticky: UUID -> reason (Xid, fallen off the bus)
+	lastActive *metav1.Time
+	overused   map[types.UID]bool
+	lastNode   *publish.NodeFields
+}
+
+// New returns an agent; Run starts it.
+func New(cfg Config, deps Deps) (*Agent, error) {
+	cfg.Defaults()
+	if cfg.NodeName == "" {
+		return nil, errors.New("node name is empty: set --node-name or NODE_NAME (the downward API's spec.nodeName)")
+	}
+	if deps.Pods == nil {
+		deps.Pods = deviceplugin.KubePods{Client: deps.Kube, Node: cfg.NodeName}
+	}
+	a := &Agent{
+		cfg:      cfg,
+		deps:     deps,
+		pub:      &publish.Publisher{Kube: deps.Kube, Dynamic: deps.Dynamic, NodeName: cfg.NodeName},
+		metrics:  metrics.New(deps.Registry, cfg.NodeName),
+		cgroups:  cgroup.Resolver{ProcRoot: cfg.ProcRoot},
+		now:      time.Now,
+		broken:   map[string]string{},
+		overused: map[types.UID]bool{},
+	}
+	if cfg.DevicePluginDir != "" {
+		a.plugin = deviceplugin.New(deviceplugin.Options{
+			NodeName: cfg.NodeName, SharesPerGPU: cfg.SharesPerGPU, MPS: cfg.MPS,
+			PluginDir: cfg.DevicePluginDir, Pods: deps.Pods, Log: deps.Log.WithName("device-plugin"),
+		})
+	}
+	return a, nil
+}
+
+// Run runs until ctx ends. NVML failures never end it.
+func (a *Agent) Run(ctx context.Context) error {
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	if a.plugin != nil {
+		wg.Go(func() {
+			if err := a.plugin.Run(ctx); err != nil {
+				a.deps.Log.Error(err, "Device plugin stopped")
+			}
+		})
+	}
+	// NVML sessions, retried with exponential backoff from RetryMin to RetryMax; a
+	// session that discovered the GPUs starts the backoff over.
+	backoff := func() wait.DelayFunc {
+		return wait.Backoff{Duration: a.cfg.RetryMin, Factor: 2, Steps: math.MaxInt32, Cap: a.cfg.RetryMax}.DelayFunc()
+	}
+	next, retryIn := backoff(), time.Duration(0)
+	_ = wait.DelayFunc(func() time.Duration { return retryIn }).Until(ctx, true, true, func(ctx context.Context) (bool, error) {
+		started, err := a.session(ctx)
+		if ctx.Err() != nil {
+			return true, nil
+		}
+		if started {
+			next = backoff()
+		}
+		retryIn = next()
+		a.nvmlFailed(ctx, err, retryIn)
+		return false, nil
+	})
+	return nil
+}
+
+// session initialises NVML, discovers, and samples until NVML fails or ctx ends.
+// started says discovery succeeded.
+func (a *Agent) session(ctx context.Context) (started bool, err error) {
+	if err := a.deps.GPUs.Init(); err != nil {
+		return false, err
+	}
+	defer func() {
+		if err := a.deps.GPUs.Shutdown(); err != nil {
+			a.deps.Log.Error(err, "NVML shutdown")
+		}
+	}()
+	inv, err := a.deps.GPUs.Inventory()
+	if err != nil {
+		return false, fmt.Errorf("discover GPUs: %w", err)
+	}
+	a.inv, a.islands = inv, gpu.Islands(inv.Devices, inv.Links)
+	a.metrics.SetNVMLUp(true)
+	a.deps.Log.Info("Discovered GPUs", "count", len(inv.Devices), "driver", inv.DriverVersion, "cuda", inv.CUDAVersion)
+
+	hctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel()
+	events := make(chan gpu.HealthEvent, 16)
+	wg.Go(func() {
+		if err := a.deps.GPUs.WatchHealth(hctx, events); err != nil {
+			a.deps.Log.Error(err, "GPU health events unavailable; health comes from sampling only")
+		}
+	})
+	ticker := time.NewTicker(a.cfg.SampleInterval)
+	defer ticker.Stop()
+	for {
+		if err := a.sample(ctx); err != nil {
+			return true, err
+		}
+		select {
+		case <-ctx.Done():
+			return true, nil
+		case e := <-events:
+			a.markBroken(e)
+		case <-ticker.C:
+		}
+	}
+}
+
+func (a *Agent) markBroken(e gpu.HealthEvent) {
+	for _, d := range a.inv.Devices {
+		if e.UUID == "" || e.UUID == d.UUID {
+			a.broken[d.UUID] = e.Reason
+			a.deps.Log.Info("GPU unhealthy", "uuid", d.UUID, "index", d.Index, "reason", e.Reason)
+		}
+	}
+}
+
+// nvmlFailed reports NVML being missing or failing and marks every GPU unhealthy.
+func (a *Agent) nvmlFailed(ctx context.Context, err error, retry time.Duration) {
+	if err == nil {
+		err = errors.New("NVML session ended")
+	}
+	a.deps.Log.Error(err, "NVML unavailable: GPUs marked unhealthy; the agent keeps running and retries", "retryIn", retry.String())
+	a.metrics.SetNVMLUp(false)
+	msg := fmt.Sprintf("NVML unavailable: %v", err)
+	devs := a.devices(nil, msg)
+	a.metrics.SetGPUs(nil)
+	a.setPluginGPUs(devs)
+	a.write(ctx, devs, metav1.Condition{Type: tesserav1.ConditionHealthy, Status: metav1.ConditionFalse,
+		Reason: ReasonNVMLUnavailable, Message: truncate(msg, 1024)})
+}
+
+// sample reads the GPUs once and publishes everything derived from the reading.
+func (a *Agent) sample(ctx context.Context) error {
+	samples, err := a.deps.GPUs.Sample()
+	if err != nil {
+		return fmt.Errorf("sample GPUs: %w", err)
+	}
+	now := metav1.NewTime(a.now())
+	byUUID := map[string]gpu.Sample{}
+	for _, s := range samples {
+		if s.Lost {
+			if _, ok := a.broken[s.UUID]; !ok {
+				a.markBroken(gpu.HealthEvent{UUID: s.UUID, Reason: gpu.LostReason})
+			}
+		}
+		if s.UUID != "" {
+			byUUID[s.UUID] = s
+		}
+	}
+	devs := a.devices(byUUID, "")
+	var readings []metrics.GPU
+	for _, d := range devs {
+		s := byUUID[d.UUID]
+		readings = append(readings, metrics.GPU{Index: int(d.Index), UUID: d.UUID, Model: d.Model, Healthy: d.Healthy,
+			UtilizationPercent: s.UtilizationPercent, MemoryUsedBytes: s.MemoryUsedBytes, MemoryTotalBytes: s.MemoryTotalBytes,
+			TemperatureC: s.TemperatureC})
+		if d.Healthy && s.UtilizationPercent > a.cfg.IdleUtilizationPercent {
+			a.lastActive = &now
+		}
+	}
+	a.metrics.SetGPUs(readings)
+	a.setPluginGPUs(devs)
+	if pods, err := a.deps.Pods.List(ctx); err != nil {
+		a.deps.Log.Error(err, "List pods for GPU slice accounting")
+	} else {
+		a.slices(pods, samples)
+	}
+	a.write(ctx, devs, a.healthCondition(devs))
+	return nil
+}
+
+// devices builds the GPUNode devices from the inventory, health and the last samples.
+// reason, when set, marks every device unhealthy with it.
+func (a *Agent) devices(samples map[string]gpu.Sample, reason string) []tesserav1.GPUDevice {
+	var out []tesserav1.GPUDevice
+	for _, d := range a.inv.Devices {
+		g := tesserav1.GPUDevice{Index: int32(d.Index), UUID: d.UUID, Model: d.Model, MemoryMiB: d.MemoryMiB,
+			NUMANode: int32(d.NUMANode), PCIBusID: d.PCIBusID, MIGEnabled: d.MIGEnabled, Healthy: d.Healthy,
+			UnhealthyReason: d.UnhealthyReason, Island: a.islands[d.Index]}
+		if r, ok := a.broken[d.UUID]; ok {
+			g.Healthy, g.UnhealthyReason = false, r
+		}
+		if s, ok := samples[d.UUID]; ok {
+			if s.Err != nil && g.Healthy {
+				g.Healthy, g.UnhealthyReason = false, s.Err.Error()
+			}
+			if s.Err == nil {
+				g.UtilizationPercent = int32(min(s.UtilizationPercent, 100))
+				g.MemoryUsedMiB = int64(s.MemoryUsedBytes >> 20)
+				g.TemperatureC = int32(s.TemperatureC)
+			}
+		}
+		if reason != "" {
+			g.Healthy, g.UnhealthyReason = false, reason
+		}
+		g.UnhealthyReason = truncate(g.UnhealthyReason, 256)
+		if g.MemoryMiB < 1 {
+			g.MemoryMiB = 1 // a GPU whose memory could not be read; the CRD requires >= 1
+		}
+		out = append(out, g)
+	}
+	return out
+}
+
+func (a *Agent) healthCondition(devs []tesserav1.GPUDevice) metav1.Condition {
+	c := metav1.Condition{Type: tesserav1.ConditionHealthy, Status: metav1.ConditionTrue, Reason: ReasonAllGPUsHealthy,
+		Message: fmt.Sprintf("%d GPUs healthy", len(devs))}
+	if len(devs) == 0 {
+		c.Status, c.Reason, c.Message = metav1.ConditionFalse, ReasonNoGPUs, "NVML reports no GPUs on this node"
+		return c
+	}
+	var bad []string
+	for _, d := range devs {
+		if !d.Healthy {
+			bad = append(bad, fmt.Sprintf("GPU %d (%s): %s", d.Index, d.UUID, d.UnhealthyReason))
+		}
+	}
+	if len(bad) > 0 {
+		c.Status, c.Reason = metav1.ConditionFalse, ReasonGPUUnhealthy
+		c.Message = truncate(fmt.Sprintf("%d of %d GPUs unhealthy: %s", len(bad), len(devs), strings.Join(bad, "; ")), 1024)
+	}
+	return c
+}
+
+func (a *Agent) setPluginGPUs(devs []tesserav1.GPUDevice) {
+	if a.plugin == nil {
+		return
+	}
+	var gs []deviceplugin.GPU
+	for _, d := range devs {
+		gs = append(gs, deviceplugin.GPU{UUID: d.UUID, MemoryMiB: d.MemoryMiB, NUMANode: int(d.NUMANode), Healthy: d.Healthy})
+	}
+	a.plugin.SetGPUs(gs)
+}
+
+// write publishes the GPUNode and, when they changed, the Node fields. API errors are
+// logged: the next sample tries again.
+func (a *Agent) write(ctx context.Context, devs []tesserav1.GPUDevice, cond metav1.Condition) {
+	now := metav1.NewTime(a.now())
+	status := tesserav1.GPUNodeStatus{
+		Devices: devs, DriverVersion: a.inv.DriverVersion, CUDAVersion: a.inv.CUDAVersion,
+		SharesPerGPU: int32(a.cfg.SharesPerGPU), LastActiveTime: a.lastActive, ObservedTime: &now,
+		Conditions: []metav1.Condition{cond},
+	}
+	for _, l := range a.inv.Links {
+		status.Links = append(status.Links, tesserav1.GPULink{A: int32(l.A), B: int32(l.B), NVLinks: int32(l.NVLinks), PCIe: l.PCIe})
+	}
+	if err := a.pub.GPUNode(ctx, status); err != nil {
+		a.deps.Log.Error(err, "Publish GPUNode")
+	}
+	f := nodeFields(devs)
+	if a.lastNode != nil && *a.lastNode == f {
+		return
+	}
+	if err := a.pub.Node(ctx, f); err != nil {
+		a.deps.Log.Error(err, "Publish node labels and GPU memory")
+		return
+	}
+	a.lastNode = &f
+}
+
+// nodeFields summarises the devices for the Node: the most common model, the GPU
+// count, and the GPU memory (allocatable: healthy GPUs only).
+func nodeFields(devs []tesserav1.GPUDevice) publish.NodeFields {
+	f := publish.NodeFields{Count: len(devs)}
+	models := map[string]int{}
+	for _, d := range devs {
+		models[d.Model]++
+		f.MemoryMiB += d.MemoryMiB
+		if d.Healthy {
+			f.AllocatableMiB += d.MemoryMiB
+		}
+	}
+	names := make([]string, 0, len(models))
+	for m := range models {
+		names = append(names, m)
+	}
+	sort.Slice(names, func(i, j int) bool {
+		if models[names[i]] != models[names[j]] {
+			return models[names[i]] > models[names[j]]
+		}
+		return names[i] < names[j]
+	})
+	if len(names) > 0 {
+		f.Model = names[0]
+	}
+	return f
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n-3] + "..."
+}

@@ -1,0 +1,230 @@
+package sim
+
+import (
+	"fmt"
+	"io"
+	"runtime"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/tessera-gpu/tessera/scheduler"
+	"github.com/tessera-gpu/tessera/sim/report"
+	"github.com/tessera-gpu/tessera/sim/trace"
+)
+
+// Modes.
+const (
+	ModeFillUp = "fillup"
+	ModeReplay = "replay"
+)
+
+// FirstSeed is the seed of the first run; run i uses FirstSeed+i, as the FGD paper.
+const FirstSeed = 42
+
+// MaxSeeds bounds the runs per policy.
+const MaxSeeds = 1000
+
+// Options selects the input, the mode and the runs of a simulation.
+type Options struct {
+	// Trace is a shipped openb pod-list variant ("default"); or set NodesFile and PodsFile;
+	// or Scenario.
+	Trace               string
+	NodesFile, PodsFile string
+	Scenario            string
+	Mode                string
+	Arrive              float64
+	Policies            []string
+	Seeds               int
+	// FirstSeed is the seed of the first run, FirstSeed+i of run i; 0 means the
+	// package's FirstSeed.
+	FirstSeed int64
+	// Custom configurations run besides the named policies, under their map keys.
+	Custom map[string]scheduler.Config
+	// Progress receives a progress bar; nil for none.
+	Progress io.Writer
+	// Warn receives warnings about the input ("warning: ..." lines); nil for none.
+	Warn io.Writer
+	// Autoscale runs each replay three times (always on, Tessera's autoscaler, the
+	// CA-like rule) and reports the savings (RunAutoscaled); replay mode only.
+	Autoscale bool
+	// BootDelay is how long a node added back takes before pods can use it (the
+	// command's default is DefaultBootDelay).
+	BootDelay time.Duration
+	// UnderusedShare turns on the Underused method of Tessera's autoscaler.
+	UnderusedShare float64
+}
+
+// replay runs one replay, autoscaled when the options say so.
+func (o Options) replay(rp Replay) (report.Result, error) {
+	if !o.Autoscale {
+		return RunReplay(rp)
+	}
+	return RunAutoscaled(rp, Autoscaling{BootDelay: o.BootDelay, UnderusedShare: o.UnderusedShare})
+}
+
+// replayUnits is the progress units of a replay of jobs: one per job and run.
+func (o Options) replayUnits(jobs int) int {
+	if o.Autoscale {
+		return 3 * jobs
+	}
+	return jobs
+}
+
+// configFor is cfg when set, else the named policy's configuration, with the run's seed.
+func configFor(policy string, cfg *scheduler.Config, seed int64) (scheduler.Config, error) {
+	c := scheduler.Config{}
+	if cfg != nil {
+		c = *cfg
+	} else {
+		var err error
+		if c, err = scheduler.Policy(policy); err != nil {
+			return c, err
+		}
+	}
+	c.Seed = seed
+	return c, nil
+}
+
+// run is one (policy, seed) pair.
+type run struct {
+	policy string
+	cfg    *scheduler.Config
+	seed   int64
+}
+
+// Run performs every (policy, seed) run of the options, two at a time per core, and
+// returns the results in policy order, then seed order.
+func Run(o Options) ([]report.Result, error) {
+	if o.Seeds < 1 || o.Seeds > MaxSeeds {
+		return nil, fmt.Errorf("--seeds: must be between 1 and %d, got %d", MaxSeeds, o.Seeds)
+	}
+	first := o.FirstSeed
+	if first == 0 {
+		first = FirstSeed
+	}
+	var runs []run
+	named := map[string]bool{}
+	for _, p := range o.Policies {
+		if _, err := scheduler.Policy(p); err != nil {
+			return nil, err
+		}
+		if named[p] {
+			return nil, fmt.Errorf("policy %s is named twice; each policy runs once per seed", p)
+		}
+		named[p] = true
+		for i := 0; i < o.Seeds; i++ {
+			runs = append(runs, run{policy: p, seed: first + int64(i)})
+		}
+	}
+	for name, cfg := range o.Custom {
+		if named[name] {
+			return nil, fmt.Errorf("configuration %s has the name of a policy that also runs; rename it", name)
+		}
+		for i := 0; i < o.Seeds; i++ {
+			runs = append(runs, run{policy: name, cfg: &cfg, seed: first + int64(i)})
+		}
+	}
+	if len(runs) == 0 {
+		return nil, fmt.Errorf("no policy to run; name one with --policy (%s)", strings.Join(scheduler.PolicyNames(), ", "))
+	}
+	one, units, label, err := o.runner()
+	if err != nil {
+		return nil, err
+	}
+	var progress *report.Progress
+	if o.Progress != nil {
+		total := 0
+		for _, r := range runs {
+			total += units(r.seed)
+		}
+		progress = report.NewProgress(o.Progress, total, label)
+		defer progress.Done()
+	}
+	results := make([]report.Result, len(runs))
+	errs := make([]error, len(runs))
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
+	for i, r := range runs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			results[i], errs[i] = one(r, func() { progress.Add(1) })
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	return results, nil
+}
+
+// runner reads the input once and returns the function that performs one run, the
+// number of progress units of a run with a given seed, and the progress label.
+func (o Options) runner() (func(run, func()) (report.Result, error), func(int64) int, string, error) {
+	switch {
+	case o.Scenario != "":
+		if o.Mode == ModeFillUp {
+			return nil, nil, "", fmt.Errorf("--scenario runs in --mode replay; fill-up needs a pod list (--trace or --pods)")
+		}
+		if _, err := trace.BuildScenario(o.Scenario, FirstSeed); err != nil {
+			return nil, nil, "", err
+		}
+		one := func(r run, tick func()) (report.Result, error) {
+			s, err := trace.BuildScenario(o.Scenario, r.seed)
+			if err != nil {
+				return report.Result{}, err
+			}
+			return o.replay(Replay{Input: ScenarioInput(s), Policy: r.policy, Config: r.cfg, Seed: r.seed, OnJob: tick})
+		}
+		units := func(seed int64) int {
+			s, _ := trace.BuildScenario(o.Scenario, seed)
+			return o.replayUnits(len(s.Jobs))
+		}
+		return one, units, "jobs", nil
+	case o.Trace != "" || o.PodsFile != "":
+		var in TraceInput
+		var err error
+		if o.Trace != "" {
+			in, err = OpenbInput(o.Trace)
+		} else {
+			in, err = FileInput(o.NodesFile, o.PodsFile)
+		}
+		if err != nil {
+			return nil, nil, "", err
+		}
+		if w := in.Unplaceable(); w != "" && o.Warn != nil {
+			fmt.Fprintf(o.Warn, "warning: %s\n", w)
+		}
+		if o.Mode == ModeReplay {
+			rin, err := PodTraceInput(in.Name, in.Nodes, in.Pods)
+			if err != nil {
+				return nil, nil, "", err
+			}
+			return func(r run, tick func()) (report.Result, error) {
+				return o.replay(Replay{Input: rin, Policy: r.policy, Config: r.cfg, Seed: r.seed, OnJob: tick})
+			}, func(int64) int { return o.replayUnits(len(rin.Jobs)) }, "pods", nil
+		}
+		if o.Autoscale {
+			return nil, nil, "", fmt.Errorf("--autoscale runs in --mode replay; fill-up pods never leave, so no node ever empties")
+		}
+		arrive := o.Arrive
+		var capacity int64
+		for _, n := range in.Nodes {
+			capacity += n.GPUMilli()
+		}
+		if err := trace.CheckFillUp(in.Pods, capacity, arrive); err != nil {
+			return nil, nil, "", err
+		}
+		units := func(seed int64) int { return len(trace.FillUp(in.Pods, capacity, arrive, seed)) }
+		return func(r run, tick func()) (report.Result, error) {
+			return RunFillUp(FillUp{Trace: in.Name, Nodes: in.Nodes, Pods: in.Pods, Policy: r.policy, Config: r.cfg, Seed: r.seed, Arrive: arrive, OnPod: tick})
+		}, units, "pods", nil
+	}
+	return nil, nil, "", fmt.Errorf("no input: give --trace (%s), --nodes and --pods, or --scenario (%s)",
+		strings.Join(OpenbVariants(), ", "), strings.Join(trace.ScenarioNames(), ", "))
+}

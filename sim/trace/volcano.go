@@ -1,0 +1,89 @@
+package trace
+
+import (
+	"fmt"
+
+	batchv1 "k8s.io/api/batch/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	tesserav1 "github.com/tessera-gpu/tessera/api/v1alpha1"
+	"github.com/tessera-gpu/tessera/volcano"
+)
+
+// isVolcano reports whether apiVersion and kind name one of Volcano's objects that
+// tessera convert volcano turns into Tessera's.
+func isVolcano(apiVersion, kind string) bool {
+	gv, err := schema.ParseGroupVersion(apiVersion)
+	if err != nil {
+		return false
+	}
+	switch gv.Group {
+	case "scheduling.volcano.sh":
+		return kind == "Queue" || kind == "PodGroup"
+	case "batch.volcano.sh":
+		return kind == "Job"
+	}
+	return false
+}
+
+// convertVolcano turns the Volcano objects read into Tessera's Queues, PodGroups and
+// batch/v1 Jobs, as tessera convert volcano does, and keeps its notes. A converted
+// object whose name another object of the input already takes is an error.
+func (m *Manifests) convertVolcano() error {
+	if len(m.volcano) == 0 {
+		return nil
+	}
+	objs, notes, err := volcano.Convert(m.volcano, volcano.Options{})
+	if err != nil {
+		return err
+	}
+	m.volcano = nil
+	for _, n := range notes {
+		m.Notes = append(m.Notes, n.String())
+	}
+	queues := names(m.Queues, func(q tesserav1.Queue) string { return q.Name })
+	groups := names(m.PodGroups, func(pg tesserav1.PodGroup) string { return pg.Namespace + "/" + pg.Name })
+	jobs := names(m.Jobs, func(j batchv1.Job) string { return j.Namespace + "/" + j.Name })
+	for _, o := range objs {
+		switch o := o.(type) {
+		case *tesserav1.Queue:
+			if err := claim(queues, "Queue", o.Name); err != nil {
+				return err
+			}
+			m.Queues = append(m.Queues, *o)
+		case *tesserav1.PodGroup:
+			if err := claim(groups, "PodGroup", o.Namespace+"/"+o.Name); err != nil {
+				return err
+			}
+			m.PodGroups = append(m.PodGroups, *o)
+		case *batchv1.Job:
+			if err := claim(jobs, "Job", o.Namespace+"/"+o.Name); err != nil {
+				return err
+			}
+			defaultRequests(&o.Spec.Template.Spec)
+			m.Jobs = append(m.Jobs, *o)
+		default:
+			return fmt.Errorf("converting Volcano objects gave a %T, which the simulator does not read", o)
+		}
+	}
+	return nil
+}
+
+// names is the set of keys of list's items.
+func names[T any](list []T, key func(T) string) map[string]bool {
+	set := make(map[string]bool, len(list))
+	for _, o := range list {
+		set[key(o)] = true
+	}
+	return set
+}
+
+// claim adds key to set, or says that a converted Volcano object collides with an
+// object of the same kind and name.
+func claim(set map[string]bool, kind, key string) error {
+	if set[key] {
+		return fmt.Errorf("the Volcano objects convert to %s %s, which the input already defines; keep one of the two", kind, key)
+	}
+	set[key] = true
+	return nil
+}
