@@ -46,8 +46,8 @@ func (d *IdleGPUs) Forget(pod string) {
 	delete(d.gpus, pod)
 }
 
-// known lists the pods observed and not forgotten.
-func (d *IdleGPUs) known() []string {
+// Known lists the pods observed and not forgotten.
+func (d *IdleGPUs) Known() []string {
 	out := make([]string, 0, len(d.gpus))
 	for pod := range d.gpus {
 		out = append(out, pod)

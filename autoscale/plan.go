@@ -113,6 +113,11 @@ func NewPlanner(p Policy, s *scheduler.Scheduler) *Planner {
 	return &Planner{Policy: p, Sched: s, Methods: ms, Queues: true}
 }
 
+// Inherit carries over from old, the planner of the policy's previous generation, since
+// when each node has held each method's condition, so that editing a policy does not
+// restart every node's idle clock.
+func (pl *Planner) Inherit(old *Planner) { pl.since = old.since }
+
 type candidate struct {
 	n      *framework.Node
 	d      *Decision

@@ -1,13 +1,13 @@
 package autoscale_test
 
 import (
-	"strings"
 	"testing"
 	"time"
 
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/tessera-gpu/tessera/autoscale"
+	"github.com/tessera-gpu/tessera/autoscale/autoscaletest"
 	"github.com/tessera-gpu/tessera/scheduler/framework"
 	"github.com/tessera-gpu/tessera/scheduler/testutil"
 )
@@ -64,13 +64,6 @@ func (w *world) run(j *framework.Job, nodes ...string) *framework.Job {
 	return j
 }
 
-func expect(t *testing.T, d autoscale.Decision, candidate bool, reason, msg string) {
-	t.Helper()
-	if d.Candidate != candidate || d.Reason != reason || !strings.Contains(d.Message, msg) {
-		t.Fatalf("%s: candidate %v reason %q message %q; want %v %q containing %q", d.Node, d.Candidate, d.Reason, d.Message, candidate, reason, msg)
-	}
-}
-
 func TestEmptyAfterIdleAfter(t *testing.T) {
 	w := newWorld(t, 3, policy())
 	job := w.run(testutil.MakeJob("train").GPU(8).Obj(), "a")
@@ -78,28 +71,28 @@ func TestEmptyAfterIdleAfter(t *testing.T) {
 	st.GPUsReady = false
 	w.c.Nodes["c"] = st
 	got := w.at(0)
-	expect(t, got["a"], false, autoscale.ReasonNotIdle, "1 GPU pods hold 8.0 of 8 GPUs")
-	expect(t, got["b"], false, autoscale.ReasonNotIdle, "Empty for 0s of 30m0s")
-	expect(t, got["c"], false, autoscale.ReasonNotReady, "no GPUNode")
-	expect(t, w.at(29)["b"], false, autoscale.ReasonNotIdle, "Empty for 29m0s")
+	autoscaletest.Expect(t, got["a"], false, autoscale.ReasonNotIdle, "1 GPU pods hold 8.0 of 8 GPUs")
+	autoscaletest.Expect(t, got["b"], false, autoscale.ReasonNotIdle, "Empty for 0s of 30m0s")
+	autoscaletest.Expect(t, got["c"], false, autoscale.ReasonNotReady, "no GPUNode")
+	autoscaletest.Expect(t, w.at(29)["b"], false, autoscale.ReasonNotIdle, "Empty for 29m0s")
 	got = w.at(31)
-	expect(t, got["b"], true, "", "Empty for 31m0s")
-	expect(t, got["c"], false, autoscale.ReasonNotReady, "")
+	autoscaletest.Expect(t, got["b"], true, "", "Empty for 31m0s")
+	autoscaletest.Expect(t, got["c"], false, autoscale.ReasonNotReady, "")
 
 	// GPU utilization samples move the idle start: b was active at minute 20.
 	st = w.c.Nodes["b"]
 	st.LastActive = testutil.Epoch.Add(20 * time.Minute)
 	w.c.Nodes["b"] = st
-	expect(t, w.at(40)["b"], false, autoscale.ReasonNotIdle, "Empty for 20m0s")
+	autoscaletest.Expect(t, w.at(40)["b"], false, autoscale.ReasonNotIdle, "Empty for 20m0s")
 	st.LastActive = time.Time{}
 	w.c.Nodes["b"] = st
 
 	// The job ends: a becomes idle from now on, not from the start.
 	finish(job)
-	expect(t, w.at(45)["a"], false, autoscale.ReasonNotIdle, "Empty for 0s")
+	autoscaletest.Expect(t, w.at(45)["a"], false, autoscale.ReasonNotIdle, "Empty for 0s")
 	got = w.at(80)
-	expect(t, got["b"], true, "", "")
-	expect(t, got["a"], false, autoscale.ReasonMaxParallel, "maxParallel 1")
+	autoscaletest.Expect(t, got["b"], true, "", "")
+	autoscaletest.Expect(t, got["a"], false, autoscale.ReasonMaxParallel, "maxParallel 1")
 }
 
 func finish(j *framework.Job) {
@@ -117,9 +110,9 @@ func TestClusterRules(t *testing.T) {
 	w := newWorld(t, 4, pol)
 	w.at(0)
 	got := w.at(31)
-	expect(t, got["a"], true, "", "")
-	expect(t, got["b"], true, "", "")
-	expect(t, got["c"], false, autoscale.ReasonMinNodes, "below minNodes 2")
+	autoscaletest.Expect(t, got["a"], true, "", "")
+	autoscaletest.Expect(t, got["b"], true, "", "")
+	autoscaletest.Expect(t, got["c"], false, autoscale.ReasonMinNodes, "below minNodes 2")
 
 	// Nodes being scaled down count against maxParallel and the group's min size.
 	w.planner.Policy.MinNodes = 0
@@ -133,20 +126,20 @@ func TestClusterRules(t *testing.T) {
 	w.c.Nodes["a"] = st
 	w.c.Groups = map[string]autoscale.Group{"md": {Replicas: 4, MinSize: 2}}
 	got = w.at(32)
-	expect(t, got["a"], false, autoscale.ReasonInProgress, "")
-	expect(t, got["b"], true, "", "")
-	expect(t, got["c"], false, autoscale.ReasonMinSize, "node group md at 2 replicas may not go below its min size 2")
+	autoscaletest.Expect(t, got["a"], false, autoscale.ReasonInProgress, "")
+	autoscaletest.Expect(t, got["b"], true, "", "")
+	autoscaletest.Expect(t, got["c"], false, autoscale.ReasonMinSize, "node group md at 2 replicas may not go below its min size 2")
 
 	w.c.LastScaleDown = testutil.Epoch.Add(30 * time.Minute)
-	expect(t, w.at(33)["b"], false, autoscale.ReasonCooldown, "cooldown after the last scale-down until 2026-01-01T00:40:00Z")
-	expect(t, w.at(41)["b"], true, "", "")
+	autoscaletest.Expect(t, w.at(33)["b"], false, autoscale.ReasonCooldown, "cooldown after the last scale-down until 2026-01-01T00:40:00Z")
+	autoscaletest.Expect(t, w.at(41)["b"], true, "", "")
 
 	st = w.c.Nodes["b"]
 	st.Blocker = &autoscale.Blocker{Reason: autoscale.ReasonPDB, Message: "PodDisruptionBudget x/y allows 0 disruptions"}
 	w.c.Nodes["b"] = st
 	got = w.at(42)
-	expect(t, got["b"], false, autoscale.ReasonPDB, "allows 0")
-	expect(t, got["c"], true, "", "")
+	autoscaletest.Expect(t, got["b"], false, autoscale.ReasonPDB, "allows 0")
+	autoscaletest.Expect(t, got["c"], true, "", "")
 }
 
 func TestUnderusedMovesPodsOnlyWhenTheyFit(t *testing.T) {
@@ -158,17 +151,17 @@ func TestUnderusedMovesPodsOnlyWhenTheyFit(t *testing.T) {
 	full := w.run(testutil.MakeJob("full").GPU(8).Obj(), "c")
 	w.at(0)
 	got := w.at(31)
-	expect(t, got["a"], true, "", "Underused for 31m0s")
-	expect(t, got["b"], false, autoscale.ReasonNotIdle, "1 GPU pods hold 6.0 of 8 GPUs")
-	expect(t, got["c"], false, autoscale.ReasonNotIdle, "")
+	autoscaletest.Expect(t, got["a"], true, "", "Underused for 31m0s")
+	autoscaletest.Expect(t, got["b"], false, autoscale.ReasonNotIdle, "1 GPU pods hold 6.0 of 8 GPUs")
+	autoscaletest.Expect(t, got["c"], false, autoscale.ReasonNotIdle, "")
 
 	finish(full)
 	w.c.Snap.Jobs = w.c.Snap.Jobs[:2]
 	w.run(testutil.MakeJob("seven").GPU(7).Obj(), "c")
 	// a's 2-GPU pod fits neither b (2 free) nor c (1 free)... b has 2 free: it fits.
-	expect(t, w.at(62)["a"], true, "", "")
+	autoscaletest.Expect(t, w.at(62)["a"], true, "", "")
 	w.run(testutil.MakeJob("two").GPU(2).Obj(), "b")
-	expect(t, w.at(63)["a"], false, autoscale.ReasonNoPlace, "pod default/small-0 fits on no other node")
+	autoscaletest.Expect(t, w.at(63)["a"], false, autoscale.ReasonNoPlace, "pod default/small-0 fits on no other node")
 }
 
 func TestPendingGangKeepsItsNodes(t *testing.T) {
@@ -184,24 +177,24 @@ func TestPendingGangKeepsItsNodes(t *testing.T) {
 	w.at(0)
 	got := w.at(31)
 	for _, n := range []string{"b", "c", "d"} {
-		expect(t, got[n], false, autoscale.ReasonNeededByGang, "pending job default/gang waits within queue train's deserved share")
+		autoscaletest.Expect(t, got[n], false, autoscale.ReasonNeededByGang, "pending job default/gang waits within queue train's deserved share")
 	}
 	// Without the gang and queue rules (the CA-like baseline), the nodes go, but the
 	// deserved share is kept by the queue rules alone.
 	w.planner.Queues = false
 	got = w.at(32)
-	expect(t, got["b"], true, "", "")
+	autoscaletest.Expect(t, got["b"], true, "", "")
 	w.planner.Queues = true
 	gang.Tasks = nil
 	w.c.Snap.Jobs = w.c.Snap.Jobs[:1]
 	got = w.at(33)
 	// The queue's work holds 1 GPU of its deserved 32: an idle share is not kept.
-	expect(t, got["b"], true, "", "")
+	autoscaletest.Expect(t, got["b"], true, "", "")
 	// Work that asks for more of the share than removing b would leave keeps b.
 	waiting := testutil.MakeJob("waiting").Tasks(3).GPU(8).Queue(q).Obj()
 	w.c.Snap.Jobs = append(w.c.Snap.Jobs, waiting)
 	got = w.at(34)
-	expect(t, got["b"], false, autoscale.ReasonDeserved, "the queues' work asks for 25 GPUs of their deserved shares; only 24 would be left")
+	autoscaletest.Expect(t, got["b"], false, autoscale.ReasonDeserved, "the queues' work asks for 25 GPUs of their deserved shares; only 24 would be left")
 }
 
 // Revalidate plans one node being scaled down again: the cooldown and maxParallel it
@@ -217,15 +210,15 @@ func TestRevalidate(t *testing.T) {
 	}
 	w.c.LastScaleDown = testutil.Epoch.Add(31 * time.Minute)
 	w.c.Snap.Now = testutil.Epoch.Add(32 * time.Minute)
-	expect(t, w.planner.Revalidate(w.c, "b"), true, "", "Empty for 32m0s")
+	autoscaletest.Expect(t, w.planner.Revalidate(w.c, "b"), true, "", "Empty for 32m0s")
 	if d := w.planner.Plan(w.c).Nodes[2]; d.Node != "c" || d.Candidate {
 		t.Fatalf("the plan chose %+v while a and b are in progress (maxParallel 1)", d)
 	}
 	w.planner.Policy.MinNodes = 3
-	expect(t, w.planner.Revalidate(w.c, "b"), false, autoscale.ReasonMinNodes, "")
+	autoscaletest.Expect(t, w.planner.Revalidate(w.c, "b"), false, autoscale.ReasonMinNodes, "")
 	w.planner.Policy.MinNodes = 0
 	w.run(testutil.MakeJob("train").GPU(8).Obj(), "b")
-	expect(t, w.planner.Revalidate(w.c, "b"), false, autoscale.ReasonNotIdle, "")
+	autoscaletest.Expect(t, w.planner.Revalidate(w.c, "b"), false, autoscale.ReasonNotIdle, "")
 	if d := w.planner.Revalidate(w.c, "x"); d.Candidate {
 		t.Fatalf("unknown node: %+v", d)
 	}

@@ -8,8 +8,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 )
 
-// Node annotation and label of a scale-down in progress.
+// Node taint, annotation and label of a scale-down in progress.
 const (
+	// TaintCandidate marks a node being scaled down; the scheduler avoids it.
+	TaintCandidate = "tessera.dev/scale-down-candidate"
 	// AnnotationScaleDown on a node holds its ScaleDown state as JSON: the actuator's
 	// only record of where a scale-down stands, so that another replica, or the same one
 	// after a crash, carries on from there.
@@ -62,14 +64,14 @@ func StateOf(node *corev1.Node) (*ScaleDown, error) {
 	return &s, nil
 }
 
-// encode returns the annotation value.
-func (s *ScaleDown) encode() string {
+// Encode returns the annotation value.
+func (s *ScaleDown) Encode() string {
 	b, _ := json.Marshal(s) // a struct of strings, a time and a bool always encodes
 	return string(b)
 }
 
-// tainted reports whether node carries the scale-down candidate taint.
-func tainted(node *corev1.Node) bool {
+// Tainted reports whether node carries the scale-down candidate taint.
+func Tainted(node *corev1.Node) bool {
 	for _, t := range node.Spec.Taints {
 		if t.Key == TaintCandidate {
 			return true

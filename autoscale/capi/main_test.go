@@ -12,6 +12,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tessera-gpu/tessera/autoscale/actuator"
+
+	"github.com/tessera-gpu/tessera/internal/controller"
+
 	"github.com/go-logr/logr/testr"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -27,7 +31,6 @@ import (
 	"github.com/tessera-gpu/tessera/autoscale/autoscaletest"
 	"github.com/tessera-gpu/tessera/autoscale/capi"
 	"github.com/tessera-gpu/tessera/scheduler"
-	"github.com/tessera-gpu/tessera/scheduler/k8s"
 	"github.com/tessera-gpu/tessera/test/testenv"
 )
 
@@ -258,18 +261,18 @@ func (h *harness) pod(name, n string, gpus int64, mut ...func(*corev1.Pod)) *cor
 
 // actuator builds an actuator, as a (re)started process would, writing through c
 // (workload cluster) and mgmt (management cluster; here the same API server).
-func (h *harness) actuator(c, mgmt client.Client) *autoscale.Actuator {
+func (h *harness) actuator(c, mgmt client.Client) *actuator.Actuator {
 	h.t.Helper()
 	cfg, err := scheduler.Policy("tessera")
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	return autoscale.NewActuator(env.Client, c, capi.New(mgmt), k8s.NewEventSink(h.events, h.clock.Now), autoscale.NewMetrics(nil), testr.New(h.t),
-		autoscale.Options{Scheduler: cfg, RevalidateAfter: 30 * time.Second, StepTimeout: 10 * time.Minute, Clock: h.clock})
+	return actuator.NewActuator(env.Client, c, capi.New(mgmt), controller.NewEventSink(h.events, h.clock.Now), actuator.NewMetrics(nil), testr.New(h.t),
+		actuator.Options{Scheduler: cfg, RevalidateAfter: 30 * time.Second, StepTimeout: 10 * time.Minute, Clock: h.clock})
 }
 
 // round runs one round d after the last one, then plays the kubelet: evicted pods end.
-func (h *harness) round(a *autoscale.Actuator, d time.Duration) error {
+func (h *harness) round(a *actuator.Actuator, d time.Duration) error {
 	h.clock.Step(d)
 	err := a.RunOnce(h.ctx)
 	h.kubelet()
@@ -277,7 +280,7 @@ func (h *harness) round(a *autoscale.Actuator, d time.Duration) error {
 }
 
 // rounds runs n rounds 31s apart, failing on an error.
-func (h *harness) rounds(a *autoscale.Actuator, n int) {
+func (h *harness) rounds(a *actuator.Actuator, n int) {
 	h.t.Helper()
 	for range n {
 		if err := h.round(a, 31*time.Second); err != nil {

@@ -6,6 +6,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tessera-gpu/tessera/autoscale/actuator"
+
+	"github.com/tessera-gpu/tessera/internal/controller"
+
 	"github.com/go-logr/logr/testr"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -13,7 +17,6 @@ import (
 	tesserav1 "github.com/tessera-gpu/tessera/api/v1alpha1"
 	"github.com/tessera-gpu/tessera/autoscale"
 	"github.com/tessera-gpu/tessera/autoscale/capi"
-	"github.com/tessera-gpu/tessera/scheduler/k8s"
 	"github.com/tessera-gpu/tessera/test/testenv"
 )
 
@@ -21,10 +24,10 @@ import (
 // the Lease id) until the returned stop is called or the test ends.
 func (h *harness) startManager(id string) (stop func()) {
 	h.t.Helper()
-	mgr, _, err := autoscale.NewManager(env.Config, env.Scheme, autoscale.Config{
-		Actuator:       autoscale.Options{Scheduler: mustPolicy(h.t), RevalidateAfter: time.Second},
+	mgr, _, err := actuator.NewManager(env.Config, env.Scheme, actuator.Config{
+		Actuator:       actuator.Options{Scheduler: mustPolicy(h.t), RevalidateAfter: time.Second},
 		Infrastructure: capi.New(env.Client), Period: 100 * time.Millisecond,
-		Serving: k8s.Serving{LeaderElect: true, LeaderElectionNamespace: leaseNamespace, LeaderElectionID: id,
+		Serving: controller.Serving{LeaderElect: true, LeaderElectionNamespace: leaseNamespace, LeaderElectionID: id,
 			LeaseDuration: 2 * time.Second, MetricsAddr: "0", ProbeAddr: "0", Log: testr.New(h.t)},
 	})
 	if err != nil {

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/tessera-gpu/tessera/autoscale/actuator"
+
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -29,7 +31,7 @@ type Provider struct {
 	c client.Client
 }
 
-var _ autoscale.Infrastructure = (*Provider)(nil)
+var _ actuator.Infrastructure = (*Provider)(nil)
 
 // New returns a provider writing through c, a client of the management cluster whose
 // scheme knows Cluster API's core types (AddToScheme).
@@ -48,7 +50,7 @@ func Installed(mapper meta.RESTMapper) (bool, error) {
 	return err == nil, err
 }
 
-// NodeGroups implements autoscale.Infrastructure: each node with a Machine belongs to
+// NodeGroups implements actuator.Infrastructure: each node with a Machine belongs to
 // the Machine's group; a Machine outside any MachineSet (a control-plane Machine) forms
 // a group of its own that may not shrink.
 func (p *Provider) NodeGroups(ctx context.Context, nodes []*corev1.Node) (map[string]string, map[string]autoscale.Group, error) {
@@ -72,7 +74,7 @@ func (p *Provider) NodeGroups(ctx context.Context, nodes []*corev1.Node) (map[st
 	return byNode, groups, nil
 }
 
-// Mark implements autoscale.Infrastructure.
+// Mark implements actuator.Infrastructure.
 func (p *Provider) Mark(ctx context.Context, node *corev1.Node) (string, error) {
 	m, g, err := p.find(ctx, node)
 	if err != nil || m == nil {
@@ -100,7 +102,7 @@ func (p *Provider) Mark(ctx context.Context, node *corev1.Node) (string, error) 
 	return key(m), nil
 }
 
-// Lower implements autoscale.Infrastructure. It lowers the node's group by as many
+// Lower implements actuator.Infrastructure. It lowers the node's group by as many
 // replicas as the group holds Machines that Mark marked and that no decrement covers
 // yet, so that every marked Machine costs exactly one replica: when several nodes of one
 // group go at once (the MachineSet may delete any marked Machine for a decrement, so
@@ -150,7 +152,7 @@ func (p *Provider) Lower(ctx context.Context, node *corev1.Node) (string, error)
 	return fmt.Sprintf("%s %d -> %d", g.name, now, now-uncovered), nil
 }
 
-// Unmark implements autoscale.Infrastructure: it takes off the annotations Mark set,
+// Unmark implements actuator.Infrastructure: it takes off the annotations Mark set,
 // and only those (a delete-machine annotation someone else set stays).
 func (p *Provider) Unmark(ctx context.Context, node *corev1.Node) error {
 	m, err := p.machine(ctx, node)

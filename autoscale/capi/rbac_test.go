@@ -12,6 +12,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tessera-gpu/tessera/autoscale/actuator"
+
+	"github.com/tessera-gpu/tessera/internal/controller"
+
 	"github.com/go-logr/logr/testr"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -27,7 +31,6 @@ import (
 	tesserav1 "github.com/tessera-gpu/tessera/api/v1alpha1"
 	"github.com/tessera-gpu/tessera/autoscale"
 	"github.com/tessera-gpu/tessera/autoscale/capi"
-	"github.com/tessera-gpu/tessera/scheduler/k8s"
 	"github.com/tessera-gpu/tessera/test/testenv"
 )
 
@@ -136,10 +139,10 @@ func TestDeployRBACGrantsExactlyWhatItUses(t *testing.T) {
 		t.Fatal(err)
 	}
 	metricsAddr, probeAddr := freeAddr(t), freeAddr(t)
-	mgr, _, err := autoscale.NewManager(sa, env.Scheme, autoscale.Config{
-		Actuator:       autoscale.Options{Scheduler: mustPolicy(t), RevalidateAfter: time.Second},
+	mgr, _, err := actuator.NewManager(sa, env.Scheme, actuator.Config{
+		Actuator:       actuator.Options{Scheduler: mustPolicy(t), RevalidateAfter: time.Second},
 		Infrastructure: capi.New(mgmt), Period: 200 * time.Millisecond, Registerer: crmetrics.Registry,
-		Serving: k8s.Serving{LeaderElect: true, LeaderElectionNamespace: leaseNamespace, LeaderElectionID: "autoscaler-rbac-test",
+		Serving: controller.Serving{LeaderElect: true, LeaderElectionNamespace: leaseNamespace, LeaderElectionID: "autoscaler-rbac-test",
 			LeaseDuration: 2 * time.Second, MetricsAddr: metricsAddr, ProbeAddr: probeAddr, Log: testr.New(t)},
 	})
 	if err != nil {

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tessera-gpu/tessera/autoscale/actuator"
+
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -128,7 +130,7 @@ func TestPDBBlocksThenAllows(t *testing.T) {
 	a := h.actuator(env.Client, env.Client)
 	h.rounds(a, 3)
 	h.expectPhase("a", "")
-	plans, err := autoscale.PlanCluster(h.ctx, env.Client, nil, mustPolicy(t), h.clock.Now())
+	plans, err := actuator.PlanCluster(h.ctx, env.Client, nil, mustPolicy(t), h.clock.Now())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,8 +4,11 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"os"
 	"time"
+
+	"github.com/tessera-gpu/tessera/autoscale/actuator"
+
+	"github.com/tessera-gpu/tessera/internal/controller"
 
 	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
@@ -19,7 +22,6 @@ import (
 
 	"github.com/tessera-gpu/tessera/autoscale"
 	"github.com/tessera-gpu/tessera/autoscale/capi"
-	"github.com/tessera-gpu/tessera/scheduler/k8s"
 )
 
 func init() { register(newAutoscalerCommand) }
@@ -32,11 +34,7 @@ type autoscalerFlags struct {
 	period               time.Duration
 	revalidateAfter      time.Duration
 	stepTimeout          time.Duration
-	leaderElect          bool
-	leaderNamespace      string
-	leaderID             string
-	metricsAddr          string
-	probeAddr            string
+	serving              controller.Serving
 }
 
 func newAutoscalerCommand() *cobra.Command {
@@ -63,11 +61,7 @@ or newly elected replica carries on. "tessera autoscaler plan" shows the decisio
 	fs.DurationVar(&f.period, "period", 10*time.Second, "time between planning rounds")
 	fs.DurationVar(&f.revalidateAfter, "revalidate-after", 30*time.Second, "wait between tainting a candidate and planning again before cordoning it")
 	fs.DurationVar(&f.stepTimeout, "step-timeout", 10*time.Minute, "a drain or Machine removal step that has not completed by then fails and is undone")
-	fs.BoolVar(&f.leaderElect, "leader-elect", true, "elect one active replica through a Lease")
-	fs.StringVar(&f.leaderNamespace, "leader-election-namespace", os.Getenv("POD_NAMESPACE"), "namespace of the Lease; defaults to $POD_NAMESPACE")
-	fs.StringVar(&f.leaderID, "leader-election-id", "tessera-autoscaler", "name of the Lease")
-	fs.StringVar(&f.metricsAddr, "metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint (0 disables it)")
-	fs.StringVar(&f.probeAddr, "health-probe-bind-address", ":8081", "address of /healthz and /readyz")
+	f.serving.AddFlags(fs, "tessera-autoscaler")
 	klogFlags := flag.NewFlagSet("klog", flag.ContinueOnError)
 	klog.InitFlags(klogFlags)
 	fs.AddGoFlag(klogFlags.Lookup("v"))
@@ -94,22 +88,23 @@ func runAutoscaler(ctx context.Context, f autoscalerFlags) error {
 	if err != nil {
 		return err
 	}
-	mgr, _, err := autoscale.NewManager(cfg, scheme, autoscale.Config{
-		Actuator:       autoscale.Options{Scheduler: scfg, RevalidateAfter: f.revalidateAfter, StepTimeout: f.stepTimeout},
+	serving := f.serving
+	serving.Log = log.WithName("autoscaler")
+	mgr, _, err := actuator.NewManager(cfg, scheme, actuator.Config{
+		Actuator:       actuator.Options{Scheduler: scfg, RevalidateAfter: f.revalidateAfter, StepTimeout: f.stepTimeout},
 		Infrastructure: infra, Period: f.period, Registerer: crmetrics.Registry,
-		Serving: k8s.Serving{LeaderElect: f.leaderElect, LeaderElectionNamespace: f.leaderNamespace, LeaderElectionID: f.leaderID,
-			MetricsAddr: f.metricsAddr, ProbeAddr: f.probeAddr, Log: log.WithName("autoscaler")},
+		Serving: serving,
 	})
 	if err != nil {
 		return err
 	}
-	log.Info("starting autoscaler", "period", f.period, "clusterAPI", infra != nil, "leaderElect", f.leaderElect)
+	log.Info("starting autoscaler", "period", f.period, "clusterAPI", infra != nil, "leaderElect", f.serving.LeaderElect)
 	return mgr.Start(ctx)
 }
 
 // managementCluster connects to the Cluster API management cluster (kubeconfig, else
 // the workload cluster's workload config); nil when it serves no Machines.
-func managementCluster(kubeconfig string, workload *rest.Config, log logr.Logger) (autoscale.Infrastructure, error) {
+func managementCluster(kubeconfig string, workload *rest.Config, log logr.Logger) (actuator.Infrastructure, error) {
 	cfg := workload
 	if kubeconfig != "" {
 		var err error
@@ -162,7 +157,7 @@ idle from its GPUNode's lastActiveTime. Changes nothing.`,
 			if err != nil {
 				return err
 			}
-			plans, err := autoscale.PlanCluster(cmd.Context(), c, infra, scfg, time.Now())
+			plans, err := actuator.PlanCluster(cmd.Context(), c, infra, scfg, time.Now())
 			if err != nil {
 				return err
 			}

@@ -5,7 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/tessera-gpu/tessera/scheduler/k8s"
+	"github.com/tessera-gpu/tessera/scheduler/daemon"
 )
 
 func init() { register(newExplainCommand) }
@@ -26,7 +26,7 @@ of the cluster and changes nothing.`,
 			if err != nil {
 				return err
 			}
-			e, err := k8s.Explain(cmd.Context(), c, scfg, args[0], args[1], time.Now())
+			e, err := daemon.Explain(cmd.Context(), c, scfg, args[0], args[1], time.Now())
 			if err != nil {
 				return err
 			}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -13,26 +12,23 @@ import (
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	tesserav1 "github.com/tessera-gpu/tessera/api/v1alpha1"
+	"github.com/tessera-gpu/tessera/internal/controller"
 	"github.com/tessera-gpu/tessera/scheduler"
-	"github.com/tessera-gpu/tessera/scheduler/k8s"
+	"github.com/tessera-gpu/tessera/scheduler/daemon"
 )
 
 func init() { register(newSchedulerCommand) }
 
 type schedulerFlags struct {
-	kubeconfig      string
-	config          string
-	policy          string
-	schedulerName   string
-	period          time.Duration
-	bindWorkers     int
-	qps             float32
-	burst           int
-	leaderElect     bool
-	leaderNamespace string
-	leaderID        string
-	metricsAddr     string
-	probeAddr       string
+	kubeconfig    string
+	config        string
+	policy        string
+	schedulerName string
+	period        time.Duration
+	bindWorkers   int
+	qps           float32
+	burst         int
+	serving       controller.Serving
 }
 
 func newSchedulerCommand() *cobra.Command {
@@ -56,11 +52,7 @@ device plugin reads. Run two replicas: one is elected leader and schedules.`,
 	fs.IntVar(&f.bindWorkers, "bind-workers", 32, "concurrent binds and evictions")
 	fs.Float32Var(&f.qps, "kube-api-qps", 500, "client QPS towards the API server")
 	fs.IntVar(&f.burst, "kube-api-burst", 1000, "client burst towards the API server")
-	fs.BoolVar(&f.leaderElect, "leader-elect", true, "elect one active replica through a Lease")
-	fs.StringVar(&f.leaderNamespace, "leader-election-namespace", os.Getenv("POD_NAMESPACE"), "namespace of the Lease; defaults to $POD_NAMESPACE")
-	fs.StringVar(&f.leaderID, "leader-election-id", "tessera-scheduler", "name of the Lease")
-	fs.StringVar(&f.metricsAddr, "metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint (0 disables it)")
-	fs.StringVar(&f.probeAddr, "health-probe-bind-address", ":8081", "address of /healthz and /readyz")
+	f.serving.AddFlags(fs, "tessera-scheduler")
 	klogFlags := flag.NewFlagSet("klog", flag.ContinueOnError)
 	klog.InitFlags(klogFlags)
 	fs.AddGoFlag(klogFlags.Lookup("v"))
@@ -95,15 +87,14 @@ func runScheduler(ctx context.Context, f schedulerFlags) error {
 	if err != nil {
 		return err
 	}
-	mgr, _, err := k8s.NewManager(cfg, scheme, k8s.Config{
+	mgr, _, err := daemon.NewManager(cfg, scheme, daemon.Config{
 		Scheduler: scfg, SchedulerName: f.schedulerName,
-		Daemon:      k8s.Options{Period: f.period, BindWorkers: f.bindWorkers},
-		LeaderElect: f.leaderElect, LeaderElectionNamespace: f.leaderNamespace, LeaderElectionID: f.leaderID,
-		MetricsAddr: f.metricsAddr, ProbeAddr: f.probeAddr, Registerer: crmetrics.Registry, Log: log.WithName("scheduler"),
+		Daemon:  daemon.Options{Period: f.period, BindWorkers: f.bindWorkers},
+		Serving: f.serving, Registerer: crmetrics.Registry, Log: log.WithName("scheduler"),
 	})
 	if err != nil {
 		return err
 	}
-	log.Info("starting scheduler", "schedulerName", f.schedulerName, "period", f.period, "leaderElect", f.leaderElect)
+	log.Info("starting scheduler", "schedulerName", f.schedulerName, "period", f.period, "leaderElect", f.serving.LeaderElect)
 	return mgr.Start(ctx)
 }

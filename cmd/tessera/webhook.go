@@ -19,6 +19,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
+	"github.com/tessera-gpu/tessera/internal/controller"
 	"github.com/tessera-gpu/tessera/webhooks"
 )
 
@@ -36,8 +37,7 @@ type webhookFlags struct {
 	certManager      bool
 	certValidity     time.Duration
 	certRotateBefore time.Duration
-	metricsAddr      string
-	probeAddr        string
+	serving          controller.Serving
 	policyTimeout    time.Duration
 	kubeconfig       string
 }
@@ -70,8 +70,7 @@ it expires. The server starts once the certificate is on disk.`,
 	fs.BoolVar(&f.certManager, "cert-manager", false, "certificates are issued by cert-manager into --cert-dir and the caBundle injected by its CA injector")
 	fs.DurationVar(&f.certValidity, "cert-validity", 90*24*time.Hour, "validity of a self-managed certificate")
 	fs.DurationVar(&f.certRotateBefore, "cert-rotate-before", 30*24*time.Hour, "re-sign a self-managed certificate this long before it expires")
-	fs.StringVar(&f.metricsAddr, "metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint (0 disables it)")
-	fs.StringVar(&f.probeAddr, "health-probe-bind-address", ":8081", "address of /healthz and /readyz")
+	f.serving.AddServingFlags(fs)
 	fs.DurationVar(&f.policyTimeout, "policy-timeout", time.Second, "deadline for evaluating one request against the policy set")
 	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig file; empty: $KUBECONFIG or the in-cluster config")
 	klogFlags := flag.NewFlagSet("klog", flag.ContinueOnError)
@@ -121,8 +120,8 @@ func serveWebhook(ctx context.Context, cfg *rest.Config, f webhookFlags) error {
 	certsReady := make(chan struct{})
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 scheme,
-		Metrics:                metricsserver.Options{BindAddress: f.metricsAddr},
-		HealthProbeBindAddress: f.probeAddr,
+		Metrics:                metricsserver.Options{BindAddress: f.serving.MetricsAddr},
+		HealthProbeBindAddress: f.serving.ProbeAddr,
 		WebhookServer: certGatedServer{
 			Server: webhook.NewServer(webhook.Options{Port: f.port, CertDir: f.certDir}),
 			ready:  certsReady,

@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/tessera-gpu/tessera/internal/controller"
 	"github.com/tessera-gpu/tessera/test/testenv"
 )
 
@@ -85,7 +86,7 @@ func TestWebhookCertificate(t *testing.T) {
 			port: freePort(t), certDir: certDir, namespace: certNamespace, serviceName: "tessera-webhook",
 			secretName: "tessera-webhook-tls", mutatingConfig: "tessera", validatingConfig: "tessera",
 			certValidity: 90 * 24 * time.Hour, certRotateBefore: 30 * 24 * time.Hour,
-			metricsAddr: "0", probeAddr: fmt.Sprintf("127.0.0.1:%d", freePort(t)), policyTimeout: time.Second,
+			serving: controller.Serving{MetricsAddr: "0", ProbeAddr: fmt.Sprintf("127.0.0.1:%d", freePort(t))}, policyTimeout: time.Second,
 		}
 	}
 
@@ -333,7 +334,7 @@ func injectedBundle(t *testing.T, ctx context.Context, c client.Client) []byte {
 }
 
 func readyz(f webhookFlags) error {
-	resp, err := http.Get("http://" + f.probeAddr + "/readyz")
+	resp, err := http.Get("http://" + f.serving.ProbeAddr + "/readyz")
 	if err != nil {
 		return err
 	}

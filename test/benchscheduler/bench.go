@@ -22,8 +22,9 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 
 	tesserav1 "github.com/tessera-gpu/tessera/api/v1alpha1"
+	"github.com/tessera-gpu/tessera/internal/controller"
 	"github.com/tessera-gpu/tessera/scheduler"
-	"github.com/tessera-gpu/tessera/scheduler/k8s"
+	"github.com/tessera-gpu/tessera/scheduler/daemon"
 	"github.com/tessera-gpu/tessera/test/testenv"
 )
 
@@ -255,7 +256,7 @@ func (b *bench) tessera() runner {
 		if err != nil {
 			return nil, err
 		}
-		mgr, _, err := k8s.NewManager(b.cfg, b.env.Scheme, k8s.Config{Scheduler: sc, MetricsAddr: "0", ProbeAddr: "0", Log: logr.Discard()})
+		mgr, _, err := daemon.NewManager(b.cfg, b.env.Scheme, daemon.Config{Scheduler: sc, Serving: controller.Serving{MetricsAddr: "0", ProbeAddr: "0"}, Log: logr.Discard()})
 		if err != nil {
 			return nil, err
 		}

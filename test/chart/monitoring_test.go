@@ -1,6 +1,7 @@
 package chart
 
 import (
+	"github.com/tessera-gpu/tessera/autoscale/actuator"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -24,7 +25,7 @@ import (
 
 	"github.com/tessera-gpu/tessera/autoscale"
 	"github.com/tessera-gpu/tessera/policy"
-	schedk8s "github.com/tessera-gpu/tessera/scheduler/k8s"
+	schedk8s "github.com/tessera-gpu/tessera/scheduler/daemon"
 	agentmetrics "github.com/tessera-gpu/tessera/nodeagent/metrics"
 	"github.com/tessera-gpu/tessera/webhooks"
 )
@@ -358,7 +359,7 @@ func registeredMetrics(t *testing.T) map[string]string {
 	}{
 		{"scheduler", func(r prometheus.Registerer) { schedk8s.NewMetrics(r) }},
 		{"webhook", func(r prometheus.Registerer) { webhooks.NewMetrics(r); policy.NewMetrics(r) }},
-		{"autoscaler", func(r prometheus.Registerer) { autoscale.NewMetrics(r) }},
+		{"autoscaler", func(r prometheus.Registerer) { actuator.NewMetrics(r) }},
 		{"node agent", func(r prometheus.Registerer) { agentmetrics.New(r, "node") }},
 	} {
 		rec := &recorder{}

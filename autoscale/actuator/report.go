@@ -1,15 +1,19 @@
-package autoscale
+package actuator
 
 import (
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/tessera-gpu/tessera/autoscale"
+
+	"github.com/tessera-gpu/tessera/internal/controller"
+
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
 
 	tesserav1 "github.com/tessera-gpu/tessera/api/v1alpha1"
 	"github.com/tessera-gpu/tessera/scheduler/cache"
-	"github.com/tessera-gpu/tessera/scheduler/k8s"
 )
 
 // savings accrues tessera_autoscale_saved_gpu_hours_total and _saved_cost_total: every
@@ -28,7 +32,7 @@ func (s *savings) accrue(now time.Time, pols []tesserav1.ScaleDownPolicy, nodes 
 	}
 	hours := now.Sub(last).Hours()
 	for i := range pols {
-		pol, err := PolicyFrom(&pols[i])
+		pol, err := autoscale.PolicyFrom(&pols[i])
 		if err != nil {
 			continue
 		}
@@ -39,12 +43,12 @@ func (s *savings) accrue(now time.Time, pols []tesserav1.ScaleDownPolicy, nodes 
 }
 
 // awayGPUs counts the GPUs of the recorded removals that no newer node replaced.
-func awayGPUs(recs []tesserav1.ScaleDownRecord, pol Policy, nodes []*corev1.Node) int {
+func awayGPUs(recs []tesserav1.ScaleDownRecord, pol autoscale.Policy, nodes []*corev1.Node) int {
 	present := map[string]bool{}
 	var joined []time.Time
 	for _, n := range nodes {
 		present[n.Name] = true
-		if pol.Selector.Matches(labelSet(n.Labels)) {
+		if pol.Selector.Matches(labels.Set(n.Labels)) {
 			joined = append(joined, n.CreationTimestamp.Time)
 		}
 	}
@@ -69,20 +73,20 @@ func awayGPUs(recs []tesserav1.ScaleDownRecord, pol Policy, nodes []*corev1.Node
 // idleReporter reports pods whose allocated GPUs sat idle for the policy's idleAfter:
 // tessera_gpu_allocated_idle_gpus and an event on the pod. It never evicts them.
 type idleReporter struct {
-	byPolicy map[string]*IdleGPUs
+	byPolicy map[string]*autoscale.IdleGPUs
 }
 
-func (r *idleReporter) report(name string, pol Policy, st *cache.State, now time.Time, m *Metrics, ev *k8s.EventSink) {
+func (r *idleReporter) report(name string, pol autoscale.Policy, st *cache.State, now time.Time, m *Metrics, ev *controller.EventSink) {
 	d := r.byPolicy[name]
 	if d == nil || d.Threshold != float64(pol.UtilizationThreshold) || d.After != pol.IdleAfter {
-		d = &IdleGPUs{Threshold: float64(pol.UtilizationThreshold), After: pol.IdleAfter}
+		d = &autoscale.IdleGPUs{Threshold: float64(pol.UtilizationThreshold), After: pol.IdleAfter}
 		r.byPolicy[name] = d
 	}
 	pods := map[string]*corev1.Pod{}
 	for _, p := range st.Pods {
 		node := st.Nodes[p.Spec.NodeName]
 		gn := st.GPUNodes[p.Spec.NodeName]
-		if node == nil || gn == nil || gn.Status.ObservedTime == nil || !pol.Selector.Matches(labelSet(node.Labels)) || p.Status.Phase != corev1.PodRunning {
+		if node == nil || gn == nil || gn.Status.ObservedTime == nil || !pol.Selector.Matches(labels.Set(node.Labels)) || p.Status.Phase != corev1.PodRunning {
 			continue
 		}
 		util, gpus, ok := podUtilization(p, gn)
@@ -93,7 +97,7 @@ func (r *idleReporter) report(name string, pol Policy, st *cache.State, now time
 		pods[key] = p
 		d.Observe(key, gpus, util, gn.Status.ObservedTime.Time)
 	}
-	for _, k := range d.known() {
+	for _, k := range d.Known() {
 		if pods[k] == nil {
 			d.Forget(k)
 			ns, name, _ := strings.Cut(k, "/")

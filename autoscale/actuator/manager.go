@@ -1,9 +1,12 @@
-package autoscale
+package actuator
 
 import (
 	"context"
 	"errors"
 	"time"
+
+	"github.com/tessera-gpu/tessera/internal/controller"
+	"github.com/tessera-gpu/tessera/scheduler/cache"
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
@@ -11,8 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
-
-	"github.com/tessera-gpu/tessera/scheduler/k8s"
 )
 
 // Config is everything `tessera autoscaler` is started with.
@@ -24,7 +25,7 @@ type Config struct {
 	Period time.Duration
 	// Serving is leader election (LeaderElectionID defaults to tessera-autoscaler)
 	// and the metrics and health endpoints.
-	Serving k8s.Serving
+	Serving controller.Serving
 	// Registerer takes the metrics; nil: none are registered.
 	Registerer prometheus.Registerer
 }
@@ -75,13 +76,13 @@ func NewManager(restCfg *rest.Config, scheme *runtime.Scheme, cfg Config) (manag
 	if cfg.Period <= 0 {
 		cfg.Period = 10 * time.Second
 	}
-	mgr, err := k8s.NewControllerManager(restCfg, scheme, cfg.Serving)
+	mgr, err := controller.NewManager(restCfg, scheme, cfg.Serving, cache.Options())
 	if err != nil {
 		return nil, nil, err
 	}
 	cfg.Actuator.defaults()
 	log := cfg.Serving.Log
-	ev := k8s.NewEventSink(mgr.GetEventRecorder("tessera-autoscaler"), cfg.Actuator.Clock.Now)
+	ev := controller.NewEventSink(mgr.GetEventRecorder("tessera-autoscaler"), cfg.Actuator.Clock.Now)
 	act := NewActuator(mgr.GetCache(), mgr.GetClient(), cfg.Infrastructure, ev, NewMetrics(cfg.Registerer), log, cfg.Actuator)
 	c := &Controller{actuator: act, period: cfg.Period, log: log}
 	return mgr, c, mgr.Add(c)

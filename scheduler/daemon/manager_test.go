@@ -1,4 +1,4 @@
-package k8s_test
+package daemon_test
 
 import (
 	"context"
@@ -17,8 +17,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tesserav1 "github.com/tessera-gpu/tessera/api/v1alpha1"
+	"github.com/tessera-gpu/tessera/internal/controller"
 	"github.com/tessera-gpu/tessera/scheduler"
-	"github.com/tessera-gpu/tessera/scheduler/k8s"
+	"github.com/tessera-gpu/tessera/scheduler/daemon"
 	"github.com/tessera-gpu/tessera/test/testenv"
 )
 
@@ -32,9 +33,9 @@ func (h *harness) startManager(cfg *rest.Config, id string) (stop func()) {
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	mgr, _, err := k8s.NewManager(cfg, env.Scheme, k8s.Config{Scheduler: sc, Daemon: k8s.Options{Period: h.period},
-		LeaderElect: true, LeaderElectionNamespace: leaseNamespace, LeaderElectionID: id, LeaseDuration: 2 * time.Second,
-		MetricsAddr: "0", ProbeAddr: "0", Log: testr.New(h.t)})
+	mgr, _, err := daemon.NewManager(cfg, env.Scheme, daemon.Config{Scheduler: sc, Daemon: daemon.Options{Period: h.period},
+		Serving: controller.Serving{LeaderElect: true, LeaderElectionNamespace: leaseNamespace, LeaderElectionID: id, LeaseDuration: 2 * time.Second,
+			MetricsAddr: "0", ProbeAddr: "0"}, Log: testr.New(h.t)})
 	if err != nil {
 		h.t.Fatal(err)
 	}

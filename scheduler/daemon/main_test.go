@@ -1,4 +1,4 @@
-package k8s_test
+package daemon_test
 
 import (
 	"context"
@@ -20,7 +20,7 @@ import (
 	tesserav1 "github.com/tessera-gpu/tessera/api/v1alpha1"
 	"github.com/tessera-gpu/tessera/scheduler"
 	"github.com/tessera-gpu/tessera/scheduler/cache"
-	"github.com/tessera-gpu/tessera/scheduler/k8s"
+	"github.com/tessera-gpu/tessera/scheduler/daemon"
 	"github.com/tessera-gpu/tessera/scheduler/snapshot"
 	"github.com/tessera-gpu/tessera/test/testenv"
 )
@@ -90,7 +90,7 @@ func (h *harness) cleanup() {
 
 // daemon builds a scheduler daemon on the harness's cache writing through c (nil:
 // the direct client).
-func (h *harness) daemon(c client.Client) *k8s.Daemon {
+func (h *harness) daemon(c client.Client) *daemon.Daemon {
 	h.t.Helper()
 	if c == nil {
 		c = h.c
@@ -110,11 +110,11 @@ func (h *harness) daemon(c client.Client) *k8s.Daemon {
 	if !h.cache.WaitForCacheSync(h.ctx) {
 		h.t.Fatal("cache did not sync")
 	}
-	return k8s.NewDaemon(c, ca, core, nil, nil, testr.New(h.t), k8s.Options{Period: h.period})
+	return daemon.NewDaemon(c, ca, core, nil, nil, testr.New(h.t), daemon.Options{Period: h.period})
 }
 
 // run starts d until the test ends or the returned stop is called.
-func (h *harness) run(d *k8s.Daemon) (stop func()) {
+func (h *harness) run(d *daemon.Daemon) (stop func()) {
 	ctx, cancel := context.WithCancel(h.ctx)
 	done := make(chan struct{})
 	go func() {
@@ -275,13 +275,13 @@ func (h *harness) kubelet() {
 func isExists(err error) bool { return apierrors.IsAlreadyExists(err) }
 
 // explain runs tessera explain's logic against the API server.
-func (h *harness) explain(kind, name string) k8s.Explanation {
+func (h *harness) explain(kind, name string) daemon.Explanation {
 	h.t.Helper()
 	cfg, err := scheduler.Policy("tessera")
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	e, err := k8s.Explain(h.ctx, h.c, cfg, kind, name, time.Now())
+	e, err := daemon.Explain(h.ctx, h.c, cfg, kind, name, time.Now())
 	if err != nil {
 		h.t.Fatal(err)
 	}

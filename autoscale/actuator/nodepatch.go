@@ -1,8 +1,10 @@
-package autoscale
+package actuator
 
 import (
 	"context"
 	"strconv"
+
+	"github.com/tessera-gpu/tessera/autoscale"
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -20,11 +22,11 @@ func patchNode(ctx context.Context, c client.Client, node *corev1.Node, change f
 }
 
 // setState writes sd into n's annotation.
-func setState(n *corev1.Node, sd *ScaleDown) {
+func setState(n *corev1.Node, sd *autoscale.ScaleDown) {
 	if n.Annotations == nil {
 		n.Annotations = map[string]string{}
 	}
-	n.Annotations[AnnotationScaleDown] = sd.encode()
+	n.Annotations[autoscale.AnnotationScaleDown] = sd.Encode()
 }
 
 func setLabel(n *corev1.Node, k, v string) {

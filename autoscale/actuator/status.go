@@ -1,9 +1,11 @@
-package autoscale
+package actuator
 
 import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/tessera-gpu/tessera/autoscale"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -24,7 +26,7 @@ const (
 
 // writeCandidates writes the plan's candidates and the Ready condition into the
 // policy's status, when they changed.
-func (a *Actuator) writeCandidates(ctx context.Context, obj *tesserav1.ScaleDownPolicy, plan *Plan) error {
+func (a *Actuator) writeCandidates(ctx context.Context, obj *tesserav1.ScaleDownPolicy, plan *autoscale.Plan) error {
 	return a.patchStatus(ctx, obj, func(st *tesserav1.ScaleDownPolicyStatus) {
 		st.Candidates = nil
 		for _, d := range plan.Candidates() {

@@ -1,13 +1,13 @@
-package autoscale
+package actuator
 
 import (
 	"context"
 	"fmt"
-	"io"
 	"slices"
 	"strings"
-	"text/tabwriter"
 	"time"
+
+	"github.com/tessera-gpu/tessera/autoscale"
 
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -19,22 +19,19 @@ import (
 	"github.com/tessera-gpu/tessera/scheduler/snapshot"
 )
 
-// TaintCandidate marks a node being scaled down; the scheduler avoids it.
-const TaintCandidate = "tessera.dev/scale-down-candidate"
-
 // ReadCluster builds what a planning round for pol reads from the cluster: the
 // scheduler's snapshot (scheduler/cache) and, per node, whether its GPUs are reported,
 // their last activity, the first rule that keeps it and whether it is being scaled
 // down. A node first seen by a planner counts as idle from its GPUNode's
 // lastActiveTime (or the node's creation). Node groups are left empty: an
 // Infrastructure fills them in (FillGroups).
-func ReadCluster(ctx context.Context, r client.Reader, pol *tesserav1.ScaleDownPolicy, opts snapshot.Options, now time.Time) (*Cluster, error) {
+func ReadCluster(ctx context.Context, r client.Reader, pol *tesserav1.ScaleDownPolicy, opts snapshot.Options, now time.Time) (*autoscale.Cluster, error) {
 	c, _, err := readCluster(ctx, r, pol, opts, now)
 	return c, err
 }
 
 // readCluster is ReadCluster, also returning the objects it read.
-func readCluster(ctx context.Context, r client.Reader, pol *tesserav1.ScaleDownPolicy, opts snapshot.Options, now time.Time) (*Cluster, *cache.State, error) {
+func readCluster(ctx context.Context, r client.Reader, pol *tesserav1.ScaleDownPolicy, opts snapshot.Options, now time.Time) (*autoscale.Cluster, *cache.State, error) {
 	snap, state, _, err := cache.New(r, opts).Snapshot(ctx, now)
 	if err != nil {
 		return nil, nil, err
@@ -53,7 +50,7 @@ func readCluster(ctx context.Context, r client.Reader, pol *tesserav1.ScaleDownP
 			byNode[p.Spec.NodeName] = append(byNode[p.Spec.NodeName], p)
 		}
 	}
-	c := &Cluster{Snap: snap, Nodes: map[string]NodeState{}}
+	c := &autoscale.Cluster{Snap: snap, Nodes: map[string]autoscale.NodeState{}}
 	for _, rec := range pol.Status.RecentScaleDowns {
 		if rec.Time.After(c.LastScaleDown) {
 			c.LastScaleDown = rec.Time.Time
@@ -62,7 +59,7 @@ func readCluster(ctx context.Context, r client.Reader, pol *tesserav1.ScaleDownP
 	for name, node := range state.Nodes {
 		pods := byNode[name]
 		slices.SortFunc(pods, func(a, b *corev1.Pod) int { return strings.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name) })
-		st := NodeState{Blocker: NodeBlocker(node, pods, budgets), Ignored: map[string]bool{}, CountFrom: node.CreationTimestamp.Time}
+		st := autoscale.NodeState{Blocker: autoscale.NodeBlocker(node, pods, budgets), Ignored: map[string]bool{}, CountFrom: node.CreationTimestamp.Time}
 		if g := state.GPUNodes[name]; g != nil {
 			st.GPUsReady = true
 			if g.Status.LastActiveTime != nil {
@@ -70,14 +67,14 @@ func readCluster(ctx context.Context, r client.Reader, pol *tesserav1.ScaleDownP
 				st.CountFrom = st.LastActive
 			}
 		}
-		if sd, err := StateOf(node); err == nil && sd != nil {
-			st.Removed = sd.Phase == PhaseRemoved
+		if sd, err := autoscale.StateOf(node); err == nil && sd != nil {
+			st.Removed = sd.Phase == autoscale.PhaseRemoved
 			st.InProgress = !st.Removed
 		} else {
-			st.InProgress = tainted(node)
+			st.InProgress = autoscale.Tainted(node)
 		}
 		for _, p := range pods {
-			if !Evicted(p) || p.DeletionTimestamp != nil {
+			if !autoscale.Evicted(p) || p.DeletionTimestamp != nil {
 				st.Ignored[string(p.UID)] = true
 			}
 		}
@@ -88,7 +85,7 @@ func readCluster(ctx context.Context, r client.Reader, pol *tesserav1.ScaleDownP
 
 // PlanCluster plans once for every ScaleDownPolicy of the cluster, changing nothing.
 // infra, when not nil, reports the node groups and their floors.
-func PlanCluster(ctx context.Context, r client.Reader, infra Infrastructure, cfg scheduler.Config, now time.Time) ([]*Plan, error) {
+func PlanCluster(ctx context.Context, r client.Reader, infra Infrastructure, cfg scheduler.Config, now time.Time) ([]*autoscale.Plan, error) {
 	var pols tesserav1.ScaleDownPolicyList
 	if err := r.List(ctx, &pols); err != nil {
 		return nil, fmt.Errorf("list ScaleDownPolicies: %w", err)
@@ -101,9 +98,9 @@ func PlanCluster(ctx context.Context, r client.Reader, infra Infrastructure, cfg
 	for i := range nodes.Items {
 		nodeList[i] = &nodes.Items[i]
 	}
-	var out []*Plan
+	var out []*autoscale.Plan
 	for i := range pols.Items {
-		pol, err := PolicyFrom(&pols.Items[i])
+		pol, err := autoscale.PolicyFrom(&pols.Items[i])
 		if err != nil {
 			return nil, err
 		}
@@ -118,30 +115,7 @@ func PlanCluster(ctx context.Context, r client.Reader, infra Infrastructure, cfg
 		if err := FillGroups(ctx, c, infra, nodeList); err != nil {
 			return nil, fmt.Errorf("node groups: %w", err)
 		}
-		out = append(out, NewPlanner(pol, sched).Plan(c))
+		out = append(out, autoscale.NewPlanner(pol, sched).Plan(c))
 	}
 	return out, nil
-}
-
-// WriteText prints one line per GPU node: whether it is a candidate, and why or why not.
-func (p *Plan) WriteText(w io.Writer) error {
-	dry := ""
-	if p.DryRun {
-		dry = " (dryRun: reports only)"
-	}
-	fmt.Fprintf(w, "ScaleDownPolicy %s%s\n", p.Policy, dry)
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NODE\tGPUS\tCANDIDATE\tREASON\tWHY")
-	for _, d := range p.Nodes {
-		gpus := fmt.Sprintf("%d", d.GPUs)
-		if d.GPUModel != "" {
-			gpus += " x " + d.GPUModel
-		}
-		cand, reason := "no", d.Reason
-		if d.Candidate {
-			cand, reason = "yes", d.Method
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", d.Node, gpus, cand, reason, d.Message)
-	}
-	return tw.Flush()
 }

@@ -1,4 +1,4 @@
-package k8s
+package daemon
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tesserav1 "github.com/tessera-gpu/tessera/api/v1alpha1"
+	"github.com/tessera-gpu/tessera/internal/controller"
 	"github.com/tessera-gpu/tessera/scheduler/cache"
 	"github.com/tessera-gpu/tessera/scheduler/framework"
 )
@@ -27,12 +28,12 @@ const AnnotationImplicit = "tessera.dev/implicit"
 // implicit gangs, events on pending pods, queue metrics. It patches only what changed.
 type StatusWriter struct {
 	client  client.Client
-	events  *EventSink
+	events  *controller.EventSink
 	metrics *Metrics
 	log     logr.Logger
 }
 
-func newStatusWriter(c client.Client, ev *EventSink, m *Metrics, log logr.Logger) *StatusWriter {
+func newStatusWriter(c client.Client, ev *controller.EventSink, m *Metrics, log logr.Logger) *StatusWriter {
 	return &StatusWriter{client: c, events: ev, metrics: m, log: log}
 }
 

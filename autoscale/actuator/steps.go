@@ -1,10 +1,12 @@
-package autoscale
+package actuator
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/tessera-gpu/tessera/autoscale"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -16,11 +18,11 @@ import (
 // for a scale-down whose ScaleDownPolicy is gone.
 type step struct {
 	a      *Actuator
-	pl     *Planner
-	c      *Cluster
+	pl     *autoscale.Planner
+	c      *autoscale.Cluster
 	state  *cache.State
 	node   *corev1.Node
-	sd     *ScaleDown
+	sd     *autoscale.ScaleDown
 	policy *tesserav1.ScaleDownPolicy
 	dryRun bool
 	now    time.Time
@@ -31,20 +33,20 @@ type step struct {
 func (s *step) advance(ctx context.Context) error {
 	var err error
 	switch s.sd.Phase {
-	case PhaseCandidate:
+	case autoscale.PhaseCandidate:
 		err = s.revalidate(ctx)
-	case PhaseDraining:
+	case autoscale.PhaseDraining:
 		err = s.drain(ctx)
-	case PhaseDrained:
+	case autoscale.PhaseDrained:
 		err = s.mark(ctx)
-	case PhaseRemoving:
+	case autoscale.PhaseRemoving:
 		err = s.remove(ctx)
-	case PhaseRemoved:
+	case autoscale.PhaseRemoved:
 		err = s.removed(ctx)
 	default:
-		return s.undo(ctx, "ScaleDownFailed", fmt.Sprintf("unknown phase %q in annotation %s", s.sd.Phase, AnnotationScaleDown))
+		return s.undo(ctx, "ScaleDownFailed", fmt.Sprintf("unknown phase %q in annotation %s", s.sd.Phase, autoscale.AnnotationScaleDown))
 	}
-	if err == nil || s.sd.Phase == PhaseCandidate || s.sd.Phase == PhaseRemoved {
+	if err == nil || s.sd.Phase == autoscale.PhaseCandidate || s.sd.Phase == autoscale.PhaseRemoved {
 		return err
 	}
 	if s.now.Sub(s.sd.Since) >= s.a.opts.StepTimeout {
@@ -69,7 +71,7 @@ func (s *step) revalidate(ctx context.Context) error {
 	if !d.Candidate {
 		return s.undo(ctx, "ScaleDownCancelled", fmt.Sprintf("no longer a candidate when planned again: %s: %s", d.Reason, d.Message))
 	}
-	if err := s.next(ctx, PhaseDraining, func(n *corev1.Node) { n.Spec.Unschedulable = true }); err != nil {
+	if err := s.next(ctx, autoscale.PhaseDraining, func(n *corev1.Node) { n.Spec.Unschedulable = true }); err != nil {
 		return err
 	}
 	s.a.events.Normal(s.node, "ScaleDownDraining", "Cordon", "still a candidate after %s (%s): cordoned; evicting its pods", s.a.opts.RevalidateAfter, d.Message)
@@ -83,7 +85,7 @@ func (s *step) cancelled(ctx context.Context) (bool, error) {
 		return true, s.undo(ctx, "ScaleDownCancelled", "the ScaleDownPolicy is in dryRun")
 	}
 	b := s.c.Nodes[s.node.Name].Blocker
-	if b == nil || b.Reason == ReasonPDB {
+	if b == nil || b.Reason == autoscale.ReasonPDB {
 		b = s.pl.Keep(s.c, s.node.Name)
 	}
 	if b == nil {
@@ -106,7 +108,7 @@ func (s *step) drain(ctx context.Context) error {
 		return left.err()
 	}
 	// Pods still terminating past the timeout end with the node.
-	return s.next(ctx, PhaseDrained, nil)
+	return s.next(ctx, autoscale.PhaseDrained, nil)
 }
 
 // mark marks the drained node's Machine for deletion, the last point where a pending
@@ -124,14 +126,14 @@ func (s *step) mark(ctx context.Context) error {
 		}
 	}
 	if machine == "" {
-		err := s.next(ctx, PhaseRemoved, func(n *corev1.Node) { setLabel(n, LabelRemovable, "true") })
+		err := s.next(ctx, autoscale.PhaseRemoved, func(n *corev1.Node) { setLabel(n, autoscale.LabelRemovable, "true") })
 		if err == nil {
-			s.a.events.Normal(s.node, "LeftCordoned", "ScaleDown", "drained; no Cluster API Machine behind it, so it stays cordoned and labelled %s=true: delete the node and its instance, or uncordon it to keep it", LabelRemovable)
+			s.a.events.Normal(s.node, "LeftCordoned", "ScaleDown", "drained; no Cluster API Machine behind it, so it stays cordoned and labelled %s=true: delete the node and its instance, or uncordon it to keep it", autoscale.LabelRemovable)
 		}
 		return err
 	}
 	s.sd.Machine = machine
-	return s.next(ctx, PhaseRemoving, nil)
+	return s.next(ctx, autoscale.PhaseRemoving, nil)
 }
 
 // remove records the scale-down in the policy's status, then lowers the node group by
@@ -151,7 +153,7 @@ func (s *step) remove(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("lower the node group: %w", err)
 	}
-	if err := s.next(ctx, PhaseRemoved, nil); err != nil {
+	if err := s.next(ctx, autoscale.PhaseRemoved, nil); err != nil {
 		return err
 	}
 	s.a.metrics.ScaledDownNodes.WithLabelValues(s.sd.Method, model).Inc()
@@ -170,7 +172,7 @@ func (s *step) removed(ctx context.Context) error {
 }
 
 // next moves the node to phase, applying change to it in the same write.
-func (s *step) next(ctx context.Context, phase Phase, change func(*corev1.Node)) error {
+func (s *step) next(ctx context.Context, phase autoscale.Phase, change func(*corev1.Node)) error {
 	sd := *s.sd
 	sd.Phase, sd.Since = phase, s.now
 	return patchNode(ctx, s.a.client, s.node, func(n *corev1.Node) {
@@ -185,23 +187,23 @@ func (s *step) next(ctx context.Context, phase Phase, change func(*corev1.Node))
 // the label, the cordon (unless the node was cordoned before) and the state. reason
 // is the event's reason.
 func (s *step) undo(ctx context.Context, reason, why string) error {
-	if s.a.infra != nil && (s.sd.Phase == PhaseDrained || s.sd.Phase == PhaseRemoving) {
+	if s.a.infra != nil && (s.sd.Phase == autoscale.PhaseDrained || s.sd.Phase == autoscale.PhaseRemoving) {
 		if err := s.a.infra.Unmark(ctx, s.node); err != nil {
 			return fmt.Errorf("take the deletion mark off the Machine: %w", err)
 		}
 	}
-	if s.policy != nil && s.sd.Phase == PhaseRemoving {
+	if s.policy != nil && s.sd.Phase == autoscale.PhaseRemoving {
 		if err := s.a.unrecord(ctx, s.policy, s.node.Name); err != nil {
 			return err
 		}
 	}
 	err := patchNode(ctx, s.a.client, s.node, func(n *corev1.Node) {
-		delete(n.Annotations, AnnotationScaleDown)
-		delete(n.Labels, LabelRemovable)
+		delete(n.Annotations, autoscale.AnnotationScaleDown)
+		delete(n.Labels, autoscale.LabelRemovable)
 		n.Spec.Unschedulable = s.sd.WasUnschedulable
 		kept := n.Spec.Taints[:0]
 		for _, t := range n.Spec.Taints {
-			if t.Key != TaintCandidate {
+			if t.Key != autoscale.TaintCandidate {
 				kept = append(kept, t)
 			}
 		}

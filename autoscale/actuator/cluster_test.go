@@ -1,4 +1,4 @@
-package autoscale_test
+package actuator_test
 
 import (
 	"bytes"
@@ -6,6 +6,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tessera-gpu/tessera/autoscale/actuator"
+	"github.com/tessera-gpu/tessera/autoscale/autoscaletest"
 
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -35,7 +38,9 @@ func gpuNode(name string, created time.Time) *corev1.Node {
 func TestPlanCluster(t *testing.T) {
 	now := testutil.Epoch.Add(24 * time.Hour)
 	long := metav1.NewTime(now.Add(-2 * time.Hour))
-	pdbPod := pod("web", "api")
+	yes := true
+	pdbPod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "web", Name: "api", Labels: map[string]string{"app": "api"},
+		OwnerReferences: []metav1.OwnerReference{{Kind: "Job", Name: "api", Controller: &yes}}}}
 	pdbPod.Spec.NodeName, pdbPod.Spec.SchedulerName = "gpu-c", "default-scheduler"
 	pdbPod.Spec.Containers = []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}}}}
 	pdbPod.Status.Phase = corev1.PodRunning
@@ -43,7 +48,8 @@ func TestPlanCluster(t *testing.T) {
 		gpuNode("gpu-a", long.Time), gpuNode("gpu-b", long.Time), gpuNode("gpu-c", long.Time),
 		&tesserav1.GPUNode{ObjectMeta: metav1.ObjectMeta{Name: "gpu-a"}, Status: tesserav1.GPUNodeStatus{LastActiveTime: &long}},
 		&tesserav1.GPUNode{ObjectMeta: metav1.ObjectMeta{Name: "gpu-c"}, Status: tesserav1.GPUNodeStatus{LastActiveTime: &long}},
-		pdbPod, pdb("web", "api", 0),
+		pdbPod, &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Namespace: "web", Name: "api-pdb"},
+			Spec: policyv1.PodDisruptionBudgetSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "api"}}}},
 		&tesserav1.ScaleDownPolicy{ObjectMeta: metav1.ObjectMeta{Name: "gpus"}, Spec: tesserav1.ScaleDownPolicySpec{DryRun: true}},
 	}
 	scheme := runtime.NewScheme()
@@ -59,7 +65,7 @@ func TestPlanCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	plans, err := autoscale.PlanCluster(context.Background(), c, nil, cfg, now)
+	plans, err := actuator.PlanCluster(context.Background(), c, nil, cfg, now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,9 +76,9 @@ func TestPlanCluster(t *testing.T) {
 	for _, d := range plans[0].Nodes {
 		got[d.Node] = d
 	}
-	expect(t, got["gpu-a"], true, "", "Empty for 2h0m0s")
-	expect(t, got["gpu-b"], false, autoscale.ReasonNotReady, "no GPUNode")
-	expect(t, got["gpu-c"], false, autoscale.ReasonPDB, "PodDisruptionBudget web/api-pdb allows 0 disruptions")
+	autoscaletest.Expect(t, got["gpu-a"], true, "", "Empty for 2h0m0s")
+	autoscaletest.Expect(t, got["gpu-b"], false, autoscale.ReasonNotReady, "no GPUNode")
+	autoscaletest.Expect(t, got["gpu-c"], false, autoscale.ReasonPDB, "PodDisruptionBudget web/api-pdb allows 0 disruptions")
 	var out bytes.Buffer
 	if err := plans[0].WriteText(&out); err != nil {
 		t.Fatal(err)

@@ -1,4 +1,4 @@
-package k8s_test
+package daemon_test
 
 import (
 	"context"
@@ -20,7 +20,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 
 	tesserav1 "github.com/tessera-gpu/tessera/api/v1alpha1"
-	"github.com/tessera-gpu/tessera/scheduler/k8s"
+	"github.com/tessera-gpu/tessera/scheduler/daemon"
 )
 
 func gangLabel(name string) map[string]string {
@@ -202,7 +202,7 @@ func TestImplicitGangs(t *testing.T) {
 			if pg == nil {
 				return "no PodGroup " + name
 			}
-			if pg.Annotations[k8s.AnnotationImplicit] != "true" || pg.Spec.MinMember != 2 || len(pg.OwnerReferences) != 1 {
+			if pg.Annotations[daemon.AnnotationImplicit] != "true" || pg.Spec.MinMember != 2 || len(pg.OwnerReferences) != 1 {
 				return fmt.Sprintf("%s: %+v", name, pg.ObjectMeta)
 			}
 		}

@@ -1,4 +1,4 @@
-package k8s
+package daemon
 
 import (
 	"github.com/prometheus/client_golang/prometheus"

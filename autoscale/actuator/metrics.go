@@ -1,4 +1,4 @@
-package autoscale
+package actuator
 
 import (
 	"github.com/prometheus/client_golang/prometheus"

@@ -1,4 +1,4 @@
-package autoscale
+package actuator
 
 // OnlyConflicts exposes onlyConflicts to the tests.
 var OnlyConflicts = onlyConflicts

@@ -1,4 +1,4 @@
-package autoscale_test
+package actuator_test
 
 import (
 	"context"
@@ -8,6 +8,10 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/tessera-gpu/tessera/autoscale/actuator"
+
+	"github.com/tessera-gpu/tessera/internal/controller"
 
 	"github.com/go-logr/logr/testr"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -28,7 +32,6 @@ import (
 	"github.com/tessera-gpu/tessera/autoscale"
 	"github.com/tessera-gpu/tessera/autoscale/autoscaletest"
 	"github.com/tessera-gpu/tessera/scheduler"
-	"github.com/tessera-gpu/tessera/scheduler/k8s"
 	schedtestutil "github.com/tessera-gpu/tessera/scheduler/testutil"
 )
 
@@ -118,8 +121,8 @@ type actWorld struct {
 	clock   *clocktesting.FakeClock
 	infra   *fakeInfra
 	rec     *autoscaletest.Recorder
-	metrics *autoscale.Metrics
-	act     *autoscale.Actuator
+	metrics *actuator.Metrics
+	act     *actuator.Actuator
 	// refuse makes evictions answer 429 while set.
 	refuse bool
 }
@@ -129,7 +132,7 @@ var actNow = schedtestutil.Epoch.Add(24 * time.Hour)
 func newActWorld(t *testing.T, spec tesserav1.ScaleDownPolicySpec) *actWorld {
 	t.Helper()
 	w := &actWorld{t: t, ctx: context.Background(), clock: clocktesting.NewFakeClock(actNow), rec: &autoscaletest.Recorder{},
-		infra: newFakeInfra("md", 3, 1, "a", "b", "c"), metrics: autoscale.NewMetrics(nil)}
+		infra: newFakeInfra("md", 3, 1, "a", "b", "c"), metrics: actuator.NewMetrics(nil)}
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		t.Fatal(err)
@@ -155,13 +158,13 @@ func newActWorld(t *testing.T, spec tesserav1.ScaleDownPolicySpec) *actWorld {
 }
 
 // build makes a new actuator, as a restarted process would.
-func (w *actWorld) build(infra autoscale.Infrastructure) {
+func (w *actWorld) build(infra actuator.Infrastructure) {
 	cfg, err := scheduler.Policy("tessera")
 	if err != nil {
 		w.t.Fatal(err)
 	}
-	w.act = autoscale.NewActuator(w.c, w.c, infra, k8s.NewEventSink(w.rec, w.clock.Now), w.metrics, testr.New(w.t),
-		autoscale.Options{Scheduler: cfg, RevalidateAfter: 30 * time.Second, StepTimeout: 10 * time.Minute, Clock: w.clock})
+	w.act = actuator.NewActuator(w.c, w.c, infra, controller.NewEventSink(w.rec, w.clock.Now), w.metrics, testr.New(w.t),
+		actuator.Options{Scheduler: cfg, RevalidateAfter: 30 * time.Second, StepTimeout: 10 * time.Minute, Clock: w.clock})
 }
 
 func runningPod(name, node string, gpus int64, ownerKind string) *corev1.Pod {
@@ -546,7 +549,7 @@ func TestOnlyConflicts(t *testing.T) {
 		{fmt.Errorf("policy p: %w", errors.Join(conflict, errors.New("list Nodes: timeout"))), false},
 		{errors.New("other"), false},
 	} {
-		if got := autoscale.OnlyConflicts(tc.err); got != tc.want {
+		if got := actuator.OnlyConflicts(tc.err); got != tc.want {
 			t.Errorf("%v: %v, want %v", tc.err, got, tc.want)
 		}
 	}

@@ -1,7 +1,9 @@
-package autoscale
+package actuator
 
 import (
 	"context"
+
+	"github.com/tessera-gpu/tessera/autoscale"
 
 	corev1 "k8s.io/api/core/v1"
 )
@@ -12,7 +14,7 @@ import (
 type Infrastructure interface {
 	// NodeGroups returns the node group of each node that has one (by node name) and
 	// each group's replicas and size floor (by group name).
-	NodeGroups(ctx context.Context, nodes []*corev1.Node) (map[string]string, map[string]Group, error)
+	NodeGroups(ctx context.Context, nodes []*corev1.Node) (map[string]string, map[string]autoscale.Group, error)
 	// Mark marks node's machine for deletion and records its group's replicas, so that
 	// Lower knows later whether it lowered them already. Marking a marked machine
 	// changes nothing. machine is "" when the node has no machine.
@@ -27,7 +29,7 @@ type Infrastructure interface {
 }
 
 // FillGroups records the node groups infra reports in c (nil infra: none).
-func FillGroups(ctx context.Context, c *Cluster, infra Infrastructure, nodes []*corev1.Node) error {
+func FillGroups(ctx context.Context, c *autoscale.Cluster, infra Infrastructure, nodes []*corev1.Node) error {
 	if infra == nil {
 		return nil
 	}

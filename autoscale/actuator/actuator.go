@@ -1,4 +1,4 @@
-package autoscale
+package actuator
 
 import (
 	"cmp"
@@ -8,6 +8,10 @@ import (
 	"slices"
 	"time"
 
+	"github.com/tessera-gpu/tessera/autoscale"
+
+	"github.com/tessera-gpu/tessera/internal/controller"
+
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/clock"
@@ -16,7 +20,6 @@ import (
 	tesserav1 "github.com/tessera-gpu/tessera/api/v1alpha1"
 	"github.com/tessera-gpu/tessera/scheduler"
 	"github.com/tessera-gpu/tessera/scheduler/cache"
-	"github.com/tessera-gpu/tessera/scheduler/k8s"
 	"github.com/tessera-gpu/tessera/scheduler/snapshot"
 )
 
@@ -59,7 +62,7 @@ type Actuator struct {
 	reader   client.Reader // workload cluster, usually the informer cache
 	client   client.Client // workload cluster writes
 	infra    Infrastructure
-	events   *k8s.EventSink
+	events   *controller.EventSink
 	metrics  *Metrics
 	log      logr.Logger
 	opts     Options
@@ -71,19 +74,19 @@ type Actuator struct {
 // policyPlanner is a policy's planner, rebuilt when the policy's spec changes.
 type policyPlanner struct {
 	generation int64
-	*Planner
+	*autoscale.Planner
 }
 
 // NewActuator wires an actuator. r reads the workload cluster (an informer cache
 // holding cache.Objects()), c writes to it, infra removes machines (nil: none, drained
 // nodes stay cordoned), ev records events (nil: none), m may be nil.
-func NewActuator(r client.Reader, c client.Client, infra Infrastructure, ev *k8s.EventSink, m *Metrics, log logr.Logger, opts Options) *Actuator {
+func NewActuator(r client.Reader, c client.Client, infra Infrastructure, ev *controller.EventSink, m *Metrics, log logr.Logger, opts Options) *Actuator {
 	opts.defaults()
 	if m == nil {
 		m = NewMetrics(nil)
 	}
 	return &Actuator{reader: r, client: c, infra: infra, events: ev, metrics: m, log: log, opts: opts,
-		planners: map[string]*policyPlanner{}, idle: idleReporter{byPolicy: map[string]*IdleGPUs{}}}
+		planners: map[string]*policyPlanner{}, idle: idleReporter{byPolicy: map[string]*autoscale.IdleGPUs{}}}
 }
 
 // round is what one RunOnce read.
@@ -137,7 +140,7 @@ func (a *Actuator) RunOnce(ctx context.Context) error {
 
 // runPolicy plans for one policy, advances its scale-downs and starts new ones.
 func (a *Actuator) runPolicy(ctx context.Context, r *round, obj *tesserav1.ScaleDownPolicy) error {
-	pol, err := PolicyFrom(obj)
+	pol, err := autoscale.PolicyFrom(obj)
 	if err != nil {
 		a.events.Warn(obj, "InvalidSpec", "Plan", "%v", err)
 		return a.writeInvalid(ctx, obj, err)
@@ -158,14 +161,14 @@ func (a *Actuator) runPolicy(ctx context.Context, r *round, obj *tesserav1.Scale
 		switch {
 		case d.Candidate:
 			r.candidates++
-		case d.Reason != ReasonInProgress && d.Reason != ReasonRemoved:
+		case d.Reason != autoscale.ReasonInProgress && d.Reason != autoscale.ReasonRemoved:
 			r.unremovable[d.Reason]++
 		}
 	}
 	a.idle.report(obj.Name, pol, state, r.now, a.metrics, a.events)
 	var errs []error
 	for _, node := range sortedNodes(state) {
-		sd, err := StateOf(node)
+		sd, err := autoscale.StateOf(node)
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -190,7 +193,7 @@ func (a *Actuator) runPolicy(ctx context.Context, r *round, obj *tesserav1.Scale
 }
 
 // planner returns the policy's planner, keeping its idle tracking while the spec stays.
-func (a *Actuator) planner(obj *tesserav1.ScaleDownPolicy, pol Policy) (*Planner, error) {
+func (a *Actuator) planner(obj *tesserav1.ScaleDownPolicy, pol autoscale.Policy) (*autoscale.Planner, error) {
 	if p, ok := a.planners[obj.Name]; ok && p.generation == obj.Generation {
 		return p.Planner, nil
 	}
@@ -198,29 +201,29 @@ func (a *Actuator) planner(obj *tesserav1.ScaleDownPolicy, pol Policy) (*Planner
 	if err != nil {
 		return nil, fmt.Errorf("scheduler configuration: %w", err)
 	}
-	p := &policyPlanner{generation: obj.Generation, Planner: NewPlanner(pol, sched)}
+	p := &policyPlanner{generation: obj.Generation, Planner: autoscale.NewPlanner(pol, sched)}
 	if old, ok := a.planners[obj.Name]; ok {
-		p.since = old.since
+		p.Inherit(old.Planner)
 	}
 	a.planners[obj.Name] = p
 	return p.Planner, nil
 }
 
 // start taints a candidate and records that its scale-down began.
-func (a *Actuator) start(ctx context.Context, node *corev1.Node, policy string, d Decision, now time.Time) error {
+func (a *Actuator) start(ctx context.Context, node *corev1.Node, policy string, d autoscale.Decision, now time.Time) error {
 	if node == nil {
 		return nil
 	}
-	sd := &ScaleDown{Policy: policy, Method: d.Method, Phase: PhaseCandidate, Since: now, WasUnschedulable: node.Spec.Unschedulable}
+	sd := &autoscale.ScaleDown{Policy: policy, Method: d.Method, Phase: autoscale.PhaseCandidate, Since: now, WasUnschedulable: node.Spec.Unschedulable}
 	err := patchNode(ctx, a.client, node, func(n *corev1.Node) {
 		setState(n, sd)
-		n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: TaintCandidate, Effect: corev1.TaintEffectPreferNoSchedule})
+		n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: autoscale.TaintCandidate, Effect: corev1.TaintEffectPreferNoSchedule})
 	})
 	if err != nil {
 		return err
 	}
 	a.events.Normal(node, "ScaleDownCandidate", "Taint", "%s; tainted %s:PreferNoSchedule, planned again in %s before it is cordoned (ScaleDownPolicy %s)",
-		d.Message, TaintCandidate, a.opts.RevalidateAfter, policy)
+		d.Message, autoscale.TaintCandidate, a.opts.RevalidateAfter, policy)
 	return nil
 }
 
@@ -229,12 +232,12 @@ func (a *Actuator) start(ctx context.Context, node *corev1.Node, policy string, 
 func (a *Actuator) orphans(ctx context.Context, r *round, known map[string]bool) error {
 	var errs []error
 	for _, node := range r.nodes {
-		sd, err := StateOf(node)
-		if err != nil || sd == nil || known[sd.Policy] || sd.Phase == PhaseRemoved {
+		sd, err := autoscale.StateOf(node)
+		if err != nil || sd == nil || known[sd.Policy] || sd.Phase == autoscale.PhaseRemoved {
 			continue
 		}
 		s := &step{a: a, node: node, sd: sd, now: r.now}
-		if sd.Phase == PhaseRemoving {
+		if sd.Phase == autoscale.PhaseRemoving {
 			errs = append(errs, s.advance(ctx))
 			continue
 		}

@@ -1,4 +1,4 @@
-package autoscale
+package actuator
 
 import (
 	"cmp"
@@ -7,11 +7,14 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/tessera-gpu/tessera/autoscale"
+
+	"github.com/tessera-gpu/tessera/internal/controller"
+
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/tessera-gpu/tessera/scheduler/cache"
-	"github.com/tessera-gpu/tessera/scheduler/k8s"
 )
 
 // drainLeft is what a drain round left on the node.
@@ -44,7 +47,7 @@ func (l drainLeft) err() error {
 func (a *Actuator) evictAll(ctx context.Context, node *corev1.Node, st *cache.State) (drainLeft, error) {
 	var pods []*corev1.Pod
 	for _, p := range st.Pods {
-		if p.Spec.NodeName == node.Name && Evicted(p) {
+		if p.Spec.NodeName == node.Name && autoscale.Evicted(p) {
 			pods = append(pods, p)
 		}
 	}
@@ -56,7 +59,7 @@ func (a *Actuator) evictAll(ctx context.Context, node *corev1.Node, st *cache.St
 			left.terminating++
 			continue
 		}
-		err := k8s.Evict(ctx, a.client, p)
+		err := controller.Evict(ctx, a.client, p)
 		switch {
 		case err == nil:
 			left.terminating++

@@ -1,4 +1,4 @@
-package k8s
+package daemon
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
+	"github.com/tessera-gpu/tessera/internal/controller"
 	"github.com/tessera-gpu/tessera/scheduler"
 	"github.com/tessera-gpu/tessera/scheduler/cache"
 	"github.com/tessera-gpu/tessera/scheduler/framework"
@@ -67,7 +68,7 @@ func NewDaemon(c client.Client, ca *cache.Cache, s *scheduler.Scheduler, rec eve
 	if m == nil {
 		m = NewMetrics(nil)
 	}
-	ev := NewEventSink(rec, opts.Now)
+	ev := controller.NewEventSink(rec, opts.Now)
 	return &Daemon{client: c, cache: ca, scheduler: s, metrics: m, log: log, opts: opts,
 		binder: newBinder(c, ca, m, ev, log, opts),
 		status: newStatusWriter(c, ev, m, log)}

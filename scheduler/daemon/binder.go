@@ -1,4 +1,4 @@
-package k8s
+package daemon
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tesserav1 "github.com/tessera-gpu/tessera/api/v1alpha1"
+	"github.com/tessera-gpu/tessera/internal/controller"
 	"github.com/tessera-gpu/tessera/scheduler"
 	"github.com/tessera-gpu/tessera/scheduler/cache"
 	"github.com/tessera-gpu/tessera/scheduler/framework"
@@ -28,13 +29,13 @@ type Binder struct {
 	metrics *Metrics
 	log     logr.Logger
 	opts    Options
-	events  *EventSink
+	events  *controller.EventSink
 	// partial maps the UID of a gang found bound below minMember to when it was first
 	// found so; it gets one period to complete before its bound pods are evicted.
 	partial map[string]time.Time
 }
 
-func newBinder(c client.Client, ca *cache.Cache, m *Metrics, ev *EventSink, log logr.Logger, opts Options) *Binder {
+func newBinder(c client.Client, ca *cache.Cache, m *Metrics, ev *controller.EventSink, log logr.Logger, opts Options) *Binder {
 	return &Binder{client: c, cache: ca, metrics: m, events: ev, log: log, opts: opts, partial: map[string]time.Time{}}
 }
 
@@ -173,7 +174,7 @@ func (b *Binder) evict(ctx context.Context, state *cache.State, evictions []evic
 		if pod == nil || pod.DeletionTimestamp != nil {
 			return
 		}
-		err := Evict(ctx, b.client, pod)
+		err := controller.Evict(ctx, b.client, pod)
 		switch {
 		case err == nil:
 			n.Add(1)

@@ -1,0 +1,87 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+)
+
+// Serving is how a Tessera daemon's manager elects its leader and what it serves.
+type Serving struct {
+	// LeaderElect runs the leader's runnables only on the replica holding the Lease
+	// LeaderElectionNamespace/LeaderElectionID.
+	LeaderElect             bool
+	LeaderElectionNamespace string
+	LeaderElectionID        string
+	// LeaseDuration is how long a replica waits for a lost leader; default 15s.
+	LeaseDuration time.Duration
+	// MetricsAddr and ProbeAddr are the metrics and health endpoints ("0": none).
+	MetricsAddr, ProbeAddr string
+	Log                    logr.Logger
+}
+
+// AddServingFlags declares --metrics-bind-address and --health-probe-bind-address.
+func (s *Serving) AddServingFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&s.MetricsAddr, "metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint (0 disables it)")
+	fs.StringVar(&s.ProbeAddr, "health-probe-bind-address", ":8081", "address of /healthz and /readyz")
+}
+
+// AddFlags declares the serving flags and the leader-election flags, the Lease named
+// leaseID by default.
+func (s *Serving) AddFlags(fs *pflag.FlagSet, leaseID string) {
+	fs.BoolVar(&s.LeaderElect, "leader-elect", true, "elect one active replica through a Lease")
+	fs.StringVar(&s.LeaderElectionNamespace, "leader-election-namespace", os.Getenv("POD_NAMESPACE"), "namespace of the Lease; defaults to $POD_NAMESPACE")
+	fs.StringVar(&s.LeaderElectionID, "leader-election-id", leaseID, "name of the Lease")
+	s.AddServingFlags(fs)
+}
+
+// NewManager builds a manager over an informer cache configured by cacheOpts, with
+// leader election, /healthz and a /readyz that waits for the informers.
+func NewManager(restCfg *rest.Config, scheme *runtime.Scheme, s Serving, cacheOpts crcache.Options) (manager.Manager, error) {
+	if s.LeaderElect && s.LeaderElectionNamespace == "" {
+		return nil, fmt.Errorf("leader election needs a namespace for its Lease (--leader-election-namespace or $POD_NAMESPACE); or turn it off for a single replica")
+	}
+	opts := ctrl.Options{
+		Scheme:                        scheme,
+		Cache:                         cacheOpts,
+		Metrics:                       metricsserver.Options{BindAddress: s.MetricsAddr},
+		HealthProbeBindAddress:        s.ProbeAddr,
+		LeaderElection:                s.LeaderElect,
+		LeaderElectionID:              s.LeaderElectionID,
+		LeaderElectionNamespace:       s.LeaderElectionNamespace,
+		LeaderElectionReleaseOnCancel: true,
+		Logger:                        s.Log,
+	}
+	if s.LeaseDuration > 0 {
+		lease, renew, retry := s.LeaseDuration, s.LeaseDuration*2/3, s.LeaseDuration/5
+		opts.LeaseDuration, opts.RenewDeadline, opts.RetryPeriod = &lease, &renew, &retry
+	}
+	mgr, err := ctrl.NewManager(restCfg, opts)
+	if err != nil {
+		return nil, fmt.Errorf("create manager: %w", err)
+	}
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return nil, err
+	}
+	err = mgr.AddReadyzCheck("cache", func(r *http.Request) error {
+		ctx, cancel := context.WithTimeout(r.Context(), 100*time.Millisecond)
+		defer cancel()
+		if !mgr.GetCache().WaitForCacheSync(ctx) {
+			return fmt.Errorf("informer caches not synced")
+		}
+		return nil
+	})
+	return mgr, err
+}
