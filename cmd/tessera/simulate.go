@@ -13,6 +13,7 @@ import (
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/tessera-gpu/tessera/internal/livecluster"
 	"github.com/tessera-gpu/tessera/scheduler"
 	"github.com/tessera-gpu/tessera/sim"
 	"github.com/tessera-gpu/tessera/sim/report"
@@ -269,7 +270,7 @@ func manifestsSource(ctx context.Context, path string, live bool, kubeconfig str
 			if err != nil {
 				return nil, err
 			}
-			return trace.ReadCluster(ctx, c)
+			return livecluster.Read(ctx, c)
 		}, "cluster"
 	}
 	return nil, ""

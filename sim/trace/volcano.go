@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	batchv1 "k8s.io/api/batch/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	tesserav1 "github.com/tessera-gpu/tessera/api/v1alpha1"
@@ -24,6 +25,21 @@ func isVolcano(apiVersion, kind string) bool {
 		return kind == "Job"
 	}
 	return false
+}
+
+// AddVolcano adds Volcano objects (Queues, PodGroups, Volcano Jobs) read elsewhere,
+// such as from a live cluster; Complete converts them.
+func (m *Manifests) AddVolcano(objs ...*unstructured.Unstructured) {
+	m.volcano = append(m.volcano, objs...)
+}
+
+// Complete makes of objects added one by one what ReadManifests makes of a dump:
+// Volcano objects converted, Jobs' missing pods made.
+func (m *Manifests) Complete() error {
+	if err := m.convertVolcano(); err != nil {
+		return err
+	}
+	return m.ExpandJobs()
 }
 
 // convertVolcano turns the Volcano objects read into Tessera's Queues, PodGroups and

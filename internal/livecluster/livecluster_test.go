@@ -1,4 +1,4 @@
-package trace_test
+package livecluster_test
 
 import (
 	"testing"
@@ -13,8 +13,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tesserav1 "github.com/tessera-gpu/tessera/api/v1alpha1"
+	"github.com/tessera-gpu/tessera/internal/livecluster"
 	"github.com/tessera-gpu/tessera/sim"
-	"github.com/tessera-gpu/tessera/sim/trace"
 	"github.com/tessera-gpu/tessera/test/testenv"
 )
 
@@ -61,7 +61,7 @@ func TestReadCluster(t *testing.T) {
 			Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, SchedulerName: tesserav1.SchedulerName,
 				PriorityClassName: "research-normal", Containers: []corev1.Container{{Name: "main", Image: "trainer", Resources: gpus("2")}}}}}})
 
-	m, err := trace.ReadCluster(ctx, c)
+	m, err := livecluster.Read(ctx, c)
 	if err != nil {
 		t.Fatal(err)
 	}

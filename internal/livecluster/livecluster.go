@@ -1,4 +1,4 @@
-package trace
+package livecluster
 
 import (
 	"context"
@@ -14,14 +14,15 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tesserav1 "github.com/tessera-gpu/tessera/api/v1alpha1"
+	"github.com/tessera-gpu/tessera/sim/trace"
 )
 
-// ReadCluster lists a live cluster's objects through r, the kinds ReadManifests reads,
+// Read lists a live cluster's objects through r, the kinds trace.ReadManifests reads,
 // and makes of them what ReadManifests makes of a dump: Volcano objects converted,
 // Jobs' missing pods made. Kinds the cluster does not serve (Tessera's or Volcano's
 // CRDs not installed) are left out. It only reads.
-func ReadCluster(ctx context.Context, r client.Reader) (*Manifests, error) {
-	m := &Manifests{}
+func Read(ctx context.Context, r client.Reader) (*trace.Manifests, error) {
+	m := &trace.Manifests{}
 	lists := []struct {
 		list     client.ObjectList
 		optional bool
@@ -71,19 +72,16 @@ func ReadCluster(ctx context.Context, r client.Reader) (*Manifests, error) {
 			return nil, fmt.Errorf("listing Volcano %s: %w", gvk.Kind, err)
 		}
 		for i := range l.Items {
-			m.volcano = append(m.volcano, &l.Items[i])
+			m.AddVolcano(&l.Items[i])
 		}
 	}
-	if err := m.convertVolcano(); err != nil {
-		return nil, err
-	}
-	if err := m.ExpandJobs(); err != nil {
+	if err := m.Complete(); err != nil {
 		return nil, err
 	}
 	return m, nil
 }
 
-// volcanoKinds are the lists of Volcano objects ReadCluster reads.
+// volcanoKinds are the lists of Volcano objects Read reads.
 var volcanoKinds = []schema.GroupVersionKind{
 	{Group: "scheduling.volcano.sh", Version: "v1beta1", Kind: "QueueList"},
 	{Group: "scheduling.volcano.sh", Version: "v1beta1", Kind: "PodGroupList"},
