@@ -287,7 +287,7 @@ func (pl *Planner) choose(c *Cluster, cands []candidate, inProgress, selected in
 	if len(cands) == 0 {
 		return
 	}
-	var baseline map[*framework.Job]int
+	var baseline *baseline
 	var chosen []string
 	for _, cd := range cands {
 		d, st := cd.d, c.Nodes[cd.n.Name]
@@ -321,13 +321,26 @@ func (pl *Planner) choose(c *Cluster, cands []candidate, inProgress, selected in
 	}
 }
 
+// baseline is what the next session would decide with every node kept: the tasks it
+// would bind per job, and the GPUs (milli) each queue deserves, as the core's
+// queue-share rule says (none without one).
+type baseline struct {
+	bound    map[*framework.Job]int
+	deserved map[*framework.Queue]int64
+}
+
 // bound runs a what-if without the named nodes and counts, per job, the tasks the
-// session would bind.
-func (pl *Planner) bound(c *Cluster, without []string) map[*framework.Job]int {
-	out := map[*framework.Job]int{}
-	pl.Sched.WhatIf(c.Snap, func(s *framework.Snapshot) { pl.remove(c, s, without) }, func(_ *framework.Snapshot, r *scheduler.Result) {
+// session would bind, and asks the core what each queue deserves.
+func (pl *Planner) bound(c *Cluster, without []string) *baseline {
+	out := &baseline{bound: map[*framework.Job]int{}, deserved: map[*framework.Queue]int64{}}
+	pl.Sched.WhatIf(c.Snap, func(s *framework.Snapshot) { pl.remove(c, s, without) }, func(s *framework.Snapshot, r *scheduler.Result) {
 		for _, b := range r.Bindings {
-			out[b.Task.Job]++
+			out.bound[b.Task.Job]++
+		}
+		for _, q := range s.Queues {
+			if sh, ok := pl.Sched.Share(q); ok {
+				out.deserved[q] = sh.Deserved.GPU
+			}
 		}
 	})
 	return out
@@ -359,9 +372,9 @@ func ignored(c *Cluster, t *framework.Task) bool {
 // displaced pod that no other node takes without evicting anyone, a job the next
 // session would place that no longer fits, a pending gang within its queue's deserved
 // share that n could serve, or less GPU left than the queues deserve. nil: safe.
-func (pl *Planner) fits(c *Cluster, without []string, n *framework.Node, baseline map[*framework.Job]int) *Blocker {
+func (pl *Planner) fits(c *Cluster, without []string, n *framework.Node, base *baseline) *Blocker {
 	if pl.Queues {
-		if j := neededByGang(c.Snap, n, baseline); j != nil {
+		if j := neededByGang(c.Snap, n, base); j != nil {
 			return &Blocker{ReasonNeededByGang, fmt.Sprintf("pending job %s waits within queue %s's deserved share and could use this node", j.Key(), j.Queue.Name)}
 		}
 	}
@@ -369,12 +382,11 @@ func (pl *Planner) fits(c *Cluster, without []string, n *framework.Node, baselin
 	var moved []*framework.Task
 	pl.Sched.WhatIf(c.Snap, func(s *framework.Snapshot) {
 		moved = pl.remove(c, s, without)
+	}, func(s *framework.Snapshot, r *scheduler.Result) {
 		if pl.Queues {
-			why = deservedLeft(s)
-		}
-	}, func(_ *framework.Snapshot, r *scheduler.Result) {
-		if why != nil {
-			return
+			if why = pl.deservedLeft(s); why != nil {
+				return
+			}
 		}
 		if len(r.Evictions) > 0 {
 			why = &Blocker{ReasonNoPlace, fmt.Sprintf("its pods would fit only by evicting %s", r.Evictions[0].Task.Key())}
@@ -395,8 +407,8 @@ func (pl *Planner) fits(c *Cluster, without []string, n *framework.Node, baselin
 		if !pl.Queues {
 			return
 		}
-		for _, j := range sortedJobs(baseline) {
-			if got[j] < baseline[j] {
+		for _, j := range sortedJobs(base.bound) {
+			if got[j] < base.bound[j] {
 				why = &Blocker{ReasonNeededByGang, fmt.Sprintf("pending job %s would no longer fit", j.Key())}
 				return
 			}
@@ -417,10 +429,10 @@ func sortedJobs(m map[*framework.Job]int) []*framework.Job {
 // neededByGang finds an admitted job that waits within its queue's deserved GPU share,
 // that the next session would not place either, and that n could serve (one of its
 // tasks fits n's GPUs when empty): removing n would lengthen its wait.
-func neededByGang(snap *framework.Snapshot, n *framework.Node, baseline map[*framework.Job]int) *framework.Job {
+func neededByGang(snap *framework.Snapshot, n *framework.Node, base *baseline) *framework.Job {
 	for _, j := range snap.Jobs {
 		q := j.Queue
-		if q == nil || !j.Inqueue || baseline[j] > 0 || j.Count(framework.TaskPending) == 0 || q.Deserved.GPU <= 0 {
+		if q == nil || !j.Inqueue || base.bound[j] > 0 || j.Count(framework.TaskPending) == 0 || base.deserved[q] <= 0 {
 			continue
 		}
 		var want int64
@@ -431,7 +443,7 @@ func neededByGang(snap *framework.Snapshot, n *framework.Node, baseline map[*fra
 				shape = t
 			}
 		}
-		if shape == nil || q.Allocated.GPU+want > q.Deserved.GPU || !servable(shape, n) {
+		if shape == nil || q.Allocated.GPU+want > base.deserved[q] || !servable(shape, n) {
 			continue
 		}
 		return j
@@ -457,39 +469,22 @@ func servable(t *framework.Task, n *framework.Node) bool {
 	return false
 }
 
-// deservedLeft is nil when the schedulable GPUs left still cover what the root queues
-// deserve and their work asks for: each queue counts its deserved GPUs up to what its
-// jobs hold and wait for. A deserved share is a guarantee under contention, not
-// capacity to keep idle: a queue without work lends its share out, and when its work
-// comes the nodes come back (scale-up), as they would for any other pending work.
-func deservedLeft(s *framework.Snapshot) *Blocker {
+// deservedLeft is nil when the schedulable GPUs left in s, a what-if snapshot after
+// its session, still cover what the root queues deserve, as the core's queue-share
+// rule counts it: each queue's deserved GPUs up to what its jobs hold and wait for. A
+// deserved share is a guarantee under contention, not capacity to keep idle: a queue
+// without work lends its share out, and when its work comes the nodes come back
+// (scale-up), as they would for any other pending work.
+func (pl *Planner) deservedLeft(s *framework.Snapshot) *Blocker {
 	var left, needed int64
 	for _, n := range s.Nodes {
 		if !n.Unschedulable {
 			left += int64(len(n.GPUs)) * framework.MilliPerGPU
 		}
 	}
-	demand := map[*framework.Queue]int64{}
-	for _, j := range s.Jobs {
-		if j.Queue == nil {
-			continue
-		}
-		root := j.Queue
-		for root.Parent != nil {
-			root = root.Parent
-		}
-		for _, t := range j.Tasks {
-			switch {
-			case t.Status.Holds():
-				demand[root] += t.Placed.GPU
-			case t.Status == framework.TaskPending:
-				demand[root] += t.GPU.NominalMilli(s.MaxGPUMemoryMiB)
-			}
-		}
-	}
 	for _, q := range s.Queues {
-		if q.Parent == nil {
-			needed += min(q.Deserved.GPU, demand[q])
+		if sh, ok := pl.Sched.Share(q); ok && q.Parent == nil {
+			needed += sh.Deserved.GPU
 		}
 	}
 	if needed > left {

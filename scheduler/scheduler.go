@@ -39,6 +39,7 @@ type Scheduler struct {
 	admission    framework.QueueAdmission
 	reclaim      framework.ReclaimPolicy
 	observers    []framework.SnapshotObserver
+	shares       framework.QueueShares
 	rng          *rand.Rand
 	pcg          *rand.PCG // rng's source, copied by WhatIf
 	firstTie     bool
@@ -129,6 +130,9 @@ func (s *Scheduler) add(p framework.Plugin, po PluginOption) error {
 	}
 	if r, ok := p.(framework.ReclaimPolicy); ok {
 		s.reclaim = r
+	}
+	if q, ok := p.(framework.QueueShares); ok {
+		s.shares = q
 	}
 	if o, ok := p.(framework.SnapshotObserver); ok {
 		s.observers = append(s.observers, o)

@@ -49,3 +49,26 @@ func (s *Scheduler) scratch() *Scheduler {
 	c.rng = rand.New(c.pcg)
 	return &c
 }
+
+// QueueShare is what the queue-share rule gives one queue in a session.
+type QueueShare struct {
+	// Deserved is what the queue is guaranteed under contention: its deserved (or
+	// guaranteed) share, up to what its work asks for and its capability.
+	Deserved framework.Resources
+	// Entitled is Deserved plus what the queue may borrow by weight.
+	Entitled framework.Resources
+	// Demand is what its jobs hold and wait for (pending shared GPUs at their nominal
+	// share).
+	Demand framework.Resources
+}
+
+// Share reports q's share in the session that ran last: inside WhatIf's inspect, the
+// what-if session's. ok is false when no plugin divides the cluster among queues.
+func (s *Scheduler) Share(q *framework.Queue) (share QueueShare, ok bool) {
+	if s.shares == nil {
+		return QueueShare{}, false
+	}
+	share.Deserved, share.Entitled = s.shares.Share(q)
+	share.Demand = q.Request
+	return share, true
+}

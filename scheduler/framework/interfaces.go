@@ -73,6 +73,15 @@ type ReclaimPolicy interface {
 	CanReclaim(reclaimer *Queue, req *Resources, victim *Queue, freed *Resources) bool
 }
 
+// QueueShares reports what the queue-share rule gives q in the open session: deserved,
+// what it is guaranteed under contention (its deserved or guaranteed share, up to what
+// its work asks for and its capability), and entitled, that plus what it may borrow by
+// weight. It is the one home of "deserved"; the scale-down planner asks it too.
+type QueueShares interface {
+	Plugin
+	Share(q *Queue) (deserved, entitled Resources)
+}
+
 // VictimFilter rejects jobs that must not be evicted now (min runtime, disruption budgets).
 type VictimFilter interface {
 	Plugin

@@ -16,6 +16,7 @@ const Name = "proportion"
 type Proportion struct {
 	total    framework.Resources
 	entitled map[*framework.Queue]*framework.Resources
+	deserved map[*framework.Queue]*framework.Resources
 	queues   []*framework.Queue
 }
 
@@ -24,6 +25,7 @@ var (
 	_ framework.QueueAdmission   = (*Proportion)(nil)
 	_ framework.ReclaimPolicy    = (*Proportion)(nil)
 	_ framework.SnapshotObserver = (*Proportion)(nil)
+	_ framework.QueueShares      = (*Proportion)(nil)
 )
 
 // New returns the plugin.
@@ -37,6 +39,7 @@ func (p *Proportion) OnSessionOpen(s *framework.Snapshot) {
 	p.total = s.Total.Clone()
 	p.queues = s.Queues
 	p.entitled = make(map[*framework.Queue]*framework.Resources, len(s.Queues))
+	p.deserved = make(map[*framework.Queue]*framework.Resources, len(s.Queues))
 	var roots []*framework.Queue
 	for _, q := range s.Queues {
 		if q.Parent == nil {
@@ -54,6 +57,14 @@ func (p *Proportion) Entitled(q *framework.Queue) framework.Resources {
 	return framework.Resources{}
 }
 
+// Share implements framework.QueueShares.
+func (p *Proportion) Share(q *framework.Queue) (deserved, entitled framework.Resources) {
+	if d := p.deserved[q]; d != nil {
+		deserved = *d
+	}
+	return deserved, p.Entitled(q)
+}
+
 // divide splits capacity among sibling queues, then recurses into their children.
 func (p *Proportion) divide(siblings []*framework.Queue, capacity framework.Resources) {
 	if len(siblings) == 0 {
@@ -68,7 +79,7 @@ func (p *Proportion) divide(siblings []*framework.Queue, capacity framework.Reso
 		{func(r *framework.Resources) *int64 { return &r.GPU }},
 	}
 	for _, q := range siblings {
-		p.entitled[q] = &framework.Resources{}
+		p.entitled[q], p.deserved[q] = &framework.Resources{}, &framework.Resources{}
 	}
 	for _, d := range dims {
 		left := *d.get(&capacity)
@@ -86,7 +97,7 @@ func (p *Proportion) divide(siblings []*framework.Queue, capacity framework.Reso
 				base = g
 			}
 			base = min(base, w)
-			*d.get(p.entitled[q]) = base
+			*d.get(p.entitled[q]), *d.get(p.deserved[q]) = base, base
 			left -= base
 		}
 		// Water-fill the rest by weight among queues that want more.
