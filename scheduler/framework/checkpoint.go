@@ -6,14 +6,72 @@ import (
 	corev1 "k8s.io/api/core/v1"
 )
 
+// checkpointRule says what Checkpoint does with one field.
+type checkpointRule uint8
+
+const (
+	// immutable: set when the snapshot is built; no session or what-if change alters
+	// it, in place or not, so Checkpoint does not save it.
+	immutable checkpointRule = iota
+	// cached: derived from immutable fields on first use; a filled cache stays right, so
+	// it is not saved.
+	cached
+	// restored: saved with its contents; restore puts the value back and undoes changes
+	// made in place to the maps and slices it holds (not to the Node, Task, Job or
+	// Queue it points to: those are restored as objects of their own).
+	restored
+	// reassigned: saved as it is; restore puts the value back, but what it points to is
+	// shared with the saved copy and must not be changed in place.
+	reassigned
+	// renewed: Node.Version, which only ever grows; restore moves it past every value it
+	// had, so that caches keyed by it miss.
+	renewed
+)
+
+// checkpointFields says, for every field of Snapshot, Node, Task, Job and Queue, what
+// Checkpoint does with it. Checkpoint copies the fields by hand, which keeps it fast;
+// its test fails when a field is missing here, and changes every field that is not
+// immutable or cached, in place and by assignment, to check that restore puts it back.
+// A new field that sessions change must be restored by Checkpoint and marked so here.
+var checkpointFields = map[string]map[string]checkpointRule{
+	"Snapshot": {
+		"Now": restored, "Nodes": restored, "Jobs": restored, "Queues": restored,
+		"TopologyLevels": reassigned, "MaxGPUMemoryMiB": restored, "Total": restored, "Workload": reassigned,
+	},
+	"Node": {
+		"Name": immutable, "Index": restored, "Labels": immutable, "Taints": reassigned, "Unschedulable": restored,
+		"Allocatable": restored, "Used": restored, "GPUs": restored, "GPUModel": immutable, "Domains": immutable,
+		"Tasks": restored, "freeWhole": restored, "maxFreeMilli": restored, "Reserved": restored,
+		"Version": renewed, "object": cached,
+	},
+	"Task": {
+		"Name": immutable, "Namespace": immutable, "UID": immutable, "Job": immutable, "Container": immutable,
+		"Request": immutable, "GPU": immutable, "Status": restored,
+		"NodeSelector": immutable, "Affinity": immutable, "Tolerations": immutable,
+		"Node": restored, "GPUs": restored, "GPUMilli": restored, "Placed": restored,
+		"StartTime": restored, "Preemptible": restored, "affinity": cached,
+	},
+	"Job": {
+		"Name": immutable, "Namespace": immutable, "UID": immutable, "Queue": immutable, "Priority": immutable,
+		"MinMember": immutable, "Created": immutable, "Tasks": restored, "MinResources": immutable,
+		"MinRuntime": immutable, "Topology": immutable, "Inqueue": restored, "WaitingSince": restored,
+		"Pending": reassigned,
+	},
+	"Queue": {
+		"Name": immutable, "Weight": immutable, "Priority": immutable, "Reclaimable": immutable,
+		"Deserved": restored, "Capability": restored, "Guarantee": restored,
+		"Parent": immutable, "Children": immutable, "Allocated": restored, "Request": restored,
+	},
+}
+
 // Checkpoint records everything a session, or a what-if change made before one, may
 // alter in the snapshot, and returns a func that puts it back: the node, job and queue
 // lists, every node's allocation, taints and schedulability, every task's placement and
-// status, every job's admission and waiting state, every queue's accounting and limits.
-// Objects added after the checkpoint are dropped from the lists again; label maps and
-// requests must not be changed in place. Restoring gives each node a Version it never
-// had before, so plugin caches keyed by it never return a verdict computed while the
-// snapshot was changed.
+// status, every job's admission and waiting state, every queue's accounting and limits
+// (checkpointFields lists them field by field). Objects added after the checkpoint are
+// dropped from the lists again; label maps and requests must not be changed in place.
+// Restoring gives each node a Version it never had before, so plugin caches keyed by it
+// never return a verdict computed while the snapshot was changed.
 func (s *Snapshot) Checkpoint() (restore func()) {
 	type nodeState struct {
 		n             *Node
