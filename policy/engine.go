@@ -61,9 +61,6 @@ func (e *Engine) Load(ctx context.Context, set Set) (*Compiled, error) {
 // Swap serves c from now on.
 func (e *Engine) Swap(c *Compiled) { e.current.Store(c) }
 
-// Current is the set being served, nil before the first Load.
-func (e *Engine) Current() *Compiled { return e.current.Load() }
-
 // Version implements Evaluator.
 func (e *Engine) Version() string {
 	if c := e.current.Load(); c != nil {

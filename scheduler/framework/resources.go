@@ -129,12 +129,6 @@ func UnitOf(name corev1.ResourceName) string {
 	return string(name)
 }
 
-// LessEqual reports whether r <= o in every dimension (missing scalars in o count as 0).
-func (r *Resources) LessEqual(o *Resources) bool {
-	ok, _ := r.FitsIn(&Resources{}, o)
-	return ok
-}
-
 // IsZero reports whether r holds nothing.
 func (r *Resources) IsZero() bool {
 	if r.MilliCPU != 0 || r.Memory != 0 || r.GPU != 0 || r.Pods != 0 {
