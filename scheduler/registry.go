@@ -2,7 +2,6 @@ package scheduler
 
 import (
 	"fmt"
-	"time"
 
 	"github.com/tessera-gpu/tessera/scheduler/framework"
 	"github.com/tessera-gpu/tessera/scheduler/plugins/bestfit"
@@ -34,6 +33,23 @@ func noArgs(p func() framework.Plugin) factory {
 	}
 }
 
+// configurable is a plugin that reads its own arguments.
+type configurable interface {
+	framework.Plugin
+	Configure(args map[string]string) error
+}
+
+// withArgs wraps a plugin that reads its own arguments.
+func withArgs[P configurable](p func() P) factory {
+	return func(args map[string]string) (framework.Plugin, error) {
+		c := p()
+		if err := c.Configure(args); err != nil {
+			return nil, err
+		}
+		return c, nil
+	}
+}
+
 var pluginRegistry = map[string]factory{
 	predicates.Name:     noArgs(func() framework.Plugin { return predicates.Predicates{} }),
 	priority.Name:       noArgs(func() framework.Plugin { return priority.Priority{} }),
@@ -41,34 +57,15 @@ var pluginRegistry = map[string]factory{
 	proportion.Name:     noArgs(func() framework.Plugin { return proportion.New() }),
 	leastallocated.Name: noArgs(func() framework.Plugin { return leastallocated.LeastAllocated{} }),
 	topology.Name:       noArgs(func() framework.Plugin { return topology.New() }),
-	gpufit.Name: func(args map[string]string) (framework.Plugin, error) {
-		g := gpufit.New()
-		return g, g.Configure(args)
-	},
-	fgd.Name:           noArgs(func() framework.Plugin { return fgd.New() }),
-	bestfit.Name:       noArgs(func() framework.Plugin { return bestfit.BestFit{} }),
-	dotprod.Name:       noArgs(func() framework.Plugin { return dotprod.DotProduct{} }),
-	gpupacking.Name:    noArgs(func() framework.Plugin { return gpupacking.GPUPacking{} }),
-	gpuclustering.Name: noArgs(func() framework.Plugin { return gpuclustering.GPUClustering{} }),
-	random.Name:        noArgs(func() framework.Plugin { return random.Random{} }),
-	binpack.Name: func(args map[string]string) (framework.Plugin, error) {
-		b := binpack.New()
-		return b, b.Configure(args)
-	},
-	minruntime.Name: func(args map[string]string) (framework.Plugin, error) {
-		m := minruntime.MinRuntime{}
-		for k, v := range args {
-			if k != "minruntime.default" {
-				return nil, fmt.Errorf("unknown argument %s; known: minruntime.default", k)
-			}
-			d, err := time.ParseDuration(v)
-			if err != nil || d < 0 {
-				return nil, fmt.Errorf("minruntime.default: %q is not a duration such as 10m", v)
-			}
-			m.Default = d
-		}
-		return m, nil
-	},
+	gpufit.Name:         withArgs(gpufit.New),
+	fgd.Name:            noArgs(func() framework.Plugin { return fgd.New() }),
+	bestfit.Name:        noArgs(func() framework.Plugin { return bestfit.BestFit{} }),
+	dotprod.Name:        noArgs(func() framework.Plugin { return dotprod.DotProduct{} }),
+	gpupacking.Name:     noArgs(func() framework.Plugin { return gpupacking.GPUPacking{} }),
+	gpuclustering.Name:  noArgs(func() framework.Plugin { return gpuclustering.GPUClustering{} }),
+	random.Name:         noArgs(func() framework.Plugin { return random.Random{} }),
+	binpack.Name:        withArgs(binpack.New),
+	minruntime.Name:     withArgs(minruntime.New),
 }
 
 func newPlugin(po PluginOption) (framework.Plugin, error) {

@@ -1,6 +1,7 @@
 package minruntime
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/tessera-gpu/tessera/scheduler/framework"
@@ -16,6 +17,24 @@ type MinRuntime struct {
 }
 
 var _ framework.VictimFilter = MinRuntime{}
+
+// New returns the filter without a default guard.
+func New() *MinRuntime { return &MinRuntime{} }
+
+// Configure reads minruntime.default, the guard of jobs that set no minRuntime.
+func (m *MinRuntime) Configure(args map[string]string) error {
+	for k, v := range args {
+		if k != "minruntime.default" {
+			return fmt.Errorf("unknown argument %s; known: minruntime.default", k)
+		}
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 {
+			return fmt.Errorf("minruntime.default: %q is not a duration such as 10m", v)
+		}
+		m.Default = d
+	}
+	return nil
+}
 
 // Name implements framework.Plugin.
 func (MinRuntime) Name() string { return Name }

@@ -1,6 +1,7 @@
 package minruntime_test
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -32,6 +33,26 @@ func TestEvictable(t *testing.T) {
 	for _, tc := range tests {
 		if got := (minruntime.MinRuntime{Default: tc.def}).Evictable(tc.job, now); got != tc.evictble {
 			t.Errorf("%s: Evictable = %v", tc.name, got)
+		}
+	}
+}
+
+func TestConfigure(t *testing.T) {
+	m := minruntime.New()
+	if err := m.Configure(map[string]string{"minruntime.default": "10m"}); err != nil || m.Default != 10*time.Minute {
+		t.Fatalf("minruntime.default 10m: %v, default %s", err, m.Default)
+	}
+	if err := minruntime.New().Configure(nil); err != nil {
+		t.Fatalf("no arguments: %v", err)
+	}
+	for args, want := range map[string]string{
+		"minruntime.defualt=5m":   "unknown argument minruntime.defualt; known: minruntime.default",
+		"minruntime.default=soon": `minruntime.default: "soon" is not a duration such as 10m`,
+		"minruntime.default=-1m":  `minruntime.default: "-1m" is not a duration such as 10m`,
+	} {
+		k, v, _ := strings.Cut(args, "=")
+		if err := minruntime.New().Configure(map[string]string{k: v}); err == nil || err.Error() != want {
+			t.Errorf("%s: %v, want %s", args, err, want)
 		}
 	}
 }
