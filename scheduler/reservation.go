@@ -1,0 +1,136 @@
+package scheduler
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/tessera-gpu/tessera/scheduler/framework"
+)
+
+// waitsForCapacity reports whether the job waits for nodes, or for its queue's
+// capability (which its queue's lower-priority work may hold), not for admission.
+func waitsForCapacity(j *framework.Job) bool {
+	if j.Pending == nil {
+		return false
+	}
+	switch j.Pending.Code {
+	case framework.ReasonUnschedulable, framework.ReasonGangIncomplete, framework.ReasonTopology, framework.ReasonWaitingInLine,
+		framework.ReasonQueueCapability:
+		return true
+	}
+	return false
+}
+
+// reserve holds nodes for a starving job, replacing any earlier reservation: the nodes
+// that are closest to free and whose capacity, once their current tasks end, holds the
+// job's pending tasks; nodes running work that does not yield to the job (which it
+// could not preempt) come last. It reports false, changing nothing, when no node could
+// ever hold one of them.
+func (s *Session) reserve(j *framework.Job) bool {
+	t := firstPending(j)
+	if !slices.ContainsFunc(s.Snap.Nodes, func(n *framework.Node) bool { return capacityFor(t, n) > 0 }) {
+		return false
+	}
+	for _, n := range s.Snap.Nodes {
+		n.Reserved = nil
+	}
+	clear(s.reservations)
+	s.reservedFor = j
+	need := j.Count(framework.TaskPending)
+	type cand struct {
+		n    *framework.Node
+		busy int64
+	}
+	var cands []cand
+	for _, n := range s.Snap.Nodes {
+		if capacityFor(t, n) == 0 {
+			continue
+		}
+		busy := n.Used.GPU*4 + n.Used.MilliCPU/1000
+		if slices.ContainsFunc(n.Tasks, func(t *framework.Task) bool { return !yields(t.Job, j) }) {
+			busy += math.MaxInt64 / 2
+		}
+		cands = append(cands, cand{n, busy})
+	}
+	slices.SortStableFunc(cands, func(a, b cand) int {
+		switch {
+		case a.busy < b.busy:
+			return -1
+		case a.busy > b.busy:
+			return 1
+		}
+		return 0
+	})
+	for _, c := range cands {
+		if need <= 0 {
+			break
+		}
+		c.n.Reserved = j
+		s.reservations[c.n.Name] = j.Key()
+		need -= capacityFor(t, c.n)
+	}
+	if j.Pending != nil {
+		j.Pending.Message += "; nodes reserved until it fits"
+		if d := s.cfg.ReservationDeadline.Duration; d > 0 {
+			j.Pending.Message += fmt.Sprintf(", work that overtook it preempted there at %s", j.WaitingSince.Add(d).UTC().Format(time.DateTime))
+		}
+	}
+	return true
+}
+
+// mayUseReserved reports whether job j may run on nodes reserved for r: only work that
+// yields to r, which r preempts at its deadline, and only until the drain before it.
+func (s *Session) mayUseReserved(j, r *framework.Job) bool {
+	d := s.cfg.ReservationDeadline.Duration
+	return d > 0 && yields(j, r) && s.Snap.Now.Sub(r.WaitingSince) < d-s.cfg.ReservationDrain.Duration
+}
+
+// yields reports whether v makes way for a starving job j: v has lower priority, or
+// j's priority and was submitted later (it overtook j).
+func yields(v, j *framework.Job) bool {
+	return v.Priority < j.Priority || (v.Priority == j.Priority && v.Created.After(j.Created))
+}
+
+// clearReserved preempts, for a job past its reservation deadline, the jobs that yield
+// to it on its reserved nodes, then those of its queue elsewhere (they hold the queue's
+// capability), as few as let it start.
+func (s *Session) clearReserved(j *framework.Job) {
+	var onNodes, inQueue []*framework.Job
+	for _, v := range s.Snap.Jobs {
+		if !yields(v, j) || !s.evictable(v) {
+			continue
+		}
+		if slices.ContainsFunc(v.Tasks, func(t *framework.Task) bool { return t.Node != nil && t.Node.Reserved == j }) {
+			onNodes = append(onNodes, v)
+		} else if v.Queue == j.Queue {
+			inQueue = append(inQueue, v)
+		}
+	}
+	slices.SortStableFunc(onNodes, s.compareVictims)
+	slices.SortStableFunc(inQueue, s.compareVictims)
+	s.evictFor(j, append(onNodes, inQueue...), nil, fmt.Sprintf("preempted from nodes reserved for %s", j.Key()))
+}
+
+// capacityFor is how many tasks like t an empty node could hold.
+func capacityFor(t *framework.Task, n *framework.Node) int {
+	if n.Unschedulable || (t.GPU.Any() && !t.GPU.AllowsModel(n.GPUModel)) {
+		return 0
+	}
+	c := 1 << 30
+	if t.Request.MilliCPU > 0 {
+		c = min(c, int(n.Allocatable.MilliCPU/t.Request.MilliCPU))
+	}
+	if t.Request.Memory > 0 {
+		c = min(c, int(n.Allocatable.Memory/t.Request.Memory))
+	}
+	if g := t.GPU.GPUs(); g > 0 {
+		per := len(n.GPUs) / g
+		if t.GPU.Shared() && len(n.GPUs) > 0 {
+			per = len(n.GPUs) * int(framework.MilliPerGPU/max(1, t.GPU.MilliOn(&n.GPUs[0])))
+		}
+		c = min(c, per)
+	}
+	return c
+}
