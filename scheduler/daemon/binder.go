@@ -3,7 +3,6 @@ package daemon
 import (
 	"context"
 	"fmt"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -12,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tesserav1 "github.com/tessera-gpu/tessera/api/v1alpha1"
@@ -111,7 +111,9 @@ func (b *Binder) bind(ctx context.Context, state *cache.State, bindings []schedu
 		pipelined[j] = true
 	}
 	var ok, bad atomic.Int64
-	b.parallel(len(bindings), func(i int) {
+	// Background, not ctx: once ctx is done every binding is still tried (and fails at
+	// once, reported), rather than skipped unreported.
+	workqueue.ParallelizeUntil(context.Background(), b.opts.BindWorkers, len(bindings), func(i int) {
 		bd := bindings[i]
 		if pipelined[bd.Task.Job] {
 			return
@@ -168,7 +170,8 @@ func (b *Binder) evict(ctx context.Context, state *cache.State, evictions []evic
 		}
 	}
 	var n atomic.Int64
-	b.parallel(len(uniq), func(i int) {
+	// Background, not ctx, as in bind.
+	workqueue.ParallelizeUntil(context.Background(), b.opts.BindWorkers, len(uniq), func(i int) {
 		e := uniq[i]
 		pod := state.Pods[types.UID(e.task.UID)]
 		if pod == nil || pod.DeletionTimestamp != nil {
@@ -190,19 +193,4 @@ func (b *Binder) evict(ctx context.Context, state *cache.State, evictions []evic
 		}
 	})
 	return int(n.Load())
-}
-
-// parallel runs f(0..n-1) on at most BindWorkers goroutines and waits for them.
-func (b *Binder) parallel(n int, f func(int)) {
-	workers := min(b.opts.BindWorkers, n)
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Go(func() {
-			for i := int(next.Add(1) - 1); i < n; i = int(next.Add(1) - 1) {
-				f(i)
-			}
-		})
-	}
-	wg.Wait()
 }
