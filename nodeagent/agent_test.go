@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tesserav1 "github.com/tessera-gpu/tessera/api/v1alpha1"
+	"github.com/tessera-gpu/tessera/internal/apitest"
 	"github.com/tessera-gpu/tessera/nodeagent/nvidia"
 	"github.com/tessera-gpu/tessera/nodeagent/nvidia/nvidiatest"
 	"github.com/tessera-gpu/tessera/test/testenv"
@@ -57,7 +58,7 @@ func start(t *testing.T, node string, gpus *nvidiatest.Node, procRoot string) *h
 func startAs(t *testing.T, cfg *rest.Config, node string, gpus *nvidiatest.Node, procRoot string) *harness {
 	t.Helper()
 	ctx := testenv.Context(t, 60*time.Second)
-	if err := env.Client.Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node}}); err != nil {
+	if err := env.Client.Create(ctx, apitest.MakeNode(node).Obj()); err != nil {
 		t.Fatal(err)
 	}
 	kube := kubernetes.NewForConfigOrDie(cfg)
@@ -190,15 +191,12 @@ func TestSliceUsageMetricsEventAndLastActive(t *testing.T) {
 	gpus := nvidiatest.DGXA100()
 	procRoot := t.TempDir()
 	h := start(t, "agent-slices", gpus, procRoot)
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team-slices"}}
+	ns := apitest.MakeNamespace("team-slices").Obj()
 	if err := env.Client.Create(h.ctx, ns); err != nil {
 		t.Fatal(err)
 	}
 	assign := tesserav1.GPUAssignment{Node: h.node, Containers: []tesserav1.ContainerGPUs{{Container: "main", UUIDs: []string{gpus.UUID(1)}, MemoryMiB: 10240}}}
-	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "train-0", Namespace: ns.Name, Annotations: map[string]string{tesserav1.AnnotationGPUAssign: assign.Encode()}},
-		Spec:       corev1.PodSpec{NodeName: h.node, Containers: []corev1.Container{{Name: "main", Image: "trainer"}}},
-	}
+	pod := apitest.MakePod("train-0", ns.Name).NodeName(h.node).Assignment(assign).Obj()
 	if err := env.Client.Create(h.ctx, pod); err != nil {
 		t.Fatal(err)
 	}

@@ -8,11 +8,11 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tesserav1 "github.com/tessera-gpu/tessera/api/v1alpha1"
+	"github.com/tessera-gpu/tessera/internal/apitest"
 	"github.com/tessera-gpu/tessera/nodeagent/nvidia/nvidiatest"
 	"github.com/tessera-gpu/tessera/test/testenv"
 )
@@ -57,10 +57,7 @@ func TestDeployManifestsGrantEnough(t *testing.T) {
 	procRoot := t.TempDir()
 	h := startAs(t, sa, "agent-rbac", gpus, procRoot)
 	assign := tesserav1.GPUAssignment{Node: h.node, Containers: []tesserav1.ContainerGPUs{{Container: "main", UUIDs: []string{gpus.UUID(0)}, MemoryMiB: 100}}}
-	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "rbac-0", Namespace: "tessera-system", Annotations: map[string]string{tesserav1.AnnotationGPUAssign: assign.Encode()}},
-		Spec:       corev1.PodSpec{NodeName: h.node, Containers: []corev1.Container{{Name: "main", Image: "x"}}},
-	}
+	pod := apitest.MakePod("rbac-0", "tessera-system").NodeName(h.node).Assignment(assign).Obj()
 	if err := env.Client.Create(ctx, pod); err != nil {
 		t.Fatal(err)
 	}

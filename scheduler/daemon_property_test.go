@@ -3,15 +3,15 @@ package scheduler_test
 import (
 	"fmt"
 	"math/rand/v2"
+	"strconv"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 
 	tesserav1 "github.com/tessera-gpu/tessera/api/v1alpha1"
+	"github.com/tessera-gpu/tessera/internal/apitest"
 	"github.com/tessera-gpu/tessera/scheduler"
 	"github.com/tessera-gpu/tessera/scheduler/framework"
 	"github.com/tessera-gpu/tessera/scheduler/snapshot"
@@ -54,20 +54,18 @@ func newAPIWorld(t *testing.T, seed uint64) *apiWorld {
 		if rng.IntN(3) == 0 {
 			model = "T4"
 		}
-		gpus := int64([]int{1, 2, 4, 8, 8}[rng.IntN(5)])
-		res := corev1.ResourceList{corev1.ResourceCPU: *resource.NewQuantity(int64(16+rng.IntN(48)), resource.DecimalSI),
-			corev1.ResourceMemory: resource.MustParse("512Gi"), corev1.ResourcePods: resource.MustParse("110"),
-			tesserav1.ResourceGPU: *resource.NewQuantity(gpus, resource.DecimalSI), tesserav1.ResourceGPUMemory: *resource.NewQuantity(gpus*apiModels[model], resource.DecimalSI)}
-		w.nodes = append(w.nodes, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("n%d", i),
-			Labels: map[string]string{tesserav1.LabelGPUModel: model, "tessera.dev/rack": fmt.Sprintf("r%d", rng.IntN(2))}},
-			Status: corev1.NodeStatus{Allocatable: res, Capacity: res}})
+		gpus := []int{1, 2, 4, 8, 8}[rng.IntN(5)]
+		cpus := strconv.Itoa(16 + rng.IntN(48))
+		w.nodes = append(w.nodes, apitest.MakeNode(fmt.Sprintf("n%d", i)).GPUs(gpus, model, apiModels[model]).
+			Allocatable(corev1.ResourceCPU, cpus).Allocatable(corev1.ResourceMemory, "512Gi").Allocatable(corev1.ResourcePods, "110").
+			Label(tesserav1.LabelRack, fmt.Sprintf("r%d", rng.IntN(2))).Obj())
 	}
 	for i := range 1 + rng.IntN(2) {
-		q := &tesserav1.Queue{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("q%d", i)}, Spec: tesserav1.QueueSpec{Weight: int32(1 + rng.IntN(3))}}
+		q := apitest.MakeQueue(fmt.Sprintf("q%d", i)).Weight(int32(1 + rng.IntN(3)))
 		if rng.IntN(3) == 0 {
-			q.Spec.Capability = corev1.ResourceList{tesserav1.ResourceGPU: *resource.NewQuantity(int64(4+rng.IntN(16)), resource.DecimalSI)}
+			q.Capability(tesserav1.ResourceGPU, strconv.Itoa(4+rng.IntN(16)))
 		}
-		w.queues = append(w.queues, q)
+		w.queues = append(w.queues, q.Obj())
 	}
 	for range 2 + rng.IntN(8) {
 		w.addJob()
@@ -86,26 +84,31 @@ func (w *apiWorld) addJob() {
 	if rng.IntN(8) == 0 {
 		minMember = tasks + 1
 	}
-	w.groups[name] = &tesserav1.PodGroup{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", UID: types.UID("pg-" + name),
-		CreationTimestamp: metav1.NewTime(w.now)}, Spec: tesserav1.PodGroupSpec{MinMember: int32(minMember)}}
-	req := corev1.ResourceList{corev1.ResourceCPU: *resource.NewMilliQuantity(int64(500+rng.IntN(8000)), resource.DecimalSI), corev1.ResourceMemory: resource.MustParse("1Gi")}
+	w.groups[name] = apitest.MakePodGroup(name, "ns").UID("pg-" + name).Created(w.now).MinMember(int32(minMember)).Obj()
+	cpu := fmt.Sprintf("%dm", 500+rng.IntN(8000))
+	var gpus, sliceMiB int64
 	switch rng.IntN(4) {
 	case 0:
 	case 1:
-		req[tesserav1.ResourceGPU] = *resource.NewQuantity(int64(1+rng.IntN(4)), resource.DecimalSI)
+		gpus = int64(1 + rng.IntN(4))
 	case 2:
-		req[tesserav1.ResourceGPU] = resource.MustParse("8")
+		gpus = 8
 	case 3:
-		req[tesserav1.ResourceGPUMemory] = *resource.NewQuantity(int64(1000+rng.IntN(40000)), resource.DecimalSI)
+		sliceMiB = int64(1000 + rng.IntN(40000))
 	}
 	prio := int32(rng.IntN(3))
 	queue := w.queues[rng.IntN(len(w.queues))].Name
 	for i := range tasks {
-		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%d", name, i), Namespace: "ns", UID: types.UID(fmt.Sprintf("%s-%d-%d", name, i, w.jobs)),
-			CreationTimestamp: metav1.NewTime(w.now), Labels: map[string]string{tesserav1.LabelPodGroup: name, tesserav1.LabelQueue: queue}},
-			Spec: corev1.PodSpec{SchedulerName: tesserav1.SchedulerName, Priority: &prio,
-				Containers: []corev1.Container{{Name: "main", Resources: corev1.ResourceRequirements{Requests: req, Limits: req}}}}}
-		w.pods[p.Name] = p
+		p := apitest.MakePod(fmt.Sprintf("%s-%d", name, i), "ns").UID(fmt.Sprintf("%s-%d-%d", name, i, w.jobs)).Created(w.now).
+			Group(name).Queue(queue).SchedulerName(tesserav1.SchedulerName).Priority(prio).
+			RequestAndLimit(corev1.ResourceCPU, cpu).RequestAndLimit(corev1.ResourceMemory, "1Gi")
+		if gpus > 0 {
+			p.GPU(gpus)
+		}
+		if sliceMiB > 0 {
+			p.GPUMemory(sliceMiB)
+		}
+		w.pods[p.Obj().Name] = p.Obj()
 	}
 }
 

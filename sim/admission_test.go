@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	tesserav1 "github.com/tessera-gpu/tessera/api/v1alpha1"
+	"github.com/tessera-gpu/tessera/internal/apitest"
 	"github.com/tessera-gpu/tessera/sim/trace"
 )
 
@@ -36,11 +37,9 @@ func (a *labelAdmitter) Admit(_ context.Context, obj runtime.Object) ([]string, 
 }
 
 func TestAdmitManifests(t *testing.T) {
-	pod := func(name, node string) corev1.Pod {
-		return corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns"}, Spec: corev1.PodSpec{NodeName: node}}
-	}
+	pod := func(name, node string) corev1.Pod { return *apitest.MakePod(name, "ns").NodeName(node).Obj() }
 	m := &trace.Manifests{
-		Queues: []tesserav1.Queue{{ObjectMeta: metav1.ObjectMeta{Name: "q"}}},
+		Queues: []tesserav1.Queue{*apitest.MakeQueue("q").Obj()},
 		Pods:   []corev1.Pod{pod("good", ""), pod("bad", ""), pod("running", "n1")},
 	}
 	a := &labelAdmitter{}

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	admissionv1 "k8s.io/api/admission/v1"
+
+	"github.com/tessera-gpu/tessera/internal/apitest"
 )
 
 // BenchmarkAdmission drives the mutating handler over HTTP (decode, input, default
@@ -18,7 +20,7 @@ import (
 func BenchmarkAdmission(b *testing.B) {
 	mut, _ := handlers(b)
 	mut.ValidateOnMutate = map[string]bool{KindPod: true}
-	body, err := json.Marshal(admissionv1.AdmissionReview{TypeMeta: reviewTypeMeta, Request: request(b, admissionv1.Create, makePod("bench").gpu("2").obj())})
+	body, err := json.Marshal(admissionv1.AdmissionReview{TypeMeta: reviewTypeMeta, Request: request(b, admissionv1.Create, apitest.MakePod("bench", "team").NvidiaGPU(2).Obj())})
 	if err != nil {
 		b.Fatal(err)
 	}

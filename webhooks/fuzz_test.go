@@ -7,14 +7,15 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/tessera-gpu/tessera/internal/apitest"
 	"github.com/tessera-gpu/tessera/policy"
 )
 
 func seedReviews(t testing.TB) [][]byte {
 	var out [][]byte
 	for _, obj := range []runtime.Object{
-		makePod("a").gpu("1").queue("train").obj(),
-		makeJob("j", 4, makePod("t").gpu("2").obj()),
+		apitest.MakePod("a", "team").NvidiaGPU(1).Queue("train").Obj(),
+		makeJob("j", 4, apitest.MakePod("t", "team").NvidiaGPU(2).Obj()).Obj(),
 	} {
 		b, err := json.Marshal(admissionv1.AdmissionReview{
 			TypeMeta: reviewTypeMeta,

@@ -12,10 +12,10 @@ import (
 	gomodulesjsonpatch "gomodules.xyz/jsonpatch/v2"
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	tesserav1 "github.com/tessera-gpu/tessera/api/v1alpha1"
+	"github.com/tessera-gpu/tessera/internal/apitest"
 )
 
 func patchOf(t *testing.T, resp *admissionv1.AdmissionResponse) map[string]any {
@@ -36,31 +36,30 @@ func patchOf(t *testing.T, resp *admissionv1.AdmissionResponse) map[string]any {
 
 func TestMutatingHandler(t *testing.T) {
 	mut, _ := handlers(t)
-	withNS := func(p *corev1.Pod, ns string) *corev1.Pod { p.Namespace = ns; return p }
-	shortJob := makeJob("j", 5, makePod("t").gpu("2").queue("train").label("tessera.dev/runtime", "short").obj())
+	shortJob := makeJob("j", 5, apitest.MakePod("t", "team").NvidiaGPU(2).Queue("train").Label("tessera.dev/runtime", "short").Obj()).Obj()
 	cases := []struct {
 		name string
 		obj  runtime.Object
 		want map[string]any // op+path -> value; exactly these
 	}{
-		{"gpu pod in annotated namespace", makePod("a").gpu("1").obj(), map[string]any{
+		{"gpu pod in annotated namespace", apitest.MakePod("a", "team").NvidiaGPU(1).Obj(), map[string]any{
 			"add /metadata/labels":        map[string]any{"tessera.dev/queue": "train"},
 			"add /spec/schedulerName":     "tessera",
 			"add /spec/priorityClassName": "batch-normal",
 			"add /spec/priority":          float64(50),
 		}},
-		{"queue default priority", makePod("b").gpu("1").queue("prod").obj(), map[string]any{
+		{"queue default priority", apitest.MakePod("b", "team").NvidiaGPU(1).Queue("prod").Obj(), map[string]any{
 			"add /spec/schedulerName":     "tessera",
 			"add /spec/priorityClassName": "production-high",
 			"add /spec/priority":          float64(100),
 		}},
-		{"cpu pod in plain namespace untouched", withNS(makePod("c").res(corev1.ResourceCPU, "1", true).obj(), "plain"), map[string]any{}},
-		{"cpu pod in annotated namespace gets queue, keeps scheduler", makePod("d").res(corev1.ResourceCPU, "1", true).obj(), map[string]any{
+		{"cpu pod in plain namespace untouched", apitest.MakePod("c", "plain").RequestAndLimit(corev1.ResourceCPU, "1").Obj(), map[string]any{}},
+		{"cpu pod in annotated namespace gets queue, keeps scheduler", apitest.MakePod("d", "team").RequestAndLimit(corev1.ResourceCPU, "1").Obj(), map[string]any{
 			"add /metadata/labels":        map[string]any{"tessera.dev/queue": "train"},
 			"add /spec/priorityClassName": "batch-normal",
 			"add /spec/priority":          float64(50),
 		}},
-		{"nvidia gpu rewritten in opted-in namespace", withNS(makePod("e").gpu("2").obj(), "rewrite"), map[string]any{
+		{"nvidia gpu rewritten in opted-in namespace", apitest.MakePod("e", "rewrite").NvidiaGPU(2).Obj(), map[string]any{
 			"add /metadata/labels":        map[string]any{"tessera.dev/queue": "default"},
 			"add /spec/schedulerName":     "tessera",
 			"add /spec/priorityClassName": "batch-normal",
@@ -75,10 +74,7 @@ func TestMutatingHandler(t *testing.T) {
 			"add /spec/template/spec/schedulerName":     "tessera",
 			"add /spec/template/spec/priorityClassName": "batch-normal",
 		}},
-		{"pod group defaults", &tesserav1.PodGroup{
-			TypeMeta:   metav1.TypeMeta{APIVersion: "tessera.dev/v1alpha1", Kind: "PodGroup"},
-			ObjectMeta: metav1.ObjectMeta{Name: "pg", Namespace: "team", Annotations: map[string]string{AnnotationReplicas: "3"}},
-		}, map[string]any{
+		{"pod group defaults", apitest.MakePodGroup("pg", "team").Annotation(AnnotationReplicas, "3").Obj(), map[string]any{
 			"add /spec/queue":             "train",
 			"add /spec/priorityClassName": "batch-normal",
 			"add /spec/minMember":         float64(3),
@@ -130,14 +126,9 @@ func mustJSON(v any) string {
 
 func TestValidatingHandler(t *testing.T) {
 	_, val := handlers(t)
-	job := func(par int32, gpus string, ann map[string]string) *corev1.Pod {
-		_ = ann
-		return makePod("t").gpu(gpus).queue("train").obj()
-	}
-	bigJob := makeJob("big", 5, job(5, "4", nil))
-	bigJob.Annotations = map[string]string{tesserav1.AnnotationMinAvailable: "5"}
-	badMin := makeJob("badmin", 2, job(2, "1", nil))
-	badMin.Annotations = map[string]string{tesserav1.AnnotationMinAvailable: "3"}
+	pod := func(gpus int64) *corev1.Pod { return apitest.MakePod("t", "team").NvidiaGPU(gpus).Queue("train").Obj() }
+	bigJob := makeJob("big", 5, pod(4)).Annotation(tesserav1.AnnotationMinAvailable, "5").Obj()
+	badMin := makeJob("badmin", 2, pod(1)).Annotation(tesserav1.AnnotationMinAvailable, "3").Obj()
 	cases := []struct {
 		name    string
 		obj     runtime.Object
@@ -145,20 +136,13 @@ func TestValidatingHandler(t *testing.T) {
 		msgs    []string
 		warns   []string
 	}{
-		{"gpu pod within capability", makePod("a").gpu("1").queue("train").obj(), true, nil, nil},
-		{"unknown queue", makePod("b").gpu("1").queue("nope").obj(), false, []string{`queue "nope" does not exist`, "prod, quick, train"}, nil},
+		{"gpu pod within capability", apitest.MakePod("a", "team").NvidiaGPU(1).Queue("train").Obj(), true, nil, nil},
+		{"unknown queue", apitest.MakePod("b", "team").NvidiaGPU(1).Queue("nope").Obj(), false, []string{`queue "nope" does not exist`, "prod, quick, train"}, nil},
 		{"gang over capability", bigJob, false, []string{`queue "train"`, "gang of 5 pod(s) needs 20 nvidia.com/gpu", "capability of 16"}, nil},
 		{"minAvailable over replicas", badMin, false, []string{"minAvailable 3 is larger than the 2 replicas"}, nil},
-		{"gpu memory over largest gpu", makePod("c").res(tesserav1.ResourceGPUMemory, "90000", true).queue("train").obj(), false, []string{"90000 MiB", "81920 MiB"}, nil},
-		{"gpu request without limit warns", makePod("d").res(tesserav1.ResourceGPUMemory, "1024", false).queue("train").obj(), true, nil, []string{"without a limit"}},
-		{"queue deserved over capability", &tesserav1.Queue{
-			TypeMeta:   metav1.TypeMeta{APIVersion: "tessera.dev/v1alpha1", Kind: "Queue"},
-			ObjectMeta: metav1.ObjectMeta{Name: "x"},
-			Spec: tesserav1.QueueSpec{
-				Deserved:   corev1.ResourceList{tesserav1.ResourceGPU: mustQ("10")},
-				Capability: corev1.ResourceList{tesserav1.ResourceGPU: mustQ("2")},
-			},
-		}, false, []string{"spec.deserved[tessera.dev/gpu] = 10 exceeds spec.capability[tessera.dev/gpu] = 2"}, []string{"queues together deserve 14 tessera.dev/gpu but the cluster has 8"}},
+		{"gpu memory over largest gpu", apitest.MakePod("c", "team").GPUMemory(90000).Queue("train").Obj(), false, []string{"90000 MiB", "81920 MiB"}, nil},
+		{"gpu request without limit warns", apitest.MakePod("d", "team").Request(tesserav1.ResourceGPUMemory, "1024").Queue("train").Obj(), true, nil, []string{"without a limit"}},
+		{"queue deserved over capability", apitest.MakeQueue("x").Deserved(tesserav1.ResourceGPU, "10").Capability(tesserav1.ResourceGPU, "2").Obj(), false, []string{"spec.deserved[tessera.dev/gpu] = 10 exceeds spec.capability[tessera.dev/gpu] = 2"}, []string{"queues together deserve 14 tessera.dev/gpu but the cluster has 8"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -195,10 +179,10 @@ func TestAdmissionMetrics(t *testing.T) {
 	m := NewMetrics(prometheus.NewRegistry())
 	mut.Metrics, val.Metrics = m, m
 	ctx := context.Background()
-	mut.Admit(ctx, request(t, admissionv1.Create, makePod("a").gpu("1").obj()))
-	val.Admit(ctx, request(t, admissionv1.Create, makePod("b").gpu("1").queue("nope").obj()))
-	val.Admit(ctx, request(t, admissionv1.Delete, makePod("c").obj()))
-	bad := request(t, admissionv1.Create, makePod("d").obj())
+	mut.Admit(ctx, request(t, admissionv1.Create, apitest.MakePod("a", "team").NvidiaGPU(1).Obj()))
+	val.Admit(ctx, request(t, admissionv1.Create, apitest.MakePod("b", "team").NvidiaGPU(1).Queue("nope").Obj()))
+	val.Admit(ctx, request(t, admissionv1.Delete, apitest.MakePod("c", "team").Obj()))
+	bad := request(t, admissionv1.Create, apitest.MakePod("d", "team").Obj())
 	bad.Object.Raw = []byte(`{"spec": 5}`)
 	val.Admit(ctx, bad)
 	for _, c := range []struct {
@@ -223,10 +207,10 @@ func TestMutatingHandlerValidatesPods(t *testing.T) {
 		msg     string
 		warn    string
 	}{
-		{"defaulted and valid", makePod("a").gpu("1").obj(), true, true, "", ""},
-		{"unknown queue denied", makePod("b").gpu("1").queue("nope").obj(), false, false, `queue "nope" does not exist`, ""},
-		{"slice over the largest GPU denied", makePod("c").res(tesserav1.ResourceGPUMemory, "90000", true).queue("train").obj(), false, false, "81920 MiB", ""},
-		{"request without limit warned and patched", makePod("d").res(tesserav1.ResourceGPUMemory, "1024", false).queue("train").obj(), true, true, "", "without a limit"},
+		{"defaulted and valid", apitest.MakePod("a", "team").NvidiaGPU(1).Obj(), true, true, "", ""},
+		{"unknown queue denied", apitest.MakePod("b", "team").NvidiaGPU(1).Queue("nope").Obj(), false, false, `queue "nope" does not exist`, ""},
+		{"slice over the largest GPU denied", apitest.MakePod("c", "team").GPUMemory(90000).Queue("train").Obj(), false, false, "81920 MiB", ""},
+		{"request without limit warned and patched", apitest.MakePod("d", "team").Request(tesserav1.ResourceGPUMemory, "1024").Queue("train").Obj(), true, true, "", "without a limit"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -249,18 +233,17 @@ func TestMutatingHandlerValidatesPods(t *testing.T) {
 func TestValidateOnMutateMatchesValidatingHandler(t *testing.T) {
 	mut, val := handlers(t)
 	fused := &Handler{Mutating: true, ValidateOnMutate: map[string]bool{KindPod: true}, Evaluator: mut.Evaluator, Cluster: mut.Cluster}
-	withNS := func(p *corev1.Pod, ns string) *corev1.Pod { p.Namespace = ns; return p }
 	pods := []*corev1.Pod{
-		makePod("a").gpu("1").obj(),
-		makePod("b").gpu("1").queue("nope").obj(),
-		makePod("c").gpu("1").queue("prod").obj(),
-		makePod("d").res(tesserav1.ResourceGPUMemory, "90000", true).queue("train").obj(),
-		makePod("e").res(tesserav1.ResourceGPUMemory, "1024", false).queue("train").obj(),
-		makePod("f").res(tesserav1.ResourceGPUMemory, "1024", false).obj(),
-		withNS(makePod("g").gpu("2").obj(), "rewrite"),
-		withNS(makePod("h").gpu("64").obj(), "rewrite"),
-		makePod("i").gpu("64").queue("train").obj(),
-		withNS(makePod("j").res(corev1.ResourceCPU, "1", true).obj(), "plain"),
+		apitest.MakePod("a", "team").NvidiaGPU(1).Obj(),
+		apitest.MakePod("b", "team").NvidiaGPU(1).Queue("nope").Obj(),
+		apitest.MakePod("c", "team").NvidiaGPU(1).Queue("prod").Obj(),
+		apitest.MakePod("d", "team").GPUMemory(90000).Queue("train").Obj(),
+		apitest.MakePod("e", "team").Request(tesserav1.ResourceGPUMemory, "1024").Queue("train").Obj(),
+		apitest.MakePod("f", "team").Request(tesserav1.ResourceGPUMemory, "1024").Obj(),
+		apitest.MakePod("g", "rewrite").NvidiaGPU(2).Obj(),
+		apitest.MakePod("h", "rewrite").NvidiaGPU(64).Obj(),
+		apitest.MakePod("i", "team").NvidiaGPU(64).Queue("train").Obj(),
+		apitest.MakePod("j", "plain").RequestAndLimit(corev1.ResourceCPU, "1").Obj(),
 	}
 	for _, pod := range pods {
 		t.Run(pod.Namespace+"/"+pod.Name, func(t *testing.T) {

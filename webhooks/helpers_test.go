@@ -7,62 +7,25 @@ import (
 	"time"
 
 	admissionv1 "k8s.io/api/admission/v1"
-	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/utils/ptr"
 
 	tesserav1 "github.com/tessera-gpu/tessera/api/v1alpha1"
+	"github.com/tessera-gpu/tessera/internal/apitest"
 	"github.com/tessera-gpu/tessera/policy"
 	"github.com/tessera-gpu/tessera/rego"
 )
 
-// podBuilder makes test pods: makePod("a").gpu(2).queue("q").obj().
-type podBuilder struct{ p *corev1.Pod }
-
-func makePod(name string) *podBuilder {
-	return &podBuilder{&corev1.Pod{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "team"},
-		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "busybox"}}},
-	}}
-}
-
-func (b *podBuilder) res(name corev1.ResourceName, q string, withLimit bool) *podBuilder {
-	c := &b.p.Spec.Containers[0]
-	if c.Resources.Requests == nil {
-		c.Resources.Requests, c.Resources.Limits = corev1.ResourceList{}, corev1.ResourceList{}
+// makeJob is a Job of pod's namespace and labels whose pod template is pod.
+func makeJob(name string, parallelism int32, pod *corev1.Pod) *apitest.JobWrapper {
+	w := apitest.MakeJob(name, pod.Namespace).Parallelism(parallelism).Template(pod)
+	for k, v := range pod.Labels {
+		w.Label(k, v)
 	}
-	c.Resources.Requests[name] = resource.MustParse(q)
-	if withLimit {
-		c.Resources.Limits[name] = resource.MustParse(q)
-	}
-	return b
-}
-func (b *podBuilder) gpu(n string) *podBuilder { return b.res(tesserav1.ResourceNvidiaGPU, n, true) }
-func (b *podBuilder) label(k, v string) *podBuilder {
-	if b.p.Labels == nil {
-		b.p.Labels = map[string]string{}
-	}
-	b.p.Labels[k] = v
-	return b
-}
-func (b *podBuilder) queue(q string) *podBuilder { return b.label(tesserav1.LabelQueue, q) }
-func (b *podBuilder) obj() *corev1.Pod           { return b.p }
-
-func makeJob(name string, parallelism int32, pod *corev1.Pod) *batchv1.Job {
-	return &batchv1.Job{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "batch/v1", Kind: "Job"},
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: pod.Namespace, Labels: pod.Labels},
-		Spec: batchv1.JobSpec{
-			Parallelism: ptr.To(parallelism),
-			Template:    corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: pod.Labels}, Spec: pod.Spec},
-		},
-	}
+	return w
 }
 
 func gvk(kind string) metav1.GroupVersionKind {
@@ -90,34 +53,21 @@ func request(t testing.TB, op admissionv1.Operation, obj runtime.Object) *admiss
 }
 
 func testQueues() []tesserav1.Queue {
-	q := func(name string, capGPU string, ann map[string]string) tesserav1.Queue {
-		out := tesserav1.Queue{ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: ann}}
-		if capGPU != "" {
-			out.Spec.Capability = corev1.ResourceList{tesserav1.ResourceNvidiaGPU: resource.MustParse(capGPU), tesserav1.ResourceGPU: resource.MustParse(capGPU)}
-			out.Spec.Deserved = corev1.ResourceList{tesserav1.ResourceGPU: resource.MustParse("4")}
-		}
-		return out
-	}
 	return []tesserav1.Queue{
-		q("train", "16", nil),
-		q("prod", "", map[string]string{AnnotationPriorityClass: "production-high"}),
-		q("quick", "", map[string]string{AnnotationRuntime: "short"}),
+		*apitest.MakeQueue("train").Capability(tesserav1.ResourceNvidiaGPU, "16").Capability(tesserav1.ResourceGPU, "16").
+			Deserved(tesserav1.ResourceGPU, "4").Obj(),
+		*apitest.MakeQueue("prod").Annotation(AnnotationPriorityClass, "production-high").Obj(),
+		*apitest.MakeQueue("quick").Annotation(AnnotationRuntime, "short").Obj(),
 	}
 }
 
 func testClasses() []schedulingv1.PriorityClass {
-	pc := func(n string, v int32) schedulingv1.PriorityClass {
-		return schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: n}, Value: v}
-	}
-	return []schedulingv1.PriorityClass{pc("production-high", 100), pc("batch-normal", 50), pc("offline-low", 0)}
+	return []schedulingv1.PriorityClass{*apitest.MakePriorityClass("production-high", 100).Obj(),
+		*apitest.MakePriorityClass("batch-normal", 50).Obj(), *apitest.MakePriorityClass("offline-low", 0).Obj()}
 }
 
 func testNodes() []tesserav1.GPUNode {
-	n := tesserav1.GPUNode{ObjectMeta: metav1.ObjectMeta{Name: "n1"}}
-	for i := range 8 {
-		n.Status.Devices = append(n.Status.Devices, tesserav1.GPUDevice{Index: int32(i), MemoryMiB: 81920, Healthy: true})
-	}
-	return []tesserav1.GPUNode{n}
+	return []tesserav1.GPUNode{*apitest.MakeGPUNode("n1").GPUs(8, "A100-80GB", 81920).Obj()}
 }
 
 func testCluster(t testing.TB) *StaticCluster {
@@ -151,7 +101,5 @@ func handlers(t testing.TB) (mutating, validating *Handler) {
 	e, c := defaultEngine(t), testCluster(t)
 	return &Handler{Mutating: true, Evaluator: e, Cluster: c}, &Handler{Evaluator: e, Cluster: c}
 }
-
-func mustQ(s string) resource.Quantity { return resource.MustParse(s) }
 
 var reviewTypeMeta = metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"}

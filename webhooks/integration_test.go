@@ -16,12 +16,9 @@ import (
 
 	"github.com/go-logr/logr"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
-	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -29,6 +26,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	tesserav1 "github.com/tessera-gpu/tessera/api/v1alpha1"
+	"github.com/tessera-gpu/tessera/internal/apitest"
 	"github.com/tessera-gpu/tessera/test/testenv"
 	"github.com/tessera-gpu/tessera/webhooks"
 )
@@ -212,31 +210,27 @@ func eventually(t *testing.T, what string, f func() error) {
 
 func namespace(t *testing.T, c client.Client, name string, annotations map[string]string) {
 	t.Helper()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: annotations}}
-	if err := c.Create(testenv.Context(t, 10*time.Second), ns); err != nil {
+	ns := apitest.MakeNamespace(name)
+	for k, v := range annotations {
+		ns.Annotation(k, v)
+	}
+	if err := c.Create(testenv.Context(t, 10*time.Second), ns.Obj()); err != nil {
 		t.Fatal(err)
 	}
 }
 
 func queue(t *testing.T, c client.Client, name string, gpus string) {
 	t.Helper()
-	q := &tesserav1.Queue{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: tesserav1.QueueSpec{
-		Capability: corev1.ResourceList{tesserav1.ResourceNvidiaGPU: resource.MustParse(gpus)},
-	}}
+	q := apitest.MakeQueue(name).Capability(tesserav1.ResourceNvidiaGPU, gpus).Obj()
 	if err := c.Create(testenv.Context(t, 10*time.Second), q); err != nil {
 		t.Fatal(err)
 	}
 }
 
-func gpuPod(ns, name string, gpus string, labels map[string]string) *corev1.Pod {
-	q := resource.MustParse(gpus)
-	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, GenerateName: "bench-", Labels: labels},
-		Spec: corev1.PodSpec{Containers: []corev1.Container{{
-			Name: "main", Image: "busybox",
-			Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{tesserav1.ResourceNvidiaGPU: q}},
-		}}},
-	}
+// gpuPod is a pod that limits gpus nvidia.com/gpu (the API server defaults the request);
+// without a name it is named bench-<suffix>.
+func gpuPod(ns, name string, gpus string) *apitest.PodWrapper {
+	return apitest.MakePod(name, ns).GenerateName("bench-").Limit(tesserav1.ResourceNvidiaGPU, gpus)
 }
 
 func TestPodInAnnotatedNamespaceGetsDefaults(t *testing.T) {
@@ -246,7 +240,7 @@ func TestPodInAnnotatedNamespaceGetsDefaults(t *testing.T) {
 	namespace(t, e.Client, "team-a", map[string]string{tesserav1.AnnotationQueue: "team-a-queue"})
 	var pod *corev1.Pod
 	eventually(t, "create GPU pod", func() error {
-		pod = gpuPod("team-a", "trainer", "1", nil)
+		pod = gpuPod("team-a", "trainer", "1").Obj()
 		return e.Client.Create(ctx, pod)
 	})
 	if got := pod.Labels[tesserav1.LabelQueue]; got != "team-a-queue" {
@@ -267,20 +261,10 @@ func TestGangLargerThanQueueCapabilityDenied(t *testing.T) {
 	namespace(t, e.Client, "team-b", nil)
 	// Wait until the webhook knows the queue: a one-GPU pod in it is admitted.
 	eventually(t, "queue small known to the webhook", func() error {
-		return e.Client.Create(ctx, gpuPod("team-b", "probe", "1", map[string]string{tesserav1.LabelQueue: "small"}))
+		return e.Client.Create(ctx, gpuPod("team-b", "probe", "1").Queue("small").Obj())
 	})
-	pod := gpuPod("team-b", "", "4", map[string]string{tesserav1.LabelQueue: "small"})
-	job := &batchv1.Job{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "team-b", Name: "gang", Labels: pod.Labels},
-		Spec: batchv1.JobSpec{
-			Parallelism: ptr.To(int32(4)),
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: pod.Labels},
-				Spec:       *pod.Spec.DeepCopy(),
-			},
-		},
-	}
-	job.Spec.Template.Spec.RestartPolicy = corev1.RestartPolicyNever
+	pod := gpuPod("team-b", "", "4").Queue("small").Obj()
+	job := apitest.MakeJob("gang", "team-b").Queue("small").Parallelism(4).Template(pod).RestartPolicy(corev1.RestartPolicyNever).Obj()
 	err := e.Client.Create(ctx, job)
 	if err == nil {
 		t.Fatal("a gang of 4 x 4 GPUs was admitted into a queue capped at 8 GPUs")
@@ -330,7 +314,7 @@ func TestBadAdmissionPolicyRejectedAndPreviousServes(t *testing.T) {
 		return fmt.Errorf("no Ready=True condition: %+v", got.Status.Conditions)
 	})
 	debugPod := func() error {
-		err := e.Client.Create(ctx, gpuPod("team-c", "", "1", map[string]string{"debug": "true"}))
+		err := e.Client.Create(ctx, gpuPod("team-c", "", "1").Label("debug", "true").Obj())
 		if err == nil {
 			return errors.New("debug pod admitted")
 		}
@@ -372,7 +356,7 @@ func TestBadAdmissionPolicyRejectedAndPreviousServes(t *testing.T) {
 	if err := debugPod(); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.Client.Create(ctx, gpuPod("team-c", "", "1", map[string]string{"debug": "false"})); err != nil {
+	if err := e.Client.Create(ctx, gpuPod("team-c", "", "1").Label("debug", "false").Obj()); err != nil {
 		t.Fatalf("a pod the policy allows was denied: %v", err)
 	}
 }

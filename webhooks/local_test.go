@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	tesserav1 "github.com/tessera-gpu/tessera/api/v1alpha1"
+	"github.com/tessera-gpu/tessera/internal/apitest"
 )
 
 const denyLabelled = `package tessera.nolabel
@@ -38,7 +39,7 @@ func admissionPolicy(name, src string) tesserav1.AdmissionPolicy {
 // A pod goes through the mutating webhook (defaults and validation in one evaluation)
 // and comes back as the API server would store it.
 func TestLocalAdmitsPodWithDefaults(t *testing.T) {
-	pod := makePod("trainer").gpu("2").obj()
+	pod := apitest.MakePod("trainer", "team").NvidiaGPU(2).Obj()
 	pod.Spec.Containers[0].Resources.Requests = nil // limits only: no warning about missing limits
 	warnings, err := localFor(t).Admit(context.Background(), pod)
 	if err != nil {
@@ -57,7 +58,7 @@ func TestLocalAdmitsPodWithDefaults(t *testing.T) {
 // Rewrite namespaces opt into nvidia.com/gpu -> tessera.dev/gpu: the removed resource
 // must be gone from the admitted pod, not merged back.
 func TestLocalAppliesRemovals(t *testing.T) {
-	pod := makePod("trainer").gpu("1").queue("train").obj()
+	pod := apitest.MakePod("trainer", "team").NvidiaGPU(1).Queue("train").Obj()
 	pod.Namespace = "rewrite"
 	if _, err := localFor(t).Admit(context.Background(), pod); err != nil {
 		t.Fatal(err)
@@ -75,15 +76,10 @@ func TestLocalDenies(t *testing.T) {
 		obj  runtime.Object
 		want string
 	}{
-		{"unknown queue", makePod("p").gpu("1").queue("nope").obj(), "nope"},
-		{"GPU memory above the largest GPU", makePod("p").res(tesserav1.ResourceGPUMemory, "90000", true).queue("train").obj(), "81920"},
-		{"a user's policy", makePod("p").gpu("1").queue("train").label("forbidden", "true").obj(), "forbidden=true"},
-		{"queue deserving more than its capability", &tesserav1.Queue{
-			TypeMeta:   metav1.TypeMeta{APIVersion: tesserav1.GroupVersion.String(), Kind: KindQueue},
-			ObjectMeta: metav1.ObjectMeta{Name: "greedy"},
-			Spec: tesserav1.QueueSpec{Weight: 1, Deserved: corev1.ResourceList{tesserav1.ResourceGPU: resource.MustParse("8")},
-				Capability: corev1.ResourceList{tesserav1.ResourceGPU: resource.MustParse("4")}},
-		}, "capability"},
+		{"unknown queue", apitest.MakePod("p", "team").NvidiaGPU(1).Queue("nope").Obj(), "nope"},
+		{"GPU memory above the largest GPU", apitest.MakePod("p", "team").GPUMemory(90000).Queue("train").Obj(), "81920"},
+		{"a user's policy", apitest.MakePod("p", "team").NvidiaGPU(1).Queue("train").Label("forbidden", "true").Obj(), "forbidden=true"},
+		{"queue deserving more than its capability", apitest.MakeQueue("greedy").Weight(1).Deserved(tesserav1.ResourceGPU, "8").Capability(tesserav1.ResourceGPU, "4").Obj(), "capability"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -127,7 +123,7 @@ func TestBuiltinPoliciesReplacedOnlyOnPurpose(t *testing.T) {
 		t.Fatalf("replaceBuiltin without a built-in: %v", err)
 	}
 	huge := func() *corev1.Pod {
-		return makePod("big").res(tesserav1.ResourceGPUMemory, "100000", true).queue("train").obj()
+		return apitest.MakePod("big", "team").GPUMemory(100000).Queue("train").Obj()
 	}
 	if _, err := localFor(t).Admit(ctx, huge()); err == nil || !strings.Contains(err.Error(), "largest GPU in the cluster") {
 		t.Fatalf("built-in gpu policy: %v", err)

@@ -19,10 +19,10 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
 	tesserav1 "github.com/tessera-gpu/tessera/api/v1alpha1"
+	"github.com/tessera-gpu/tessera/internal/apitest"
 	"github.com/tessera-gpu/tessera/test/testenv"
 )
 
@@ -42,18 +42,18 @@ func BenchmarkPodCreateOverhead(b *testing.B) {
 	metricsAddr := startWebhookProcess(b, e)
 	ctx := context.Background()
 	for _, ns := range []*corev1.Namespace{
-		{ObjectMeta: metav1.ObjectMeta{Name: "tessera-system"}},
-		{ObjectMeta: metav1.ObjectMeta{Name: "bench-served", Annotations: map[string]string{tesserav1.AnnotationQueue: "bench"}}},
+		apitest.MakeNamespace("tessera-system").Obj(),
+		apitest.MakeNamespace("bench-served").Annotation(tesserav1.AnnotationQueue, "bench").Obj(),
 	} {
 		if err := e.Client.Create(ctx, ns); err != nil {
 			b.Fatal(err)
 		}
 	}
-	if err := e.Client.Create(ctx, &tesserav1.Queue{ObjectMeta: metav1.ObjectMeta{Name: "bench"}}); err != nil {
+	if err := e.Client.Create(ctx, apitest.MakeQueue("bench").Obj()); err != nil {
 		b.Fatal(err)
 	}
 	create := func(ns string) time.Duration {
-		pod := gpuPod(ns, "", "1", nil)
+		pod := gpuPod(ns, "", "1").Obj()
 		start := time.Now()
 		if err := e.Client.Create(ctx, pod); err != nil {
 			b.Fatalf("create pod in %s: %v", ns, err)
@@ -67,7 +67,7 @@ func BenchmarkPodCreateOverhead(b *testing.B) {
 	// Warm up connections and the webhook's cluster cache (it must know the queue).
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		if err := e.Client.Create(ctx, gpuPod("bench-served", "", "1", nil)); err == nil {
+		if err := e.Client.Create(ctx, gpuPod("bench-served", "", "1").Obj()); err == nil {
 			break
 		} else if time.Now().After(deadline) {
 			b.Fatal(err)

@@ -17,11 +17,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -31,6 +29,7 @@ import (
 	tesserav1 "github.com/tessera-gpu/tessera/api/v1alpha1"
 	"github.com/tessera-gpu/tessera/autoscale"
 	"github.com/tessera-gpu/tessera/autoscale/autoscaletest"
+	"github.com/tessera-gpu/tessera/internal/apitest"
 	"github.com/tessera-gpu/tessera/scheduler"
 	schedtestutil "github.com/tessera-gpu/tessera/scheduler/testutil"
 )
@@ -143,9 +142,9 @@ func newActWorld(t *testing.T, spec tesserav1.ScaleDownPolicySpec) *actWorld {
 	long := metav1.NewTime(actNow.Add(-2 * time.Hour))
 	objs := []client.Object{&tesserav1.ScaleDownPolicy{ObjectMeta: metav1.ObjectMeta{Name: "gpus", Generation: 1}, Spec: spec}}
 	for _, n := range []string{"a", "b", "c"} {
-		objs = append(objs, gpuNode(n, long.Time), &tesserav1.GPUNode{ObjectMeta: metav1.ObjectMeta{Name: n}, Status: tesserav1.GPUNodeStatus{LastActiveTime: &long}})
+		objs = append(objs, gpuNode(n, long.Time), apitest.MakeGPUNode(n).LastActive(long.Time).Obj())
 	}
-	objs = append(objs, runningPod("web", "a", 0, "ReplicaSet"), runningPod("train-b", "b", 8, "Job"), runningPod("train-c", "c", 8, "Job"))
+	objs = append(objs, runningPod("web", "a", 0, "ReplicaSet").Obj(), runningPod("train-b", "b", 8, "Job").Obj(), runningPod("train-c", "c", 8, "Job").Obj())
 	w.c = fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).WithStatusSubresource(&tesserav1.ScaleDownPolicy{}, &tesserav1.PodGroup{}, &tesserav1.GPUNode{}).
 		WithInterceptorFuncs(interceptor.Funcs{SubResourceCreate: func(ctx context.Context, c client.Client, sub string, obj, body client.Object, opts ...client.SubResourceCreateOption) error {
 			if sub == "eviction" && w.refuse {
@@ -167,17 +166,15 @@ func (w *actWorld) build(infra actuator.Infrastructure) {
 		actuator.Options{Scheduler: cfg, RevalidateAfter: 30 * time.Second, StepTimeout: 10 * time.Minute, Clock: w.clock})
 }
 
-func runningPod(name, node string, gpus int64, ownerKind string) *corev1.Pod {
-	yes := true
-	req := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}
+// runningPod is a pod of namespace work running on node, labelled app=<name> and
+// controlled by an ownerKind of its name, that asks 1 CPU and gpus GPUs.
+func runningPod(name, node string, gpus int64, ownerKind string) *apitest.PodWrapper {
+	w := apitest.MakePod(name, "work").UID("uid-"+name).Label("app", name).ControlledBy(ownerKind, name).
+		NodeName(node).SchedulerName(tesserav1.SchedulerName).RequestAndLimit(corev1.ResourceCPU, "1").Phase(corev1.PodRunning)
 	if gpus > 0 {
-		req[tesserav1.ResourceGPU] = *resource.NewQuantity(gpus, resource.DecimalSI)
+		w.GPU(gpus)
 	}
-	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "work", Name: name, UID: types.UID("uid-" + name), Labels: map[string]string{"app": name},
-		OwnerReferences: []metav1.OwnerReference{{Kind: ownerKind, Name: name, Controller: &yes}}},
-		Spec: corev1.PodSpec{NodeName: node, SchedulerName: tesserav1.SchedulerName,
-			Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{Requests: req, Limits: req}}}},
-		Status: corev1.PodStatus{Phase: corev1.PodRunning}}
+	return w
 }
 
 // round runs one round after d on the clock.
@@ -347,9 +344,8 @@ func TestActuatorPendingGangCancels(t *testing.T) {
 	w.round(0)
 	w.round(31 * time.Second)
 	w.expectPhase("a", autoscale.PhaseDraining, true, true)
-	q := &tesserav1.Queue{ObjectMeta: metav1.ObjectMeta{Name: "train"}, Spec: tesserav1.QueueSpec{Weight: 1,
-		Deserved: corev1.ResourceList{tesserav1.ResourceGPU: resource.MustParse("16")}}}
-	pg := &tesserav1.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: "work", Name: "gang"}, Spec: tesserav1.PodGroupSpec{MinMember: 1, Queue: "train"}}
+	q := apitest.MakeQueue("train").Weight(1).Deserved(tesserav1.ResourceGPU, "16").Obj()
+	pg := apitest.MakePodGroup("gang", "work").MinMember(1).Queue("train").Obj()
 	if err := w.c.Create(w.ctx, q); err != nil {
 		t.Fatal(err)
 	}
@@ -360,10 +356,7 @@ func TestActuatorPendingGangCancels(t *testing.T) {
 	if err := w.c.Status().Update(w.ctx, pg); err != nil {
 		t.Fatal(err)
 	}
-	p := runningPod("gang-0", "", 8, "Job")
-	p.Status.Phase = corev1.PodPending
-	p.Labels[tesserav1.LabelPodGroup] = "gang"
-	p.Labels[tesserav1.LabelQueue] = "train"
+	p := runningPod("gang-0", "", 8, "Job").Phase(corev1.PodPending).Group("gang").Queue("train").Obj()
 	if err := w.c.Create(w.ctx, p); err != nil {
 		t.Fatal(err)
 	}
@@ -424,7 +417,7 @@ func TestActuatorDryRun(t *testing.T) {
 // only once the cooldown after the first passed.
 func TestActuatorMaxParallelAndCooldown(t *testing.T) {
 	w := newActWorld(t, tesserav1.ScaleDownPolicySpec{Cooldown: &metav1.Duration{Duration: 10 * time.Minute}})
-	if err := w.c.Delete(w.ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "work", Name: "train-b"}}); err != nil {
+	if err := w.c.Delete(w.ctx, apitest.MakePod("train-b", "work").Obj()); err != nil {
 		t.Fatal(err)
 	}
 	w.round(0)
@@ -449,7 +442,7 @@ func TestActuatorMaxParallelAndCooldown(t *testing.T) {
 func TestActuatorNodeGroupMinSize(t *testing.T) {
 	w := newActWorld(t, tesserav1.ScaleDownPolicySpec{Cooldown: &metav1.Duration{}})
 	w.infra.sizes["md"] = autoscale.Group{Replicas: 3, MinSize: 2}
-	if err := w.c.Delete(w.ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "work", Name: "train-b"}}); err != nil {
+	if err := w.c.Delete(w.ctx, apitest.MakePod("train-b", "work").Obj()); err != nil {
 		t.Fatal(err)
 	}
 	for range 10 {

@@ -12,7 +12,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -21,35 +20,28 @@ import (
 
 	tesserav1 "github.com/tessera-gpu/tessera/api/v1alpha1"
 	"github.com/tessera-gpu/tessera/autoscale"
+	"github.com/tessera-gpu/tessera/internal/apitest"
 	"github.com/tessera-gpu/tessera/scheduler"
 	"github.com/tessera-gpu/tessera/scheduler/testutil"
 )
 
+// gpuNode is a node of 8 A100-80GB GPUs, 64 CPUs, 512Gi and 110 pods.
 func gpuNode(name string, created time.Time) *corev1.Node {
-	res := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("64"), corev1.ResourceMemory: resource.MustParse("512Gi"),
-		corev1.ResourcePods: resource.MustParse("110"), tesserav1.ResourceGPU: resource.MustParse("8"),
-		tesserav1.ResourceGPUMemory: *resource.NewQuantity(8*81920, resource.DecimalSI)}
-	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, CreationTimestamp: metav1.NewTime(created), Labels: map[string]string{tesserav1.LabelGPUModel: "A100-80GB"}},
-		Status: corev1.NodeStatus{Allocatable: res, Capacity: res}}
+	return apitest.MakeNode(name).Created(created).GPUs(8, "A100-80GB", 81920).
+		Allocatable(corev1.ResourceCPU, "64").Allocatable(corev1.ResourceMemory, "512Gi").Allocatable(corev1.ResourcePods, "110").Obj()
 }
 
 // TestPlanCluster plans from API objects: a node long idle by its GPUNode is a
 // candidate, one without a GPUNode is not ready, one whose pod a PDB protects stays.
 func TestPlanCluster(t *testing.T) {
 	now := testutil.Epoch.Add(24 * time.Hour)
-	long := metav1.NewTime(now.Add(-2 * time.Hour))
-	yes := true
-	pdbPod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "web", Name: "api", Labels: map[string]string{"app": "api"},
-		OwnerReferences: []metav1.OwnerReference{{Kind: "Job", Name: "api", Controller: &yes}}}}
-	pdbPod.Spec.NodeName, pdbPod.Spec.SchedulerName = "gpu-c", "default-scheduler"
-	pdbPod.Spec.Containers = []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}}}}
-	pdbPod.Status.Phase = corev1.PodRunning
+	long := now.Add(-2 * time.Hour)
+	pdbPod := apitest.MakePod("api", "web").Label("app", "api").ControlledBy("Job", "api").
+		NodeName("gpu-c").SchedulerName("default-scheduler").CPU("1").Phase(corev1.PodRunning).Obj()
 	objs := []client.Object{
-		gpuNode("gpu-a", long.Time), gpuNode("gpu-b", long.Time), gpuNode("gpu-c", long.Time),
-		&tesserav1.GPUNode{ObjectMeta: metav1.ObjectMeta{Name: "gpu-a"}, Status: tesserav1.GPUNodeStatus{LastActiveTime: &long}},
-		&tesserav1.GPUNode{ObjectMeta: metav1.ObjectMeta{Name: "gpu-c"}, Status: tesserav1.GPUNodeStatus{LastActiveTime: &long}},
-		pdbPod, &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Namespace: "web", Name: "api-pdb"},
-			Spec: policyv1.PodDisruptionBudgetSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "api"}}}},
+		gpuNode("gpu-a", long), gpuNode("gpu-b", long), gpuNode("gpu-c", long),
+		apitest.MakeGPUNode("gpu-a").LastActive(long).Obj(), apitest.MakeGPUNode("gpu-c").LastActive(long).Obj(),
+		pdbPod, apitest.MakePDB("api-pdb", "web").MatchLabel("app", "api").Obj(),
 		&tesserav1.ScaleDownPolicy{ObjectMeta: metav1.ObjectMeta{Name: "gpus"}, Spec: tesserav1.ScaleDownPolicySpec{DryRun: true}},
 	}
 	scheme := runtime.NewScheme()

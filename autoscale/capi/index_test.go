@@ -15,6 +15,7 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
 	"github.com/tessera-gpu/tessera/autoscale"
+	"github.com/tessera-gpu/tessera/internal/apitest"
 )
 
 func controlledBy(kind, name string) []metav1.OwnerReference {
@@ -41,10 +42,8 @@ func TestNodeGroups(t *testing.T) {
 	}
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).Build()
 	nodes := []*corev1.Node{
-		{ObjectMeta: metav1.ObjectMeta{Name: "a", Annotations: map[string]string{clusterv1.MachineAnnotation: "m-a", clusterv1.ClusterNamespaceAnnotation: "ns"}}},
-		{ObjectMeta: metav1.ObjectMeta{Name: "b"}},
-		{ObjectMeta: metav1.ObjectMeta{Name: "c"}, Spec: corev1.NodeSpec{ProviderID: "fake://c"}},
-		{ObjectMeta: metav1.ObjectMeta{Name: "d"}},
+		apitest.MakeNode("a").Annotation(clusterv1.MachineAnnotation, "m-a").Annotation(clusterv1.ClusterNamespaceAnnotation, "ns").Obj(),
+		apitest.MakeNode("b").Obj(), apitest.MakeNode("c").ProviderID("fake://c").Obj(), apitest.MakeNode("d").Obj(),
 	}
 	byNode, groups, err := New(c).NodeGroups(context.Background(), nodes)
 	if err != nil {

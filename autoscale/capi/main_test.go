@@ -18,7 +18,6 @@ import (
 
 	"github.com/go-logr/logr/testr"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
@@ -30,6 +29,7 @@ import (
 	"github.com/tessera-gpu/tessera/autoscale"
 	"github.com/tessera-gpu/tessera/autoscale/autoscaletest"
 	"github.com/tessera-gpu/tessera/autoscale/capi"
+	"github.com/tessera-gpu/tessera/internal/apitest"
 	"github.com/tessera-gpu/tessera/scheduler"
 	"github.com/tessera-gpu/tessera/test/testenv"
 )
@@ -91,7 +91,7 @@ func newHarness(t *testing.T) *harness {
 	}
 	h := &harness{t: t, ctx: testenv.Context(t, 3*time.Minute), c: env.Client, mc: env.Client, ns: "as-" + strconv.Itoa(int(namespaces.Add(1))),
 		clock: clocktesting.NewFakeClock(time.Now()), events: &autoscaletest.Recorder{}}
-	if err := h.c.Create(h.ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: h.ns}}); err != nil {
+	if err := h.c.Create(h.ctx, apitest.MakeNamespace(h.ns).Obj()); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(h.cleanup)
@@ -102,8 +102,8 @@ func newHarness(t *testing.T) *harness {
 func (h *harness) cleanup() {
 	ctx := context.Background()
 	for _, n := range h.nodes {
-		_ = h.c.Delete(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n}})
-		_ = h.c.Delete(ctx, &tesserav1.GPUNode{ObjectMeta: metav1.ObjectMeta{Name: n}})
+		_ = h.c.Delete(ctx, apitest.MakeNode(n).Obj())
+		_ = h.c.Delete(ctx, apitest.MakeGPUNode(n).Obj())
 	}
 	_ = h.c.Delete(ctx, &tesserav1.ScaleDownPolicy{ObjectMeta: metav1.ObjectMeta{Name: h.ns}})
 	_ = h.c.DeleteAllOf(ctx, &tesserav1.Queue{}, client.MatchingLabels{"test": h.ns})
@@ -116,14 +116,16 @@ func (h *harness) name(n string) string { return h.ns + "-" + n }
 func (h *harness) gpuNode(n string, idleFor time.Duration, annotations map[string]string) *corev1.Node {
 	h.t.Helper()
 	name := h.name(n)
-	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: annotations,
-		Labels: map[string]string{tesserav1.LabelGPUModel: "A100-80GB", "test": h.ns}}}
+	w := apitest.MakeNode(name).Label("test", h.ns).GPUs(8, "A100-80GB", 81920).Allocatable(corev1.ResourceCPU, "64").
+		Allocatable(corev1.ResourceMemory, "512Gi").Allocatable(corev1.ResourcePods, "110").Ready()
+	for k, v := range annotations {
+		w.Annotation(k, v)
+	}
+	node := w.Obj()
+	status := *node.Status.DeepCopy()
 	h.create(node)
 	h.nodes = append(h.nodes, name)
-	res := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("64"), corev1.ResourceMemory: resource.MustParse("512Gi"),
-		corev1.ResourcePods: resource.MustParse("110"), tesserav1.ResourceGPU: resource.MustParse("8"),
-		tesserav1.ResourceGPUMemory: *resource.NewQuantity(8*81920, resource.DecimalSI)}
-	node.Status = corev1.NodeStatus{Capacity: res, Allocatable: res, Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}}
+	node.Status = status
 	if err := h.c.Status().Update(h.ctx, node); err != nil {
 		h.t.Fatal(err)
 	}
@@ -132,7 +134,7 @@ func (h *harness) gpuNode(n string, idleFor time.Duration, annotations map[strin
 	if err := h.c.Update(h.ctx, node); err != nil {
 		h.t.Fatal(err)
 	}
-	gn := &tesserav1.GPUNode{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	gn := apitest.MakeGPUNode(name).Obj()
 	h.create(gn)
 	last := metav1.NewTime(time.Now().Add(-idleFor))
 	gn.Status = tesserav1.GPUNodeStatus{LastActiveTime: &last, ObservedTime: &last}
@@ -231,22 +233,21 @@ func (h *harness) policy(spec tesserav1.ScaleDownPolicySpec) {
 
 // pod creates a running pod on node n (none: pending) asking for gpus GPUs, owned by a
 // controller of kind owner (a ReplicaSet that nothing runs).
-func (h *harness) pod(name, n string, gpus int64, mut ...func(*corev1.Pod)) *corev1.Pod {
+func (h *harness) pod(name, n string, gpus int64, mut ...func(*apitest.PodWrapper)) *corev1.Pod {
 	h.t.Helper()
-	req := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1Gi")}
+	w := apitest.MakePod(name, h.ns).Label("app", name).SchedulerName(tesserav1.SchedulerName).
+		OwnerReference(metav1.OwnerReference{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: name, UID: "0c7d9f0e-0000-4000-8000-000000000001", Controller: ptr.To(true)}).
+		RequestAndLimit(corev1.ResourceCPU, "1").RequestAndLimit(corev1.ResourceMemory, "1Gi")
 	if gpus > 0 {
-		req[tesserav1.ResourceGPU] = *resource.NewQuantity(gpus, resource.DecimalSI)
+		w.GPU(gpus)
 	}
-	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: h.ns, Name: name, Labels: map[string]string{"app": name},
-		OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: name, UID: "0c7d9f0e-0000-4000-8000-000000000001", Controller: ptr.To(true)}}},
-		Spec: corev1.PodSpec{SchedulerName: tesserav1.SchedulerName,
-			Containers: []corev1.Container{{Name: "main", Image: "x", Resources: corev1.ResourceRequirements{Requests: req, Limits: req}}}}}
 	if n != "" {
-		p.Spec.NodeName = h.name(n)
+		w.NodeName(h.name(n))
 	}
 	for _, m := range mut {
-		m(p)
+		m(w)
 	}
+	p := w.Obj()
 	h.create(p)
 	if n != "" {
 		// Running and ready: the Eviction API consults the budget only for healthy pods.

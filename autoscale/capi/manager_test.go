@@ -11,12 +11,11 @@ import (
 	"github.com/tessera-gpu/tessera/internal/controller"
 
 	"github.com/go-logr/logr/testr"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	tesserav1 "github.com/tessera-gpu/tessera/api/v1alpha1"
 	"github.com/tessera-gpu/tessera/autoscale"
 	"github.com/tessera-gpu/tessera/autoscale/capi"
+	"github.com/tessera-gpu/tessera/internal/apitest"
 	"github.com/tessera-gpu/tessera/test/testenv"
 )
 
@@ -41,7 +40,7 @@ func (h *harness) startManager(id string) (stop func()) {
 // once, one record.
 func TestLeaderHandOverMidScaleDown(t *testing.T) {
 	h := threeNodes(t, -1)
-	if err := h.c.Create(h.ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: leaseNamespace}}); err != nil && !strings.Contains(err.Error(), "already exists") {
+	if err := h.c.Create(h.ctx, apitest.MakeNamespace(leaseNamespace).Obj()); err != nil && !strings.Contains(err.Error(), "already exists") {
 		t.Fatal(err)
 	}
 	// The evicted web pod stays terminating (no kubelet) until the test plays the

@@ -17,7 +17,6 @@ import (
 	"github.com/tessera-gpu/tessera/internal/controller"
 
 	"github.com/go-logr/logr/testr"
-	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -31,6 +30,7 @@ import (
 	tesserav1 "github.com/tessera-gpu/tessera/api/v1alpha1"
 	"github.com/tessera-gpu/tessera/autoscale"
 	"github.com/tessera-gpu/tessera/autoscale/capi"
+	"github.com/tessera-gpu/tessera/internal/apitest"
 	"github.com/tessera-gpu/tessera/test/testenv"
 )
 
@@ -97,7 +97,7 @@ func freeAddr(t *testing.T) string {
 // list only where the API server does not stream the watch's initial state).
 func TestDeployRBACGrantsExactlyWhatItUses(t *testing.T) {
 	h := newHarness(t)
-	if err := h.c.Create(h.ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: leaseNamespace}}); err != nil && !strings.Contains(err.Error(), "already exists") {
+	if err := h.c.Create(h.ctx, apitest.MakeNamespace(leaseNamespace).Obj()); err != nil && !strings.Contains(err.Error(), "already exists") {
 		t.Fatal(err)
 	}
 	root, err := testenv.RepoRoot()

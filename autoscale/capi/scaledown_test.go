@@ -7,11 +7,8 @@ import (
 
 	"github.com/tessera-gpu/tessera/autoscale/actuator"
 
-	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
@@ -19,6 +16,7 @@ import (
 	tesserav1 "github.com/tessera-gpu/tessera/api/v1alpha1"
 	"github.com/tessera-gpu/tessera/autoscale"
 	"github.com/tessera-gpu/tessera/autoscale/capi"
+	"github.com/tessera-gpu/tessera/internal/apitest"
 	"github.com/tessera-gpu/tessera/test/testenv"
 )
 
@@ -83,7 +81,7 @@ func TestSeparateManagementCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.mc = mgmt.Client
-	h.createIn(h.mc, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: h.ns}})
+	h.createIn(h.mc, apitest.MakeNamespace(h.ns).Obj())
 	for _, n := range []string{"a", "b", "c"} {
 		h.gpuNode(n, 2*time.Hour, nil)
 	}
@@ -111,8 +109,7 @@ func TestSeparateManagementCluster(t *testing.T) {
 // which is an event and a retry.
 func TestPDBBlocksThenAllows(t *testing.T) {
 	h := threeNodes(t, -1)
-	pdb := &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Namespace: h.ns, Name: "web"},
-		Spec: policyv1.PodDisruptionBudgetSpec{MinAvailable: ptrIntStr(1), Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}}}
+	pdb := apitest.MakePDB("web", h.ns).MinAvailable(1).MatchLabel("app", "web").Obj()
 	h.create(pdb)
 	allow := func(n int32) {
 		t.Helper()
@@ -241,19 +238,14 @@ func TestLowerCoversEveryMarkItSees(t *testing.T) {
 // in it, waiting.
 func (h *harness) pendingGang() {
 	h.t.Helper()
-	q := &tesserav1.Queue{ObjectMeta: metav1.ObjectMeta{Name: h.ns, Labels: map[string]string{"test": h.ns}},
-		Spec: tesserav1.QueueSpec{Weight: 1, Deserved: corev1.ResourceList{tesserav1.ResourceGPU: resource.MustParse("8")}}}
-	h.create(q)
-	pg := &tesserav1.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: h.ns, Name: "gang"}, Spec: tesserav1.PodGroupSpec{MinMember: 1, Queue: h.ns}}
+	h.create(apitest.MakeQueue(h.ns).Label("test", h.ns).Weight(1).Deserved(tesserav1.ResourceGPU, "8").Obj())
+	pg := apitest.MakePodGroup("gang", h.ns).MinMember(1).Queue(h.ns).Obj()
 	h.create(pg)
 	pg.Status.Phase = tesserav1.PodGroupInqueue
 	if err := h.c.Status().Update(h.ctx, pg); err != nil {
 		h.t.Fatal(err)
 	}
-	h.pod("gang-0", "", 8, func(p *corev1.Pod) {
-		p.Labels[tesserav1.LabelPodGroup] = "gang"
-		p.Labels[tesserav1.LabelQueue] = h.ns
-	})
+	h.pod("gang-0", "", 8, func(w *apitest.PodWrapper) { w.Group("gang").Queue(h.ns) })
 }
 
 // A gang that arrives while the node drains cancels the scale-down before its
@@ -293,5 +285,3 @@ func TestPendingGangKeepsItsNodes(t *testing.T) {
 		t.Fatalf("candidates %+v", pol.Status.Candidates)
 	}
 }
-
-func ptrIntStr(v int) *intstr.IntOrString { x := intstr.FromInt32(int32(v)); return &x }

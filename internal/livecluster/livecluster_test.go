@@ -4,15 +4,11 @@ import (
 	"testing"
 	"time"
 
-	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	schedulingv1 "k8s.io/api/scheduling/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tesserav1 "github.com/tessera-gpu/tessera/api/v1alpha1"
+	"github.com/tessera-gpu/tessera/internal/apitest"
 	"github.com/tessera-gpu/tessera/internal/livecluster"
 	"github.com/tessera-gpu/tessera/sim"
 	"github.com/tessera-gpu/tessera/test/testenv"
@@ -33,33 +29,26 @@ func TestReadCluster(t *testing.T) {
 		}
 	}
 	for _, name := range []string{"gpu-a", "gpu-b"} {
-		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
-			"nvidia.com/gpu.product": "NVIDIA-A100-SXM4-80GB", "nvidia.com/gpu.memory": "81920"}}}
+		n := apitest.MakeNode(name).Label("nvidia.com/gpu.product", "NVIDIA-A100-SXM4-80GB").Label("nvidia.com/gpu.memory", "81920").
+			Allocatable(corev1.ResourceCPU, "96").Allocatable(corev1.ResourceMemory, "1Ti").Allocatable(corev1.ResourcePods, "110").
+			Allocatable(tesserav1.ResourceNvidiaGPU, "8").Obj()
+		status := *n.Status.DeepCopy()
 		create(n)
 		n.Spec.Taints = nil // the API server's not-ready taint: no kubelet will lift it here
 		if err := c.Update(ctx, n); err != nil {
 			t.Fatal(err)
 		}
-		n.Status.Allocatable = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("96"), corev1.ResourceMemory: resource.MustParse("1Ti"),
-			corev1.ResourcePods: resource.MustParse("110"), tesserav1.ResourceNvidiaGPU: resource.MustParse("8")}
-		n.Status.Capacity = n.Status.Allocatable
+		n.Status = status
 		if err := c.Status().Update(ctx, n); err != nil {
 			t.Fatal(err)
 		}
 	}
-	create(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "research", Annotations: map[string]string{tesserav1.LabelQueue: "research"}}})
-	create(&schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "research-normal"}, Value: 200})
-	create(&tesserav1.Queue{ObjectMeta: metav1.ObjectMeta{Name: "research"}, Spec: tesserav1.QueueSpec{Weight: 1}})
-	gpus := func(n string) corev1.ResourceRequirements {
-		q := corev1.ResourceList{tesserav1.ResourceNvidiaGPU: resource.MustParse(n)}
-		return corev1.ResourceRequirements{Requests: q, Limits: q}
-	}
-	create(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "serving", Namespace: "default"},
-		Spec: corev1.PodSpec{NodeName: "gpu-a", Containers: []corev1.Container{{Name: "main", Image: "serving", Resources: gpus("2")}}}})
-	create(&batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "finetune", Namespace: "research"},
-		Spec: batchv1.JobSpec{Parallelism: ptr.To[int32](4), Completions: ptr.To[int32](4),
-			Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, SchedulerName: tesserav1.SchedulerName,
-				PriorityClassName: "research-normal", Containers: []corev1.Container{{Name: "main", Image: "trainer", Resources: gpus("2")}}}}}})
+	create(apitest.MakeNamespace("research").Annotation(tesserav1.AnnotationQueue, "research").Obj())
+	create(apitest.MakePriorityClass("research-normal", 200).Obj())
+	create(apitest.MakeQueue("research").Weight(1).Obj())
+	create(apitest.MakePod("serving", "default").NodeName("gpu-a").NvidiaGPU(2).Obj())
+	trainer := apitest.MakePod("", "").SchedulerName(tesserav1.SchedulerName).PriorityClass("research-normal").NvidiaGPU(2).Obj()
+	create(apitest.MakeJob("finetune", "research").Parallelism(4).Completions(4).Template(trainer).RestartPolicy(corev1.RestartPolicyNever).Obj())
 
 	m, err := livecluster.Read(ctx, c)
 	if err != nil {

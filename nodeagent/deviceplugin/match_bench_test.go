@@ -12,11 +12,11 @@ import (
 func BenchmarkFindCandidate(b *testing.B) {
 	pods := make([]corev1.Pod, 0, 110)
 	for i := range 110 {
-		p := makePod(fmt.Sprintf("p-%03d", i), i, 1, slice(gpus[i%2].UUID, 1024))
+		p := makePod(fmt.Sprintf("p-%03d", i), i, 1).Assignment(slice(gpus[i%2].UUID, 1024))
 		if i%2 == 0 {
-			p.Status.Phase = corev1.PodRunning
+			p.Phase(corev1.PodRunning)
 		}
-		pods = append(pods, *p)
+		pods = append(pods, *p.Obj())
 	}
 	allocated := map[containerKey]bool{}
 	b.ReportAllocs()

@@ -5,6 +5,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -13,13 +14,11 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
 	pb "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 
 	tesserav1 "github.com/tessera-gpu/tessera/api/v1alpha1"
+	"github.com/tessera-gpu/tessera/internal/apitest"
 )
 
 const node = "gpu-node-1"
@@ -79,27 +78,15 @@ var gpus = []GPU{
 	{UUID: "GPU-0000bbbb-0000-0000-0000-000000000000", MemoryMiB: 81920, NUMANode: 1, Healthy: true},
 }
 
-type podOpt func(*corev1.Pod)
-
-func makePod(name string, created int, shares int64, assign *tesserav1.GPUAssignment, opts ...podOpt) *corev1.Pod {
-	p := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "team-a", UID: types.UID("uid-" + name),
-			CreationTimestamp: metav1.NewTime(time.Unix(1_700_000_000+int64(created), 0))},
-		Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "main", Resources: corev1.ResourceRequirements{
-			Limits: corev1.ResourceList{tesserav1.ResourceGPU: *resource.NewQuantity(shares, resource.DecimalSI)}}}}},
-		Status: corev1.PodStatus{Phase: corev1.PodPending},
-	}
-	if assign != nil {
-		p.Annotations = map[string]string{tesserav1.AnnotationGPUAssign: assign.Encode()}
-	}
-	for _, o := range opts {
-		o(p)
-	}
-	return p
+// makePod is a pending pod of team-a on this node, created the given seconds after a
+// reference time, whose container "main" limits shares GPU shares.
+func makePod(name string, created int, shares int64) *apitest.PodWrapper {
+	return apitest.MakePod(name, "team-a").UID("uid-"+name).Created(time.Unix(1_700_000_000+int64(created), 0)).
+		NodeName(node).Limit(tesserav1.ResourceGPU, strconv.FormatInt(shares, 10)).Phase(corev1.PodPending)
 }
 
-func slice(uuid string, mib int64) *tesserav1.GPUAssignment {
-	return &tesserav1.GPUAssignment{Node: node, Containers: []tesserav1.ContainerGPUs{{Container: "main", UUIDs: []string{uuid}, MemoryMiB: mib}}}
+func slice(uuid string, mib int64) tesserav1.GPUAssignment {
+	return tesserav1.GPUAssignment{Node: node, Containers: []tesserav1.ContainerGPUs{{Container: "main", UUIDs: []string{uuid}, MemoryMiB: mib}}}
 }
 
 type setup struct {
@@ -181,7 +168,7 @@ func TestRegistrationAndListAndWatch(t *testing.T) {
 }
 
 func TestAllocateSlice(t *testing.T) {
-	pod := makePod("slice", 0, 1, slice(gpus[1].UUID, 20480))
+	pod := makePod("slice", 0, 1).Assignment(slice(gpus[1].UUID, 20480)).Obj()
 	s := start(t, 4, true, pod)
 	// The kubelet picked a share of GPU 0; the plugin hands out the assigned GPU 1.
 	resp, err := allocate(t, s, gpus[0].UUID+"::2")
@@ -199,8 +186,8 @@ func TestAllocateSlice(t *testing.T) {
 }
 
 func TestAllocateWholeGPUsWithoutMPS(t *testing.T) {
-	a := &tesserav1.GPUAssignment{Node: node, Containers: []tesserav1.ContainerGPUs{{Container: "main", UUIDs: []string{gpus[0].UUID, gpus[1].UUID}}}}
-	s := start(t, 1, false, makePod("whole", 0, 2, a))
+	a := tesserav1.GPUAssignment{Node: node, Containers: []tesserav1.ContainerGPUs{{Container: "main", UUIDs: []string{gpus[0].UUID, gpus[1].UUID}}}}
+	s := start(t, 1, false, makePod("whole", 0, 2).Assignment(a).Obj())
 	resp, err := allocate(t, s, gpus[0].UUID, gpus[1].UUID)
 	if err != nil {
 		t.Fatal(err)
@@ -215,11 +202,11 @@ func TestAllocateWholeGPUsWithoutMPS(t *testing.T) {
 }
 
 func TestAllocateOldestPodFirstAndMatchesCount(t *testing.T) {
-	older := makePod("older", 0, 1, slice(gpus[0].UUID, 1000))
-	newer := makePod("newer", 10, 1, slice(gpus[1].UUID, 2000))
-	twoShares := makePod("two-shares", -10, 2, slice(gpus[1].UUID, 3000))
-	running := makePod("running", -20, 1, slice(gpus[1].UUID, 4000), func(p *corev1.Pod) { p.Status.Phase = corev1.PodRunning })
-	other := makePod("elsewhere", -30, 1, slice(gpus[1].UUID, 5000), func(p *corev1.Pod) { p.Spec.NodeName = "other" })
+	older := makePod("older", 0, 1).Assignment(slice(gpus[0].UUID, 1000)).Obj()
+	newer := makePod("newer", 10, 1).Assignment(slice(gpus[1].UUID, 2000)).Obj()
+	twoShares := makePod("two-shares", -10, 2).Assignment(slice(gpus[1].UUID, 3000)).Obj()
+	running := makePod("running", -20, 1).Assignment(slice(gpus[1].UUID, 4000)).Phase(corev1.PodRunning).Obj()
+	other := makePod("elsewhere", -30, 1).Assignment(slice(gpus[1].UUID, 5000)).NodeName("other").Obj()
 	s := start(t, 4, false, newer, older, twoShares, running, other)
 	for _, want := range []string{"1000", "2000"} {
 		resp, err := allocate(t, s, gpus[0].UUID+"::0")
@@ -242,16 +229,14 @@ func TestAllocateRefusesWithoutValidAssignment(t *testing.T) {
 		pod  *corev1.Pod
 		want string
 	}{
-		{"no annotation", makePod("plain", 0, 1, nil), "has no tessera.dev/gpu-assignment annotation"},
-		{"malformed", makePod("bad", 0, 1, nil, func(p *corev1.Pod) {
-			p.Annotations = map[string]string{tesserav1.AnnotationGPUAssign: `{"node":`}
-		}), "annotation tessera.dev/gpu-assignment"},
-		{"other node", makePod("moved", 0, 1, &tesserav1.GPUAssignment{Node: "gpu-node-9",
-			Containers: []tesserav1.ContainerGPUs{{Container: "main", UUIDs: []string{gpus[0].UUID}}}}), `is for node "gpu-node-9"`},
-		{"unknown GPU", makePod("ghost", 0, 1, slice("GPU-ffff0000-0000-0000-0000-000000000000", 100)), "is not on node gpu-node-1"},
-		{"no entry for container", makePod("sidecar", 0, 1, &tesserav1.GPUAssignment{Node: node,
-			Containers: []tesserav1.ContainerGPUs{{Container: "other", UUIDs: []string{gpus[0].UUID}}}}), `no entry for container "main"`},
-		{"no pod at all", makePod("cpu-only", 0, 0, nil), "no pending pod on node gpu-node-1"},
+		{"no annotation", makePod("plain", 0, 1).Obj(), "has no tessera.dev/gpu-assignment annotation"},
+		{"malformed", makePod("bad", 0, 1).Annotation(tesserav1.AnnotationGPUAssign, `{"node":`).Obj(), "annotation tessera.dev/gpu-assignment"},
+		{"other node", makePod("moved", 0, 1).Assignment(tesserav1.GPUAssignment{Node: "gpu-node-9",
+			Containers: []tesserav1.ContainerGPUs{{Container: "main", UUIDs: []string{gpus[0].UUID}}}}).Obj(), `is for node "gpu-node-9"`},
+		{"unknown GPU", makePod("ghost", 0, 1).Assignment(slice("GPU-ffff0000-0000-0000-0000-000000000000", 100)).Obj(), "is not on node gpu-node-1"},
+		{"no entry for container", makePod("sidecar", 0, 1).Assignment(tesserav1.GPUAssignment{Node: node,
+			Containers: []tesserav1.ContainerGPUs{{Container: "other", UUIDs: []string{gpus[0].UUID}}}}).Obj(), `no entry for container "main"`},
+		{"no pod at all", makePod("cpu-only", 0, 0).Obj(), "no pending pod on node gpu-node-1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := start(t, 1, false, tc.pod)
@@ -264,7 +249,7 @@ func TestAllocateRefusesWithoutValidAssignment(t *testing.T) {
 }
 
 func TestAllocateRefusesUnhealthyGPU(t *testing.T) {
-	s := start(t, 1, false, makePod("p", 0, 1, slice(gpus[1].UUID, 100)))
+	s := start(t, 1, false, makePod("p", 0, 1).Assignment(slice(gpus[1].UUID, 100)).Obj())
 	bad := append([]GPU(nil), gpus...)
 	bad[1].Healthy = false
 	s.plugin.SetGPUs(bad)
@@ -274,8 +259,8 @@ func TestAllocateRefusesUnhealthyGPU(t *testing.T) {
 }
 
 func TestPreferredAllocationFollowsAssignment(t *testing.T) {
-	a := &tesserav1.GPUAssignment{Node: node, Containers: []tesserav1.ContainerGPUs{{Container: "main", UUIDs: []string{gpus[1].UUID}}}}
-	s := start(t, 2, false, makePod("p", 0, 2, a))
+	a := tesserav1.GPUAssignment{Node: node, Containers: []tesserav1.ContainerGPUs{{Container: "main", UUIDs: []string{gpus[1].UUID}}}}
+	s := start(t, 2, false, makePod("p", 0, 2).Assignment(a).Obj())
 	var avail []string
 	for _, g := range gpus {
 		avail = append(avail, g.UUID+"::0", g.UUID+"::1")

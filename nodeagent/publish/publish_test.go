@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tesserav1 "github.com/tessera-gpu/tessera/api/v1alpha1"
+	"github.com/tessera-gpu/tessera/internal/apitest"
 	"github.com/tessera-gpu/tessera/test/testenv"
 )
 
@@ -30,7 +31,7 @@ func publisher(t *testing.T, node string) (*Publisher, context.Context) {
 		testenv.SkipOrFail(t, fmt.Errorf("no API server"))
 	}
 	ctx := testenv.Context(t, 30*time.Second)
-	if err := env.Client.Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node}}); err != nil {
+	if err := env.Client.Create(ctx, apitest.MakeNode(node).Obj()); err != nil {
 		t.Fatal(err)
 	}
 	return &Publisher{Kube: kubernetes.NewForConfigOrDie(env.Config), Dynamic: dynamic.NewForConfigOrDie(env.Config), NodeName: node}, ctx

@@ -12,20 +12,15 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
-	batchv1 "k8s.io/api/batch/v1"
-
 	tesserav1 "github.com/tessera-gpu/tessera/api/v1alpha1"
+	"github.com/tessera-gpu/tessera/internal/apitest"
 	"github.com/tessera-gpu/tessera/scheduler/daemon"
 )
-
-func gangLabel(name string) map[string]string {
-	return map[string]string{tesserav1.LabelPodGroup: name}
-}
 
 // TestGangAllOrNothing: three 8-GPU pods of a gang of 3 on two 8-GPU nodes bind
 // nothing, and say why on the PodGroup; a third node lets the whole gang bind, each pod
@@ -36,16 +31,13 @@ func TestGangAllOrNothing(t *testing.T) {
 	h.node("b", 8, nil)
 	h.node("c", 8, nil)
 	// Another scheduler's pod holds 4 GPUs of node c.
-	other := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "other", Namespace: h.ns},
-		Spec: corev1.PodSpec{NodeName: h.ns + "-c", Containers: []corev1.Container{{Name: "main", Image: "x",
-			Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{tesserav1.ResourceGPU: resource.MustParse("4")},
-				Limits: corev1.ResourceList{tesserav1.ResourceGPU: resource.MustParse("4")}}}}}}
+	other := apitest.MakePod("other", h.ns).NodeName(h.ns + "-c").GPU(4).Obj()
 	if err := h.c.Create(h.ctx, other); err != nil {
 		t.Fatal(err)
 	}
 	h.podGroup("train", 3, "")
 	for i := range 3 {
-		h.pod(podSpec{name: fmt.Sprintf("train-%d", i), gpus: 8, labels: gangLabel("train")})
+		h.pod(h.makePod(fmt.Sprintf("train-%d", i)).GPU(8).Group("train"))
 	}
 	h.run(h.daemon(nil))
 	h.eventually("PodGroup reports why it waits", 10*time.Second, func() string {
@@ -107,8 +99,8 @@ func TestGangWaitsForItsPods(t *testing.T) {
 	h := newHarness(t)
 	h.node("a", 8, nil)
 	h.podGroup("g", 4, "")
-	h.pod(podSpec{name: "g-0", gpus: 1, labels: gangLabel("g")})
-	h.pod(podSpec{name: "g-1", gpus: 1, labels: gangLabel("g")})
+	h.pod(h.makePod("g-0").GPU(1).Group("g"))
+	h.pod(h.makePod("g-1").GPU(1).Group("g"))
 	h.run(h.daemon(nil))
 	h.eventually("reason names the missing pods", 10*time.Second, func() string {
 		pg := h.getPodGroup("g")
@@ -120,8 +112,8 @@ func TestGangWaitsForItsPods(t *testing.T) {
 	if n := h.bound(); n != 0 {
 		t.Fatalf("%d pods of a gang of 4 with 2 pods bound", n)
 	}
-	h.pod(podSpec{name: "g-2", gpus: 1, labels: gangLabel("g")})
-	h.pod(podSpec{name: "g-3", gpus: 1, labels: gangLabel("g")})
+	h.pod(h.makePod("g-2").GPU(1).Group("g"))
+	h.pod(h.makePod("g-3").GPU(1).Group("g"))
 	h.waitBound("all 4 bound", 4, 10*time.Second)
 }
 
@@ -133,10 +125,10 @@ func TestGPUSlices(t *testing.T) {
 	h.node("a", 8, nil)
 	h.node("b", 8, nil)
 	for i := range 12 {
-		h.pod(podSpec{name: fmt.Sprintf("nb-%d", i), memoryMiB: 30000})
+		h.pod(h.makePod(fmt.Sprintf("nb-%d", i)).GPUMemory(30000))
 	}
-	h.pod(podSpec{name: "ft-0", gpus: 4})
-	h.pod(podSpec{name: "ft-1", gpus: 4})
+	h.pod(h.makePod("ft-0").GPU(4))
+	h.pod(h.makePod("ft-1").GPU(4))
 	h.run(h.daemon(nil))
 	h.waitBound("slices and whole GPUs bound", 14, 15*time.Second)
 	sliceMiB, whole := map[string]int64{}, map[string]int{}
@@ -184,17 +176,13 @@ func TestGPUSlices(t *testing.T) {
 func TestImplicitGangs(t *testing.T) {
 	h := newHarness(t)
 	h.node("a", 8, nil)
-	par := int32(2)
-	job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "finetune", Namespace: h.ns},
-		Spec: batchv1.JobSpec{Parallelism: &par, Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever,
-			Containers: []corev1.Container{{Name: "main", Image: "x"}}}}}}
+	job := apitest.MakeJob("finetune", h.ns).Parallelism(2).Obj()
 	if err := h.c.Create(h.ctx, job); err != nil {
 		t.Fatal(err)
 	}
-	owner := &metav1.OwnerReference{APIVersion: "batch/v1", Kind: "Job", Name: job.Name, UID: job.UID, Controller: ptr(true)}
-	h.pod(podSpec{name: "finetune-0", gpus: 2, owner: owner})
-	volcano := map[string]string{tesserav1.VolcanoGroupName: "vc", tesserav1.VolcanoGroupMinMember: "2"}
-	h.pod(podSpec{name: "vc-0", gpus: 2, annots: volcano})
+	owner := metav1.OwnerReference{APIVersion: "batch/v1", Kind: "Job", Name: job.Name, UID: job.UID, Controller: ptr.To(true)}
+	h.pod(h.makePod("finetune-0").GPU(2).OwnerReference(owner))
+	h.pod(h.makePod("vc-0").GPU(2).Annotation(tesserav1.VolcanoGroupName, "vc").Annotation(tesserav1.VolcanoGroupMinMember, "2"))
 	h.run(h.daemon(nil))
 	h.eventually("PodGroups created for both gangs", 10*time.Second, func() string {
 		for _, name := range []string{"finetune", "vc"} {
@@ -214,12 +202,10 @@ func TestImplicitGangs(t *testing.T) {
 	if n := h.bound(); n != 0 {
 		t.Fatalf("%d pods bound while each gang has 1 of 2 pods", n)
 	}
-	h.pod(podSpec{name: "finetune-1", gpus: 2, owner: owner})
-	h.pod(podSpec{name: "vc-1", gpus: 2, annots: volcano})
+	h.pod(h.makePod("finetune-1").GPU(2).OwnerReference(owner))
+	h.pod(h.makePod("vc-1").GPU(2).Annotation(tesserav1.VolcanoGroupName, "vc").Annotation(tesserav1.VolcanoGroupMinMember, "2"))
 	h.waitBound("both gangs bound", 4, 10*time.Second)
 }
-
-func ptr[T any](v T) *T { return &v }
 
 // failingBinds makes the binds of the named pods fail while fail() is true.
 func failingBinds(fail func(pod string) bool) client.Client {
@@ -244,7 +230,7 @@ func TestBindFailureRetried(t *testing.T) {
 	h.node("a", 8, nil)
 	h.podGroup("g", 4, "")
 	for i := range 4 {
-		h.pod(podSpec{name: fmt.Sprintf("g-%d", i), gpus: 2, labels: gangLabel("g")})
+		h.pod(h.makePod(fmt.Sprintf("g-%d", i)).GPU(2).Group("g"))
 	}
 	var mu sync.Mutex
 	failures := 1
@@ -268,7 +254,7 @@ func TestBindFailureEvictsPartialGang(t *testing.T) {
 	h.node("a", 8, nil)
 	h.podGroup("g", 4, "")
 	for i := range 4 {
-		h.pod(podSpec{name: fmt.Sprintf("g-%d", i), gpus: 2, labels: gangLabel("g")})
+		h.pod(h.makePod(fmt.Sprintf("g-%d", i)).GPU(2).Group("g"))
 	}
 	h.run(h.daemon(failingBinds(func(pod string) bool { return pod == "g-3" })))
 	h.eventually("bound members evicted", 10*time.Second, func() string {
@@ -290,7 +276,7 @@ func TestBindFailureEvictsPartialGang(t *testing.T) {
 func TestPreemptionThroughEviction(t *testing.T) {
 	h := newHarness(t)
 	h.node("a", 8, nil)
-	h.pod(podSpec{name: "low", gpus: 8})
+	h.pod(h.makePod("low").GPU(8))
 	stop := h.run(h.daemon(nil))
 	h.eventually("low bound", 10*time.Second, func() string {
 		if h.bound() != 1 {
@@ -299,7 +285,7 @@ func TestPreemptionThroughEviction(t *testing.T) {
 		return ""
 	})
 	stop()
-	h.pod(podSpec{name: "high", gpus: 8, priorityClass: h.highPriority()})
+	h.pod(h.makePod("high").GPU(8).PriorityClass(h.highPriority()))
 	h.run(h.daemon(nil))
 	h.eventually("low evicted, high bound", 15*time.Second, func() string {
 		h.kubelet()
@@ -355,7 +341,7 @@ func TestKillRestartMidGang(t *testing.T) {
 		name := fmt.Sprintf("g%d", round)
 		h.podGroup(name, size, "")
 		for i := range size {
-			h.pod(podSpec{name: fmt.Sprintf("%s-%d", name, i), gpus: 2, labels: gangLabel(name)})
+			h.pod(h.makePod(fmt.Sprintf("%s-%d", name, i)).GPU(2).Group(name))
 		}
 		// The gang's binds land 40 ms apart; stop the scheduler after the first.
 		d := h.daemon(slowBinds(40 * time.Millisecond))
@@ -398,20 +384,16 @@ func TestKillRestartMidGang(t *testing.T) {
 func TestQueueCapabilityAndReclaim(t *testing.T) {
 	h := newHarness(t)
 	h.node("a", 8, nil)
-	gpus := func(n int64) corev1.ResourceList {
-		return corev1.ResourceList{tesserav1.ResourceGPU: *resource.NewQuantity(n, resource.DecimalSI)}
-	}
 	for _, q := range []*tesserav1.Queue{
-		{ObjectMeta: metav1.ObjectMeta{Name: "dev"}, Spec: tesserav1.QueueSpec{Weight: 1, Deserved: gpus(2), Capability: gpus(6)}},
-		{ObjectMeta: metav1.ObjectMeta{Name: "prod"}, Spec: tesserav1.QueueSpec{Weight: 1, Deserved: gpus(6)}},
+		apitest.MakeQueue("dev").Weight(1).Deserved(tesserav1.ResourceGPU, "2").Capability(tesserav1.ResourceGPU, "6").Obj(),
+		apitest.MakeQueue("prod").Weight(1).Deserved(tesserav1.ResourceGPU, "6").Obj(),
 	} {
 		if err := h.c.Create(h.ctx, q); err != nil {
 			t.Fatal(err)
 		}
 	}
-	dev := map[string]string{tesserav1.LabelQueue: "dev"}
 	for i := range 4 {
-		h.pod(podSpec{name: fmt.Sprintf("dev-%d", i), gpus: 2, labels: dev})
+		h.pod(h.makePod(fmt.Sprintf("dev-%d", i)).GPU(2).Queue("dev"))
 	}
 	h.run(h.daemon(nil))
 	h.eventually("dev at its capability of 6 GPUs", 10*time.Second, func() string {
@@ -430,7 +412,7 @@ func TestQueueCapabilityAndReclaim(t *testing.T) {
 	if e := h.explain("pod", h.ns+"/dev-3"); e.Reason == "" || !strings.Contains(e.Message, "capability") {
 		t.Fatalf("pending dev pod: %+v", e)
 	}
-	h.pod(podSpec{name: "prod-0", gpus: 4, labels: map[string]string{tesserav1.LabelQueue: "prod"}})
+	h.pod(h.makePod("prod-0").GPU(4).Queue("prod"))
 	h.eventually("prod reclaims from dev", 15*time.Second, func() string {
 		h.kubelet()
 		var p corev1.Pod

@@ -10,14 +10,12 @@ import (
 
 	"github.com/go-logr/logr/testr"
 	corev1 "k8s.io/api/core/v1"
-	schedulingv1 "k8s.io/api/scheduling/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tesserav1 "github.com/tessera-gpu/tessera/api/v1alpha1"
+	"github.com/tessera-gpu/tessera/internal/apitest"
 	"github.com/tessera-gpu/tessera/scheduler"
 	"github.com/tessera-gpu/tessera/scheduler/cache"
 	"github.com/tessera-gpu/tessera/scheduler/daemon"
@@ -53,7 +51,7 @@ func newHarness(t *testing.T) *harness {
 	}
 	ctx := testenv.Context(t, 2*time.Minute)
 	h := &harness{t: t, ctx: ctx, c: env.Client, ns: "sched-" + strconv.Itoa(int(namespaces.Add(1))), period: 100 * time.Millisecond}
-	if err := h.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: h.ns}}); err != nil {
+	if err := h.c.Create(ctx, apitest.MakeNamespace(h.ns).Obj()); err != nil {
 		t.Fatal(err)
 	}
 	opts := cache.Options()
@@ -83,7 +81,7 @@ func (h *harness) cleanup() {
 		_ = h.c.Delete(ctx, &pods.Items[i], &client.DeleteOptions{GracePeriodSeconds: &zero})
 	}
 	for _, n := range h.nodes {
-		_ = h.c.Delete(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n}})
+		_ = h.c.Delete(ctx, apitest.MakeNode(n).Obj())
 	}
 	_ = h.c.DeleteAllOf(ctx, &tesserav1.Queue{})
 }
@@ -130,20 +128,18 @@ func (h *harness) run(d *daemon.Daemon) (stop func()) {
 func (h *harness) node(name string, gpus int, labels map[string]string) {
 	h.t.Helper()
 	name = h.ns + "-" + name
-	l := map[string]string{tesserav1.LabelGPUModel: "A100-80GB"}
+	w := apitest.MakeNode(name).GPUs(gpus, "A100-80GB", 81920).Allocatable(corev1.ResourceCPU, "128").
+		Allocatable(corev1.ResourceMemory, "1Ti").Allocatable(corev1.ResourcePods, "110").Ready()
 	for k, v := range labels {
-		l[k] = v
+		w.Label(k, v)
 	}
-	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: l}}
+	n := w.Obj()
+	status := *n.Status.DeepCopy()
 	if err := h.c.Create(h.ctx, n); err != nil {
 		h.t.Fatal(err)
 	}
 	h.nodes = append(h.nodes, name)
-	res := corev1.ResourceList{
-		corev1.ResourceCPU: resource.MustParse("128"), corev1.ResourceMemory: resource.MustParse("1Ti"), corev1.ResourcePods: resource.MustParse("110"),
-		tesserav1.ResourceGPU: *resource.NewQuantity(int64(gpus), resource.DecimalSI), tesserav1.ResourceGPUMemory: *resource.NewQuantity(int64(gpus)*81920, resource.DecimalSI),
-	}
-	n.Status = corev1.NodeStatus{Capacity: res, Allocatable: res, Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}}
+	n.Status = status
 	if err := h.c.Status().Update(h.ctx, n); err != nil {
 		h.t.Fatal(err)
 	}
@@ -154,35 +150,17 @@ func (h *harness) node(name string, gpus int, labels map[string]string) {
 	}
 }
 
-// podSpec is a pod of the test's namespace for the tessera scheduler.
-type podSpec struct {
-	name      string
-	gpus      int64
-	memoryMiB int64
-	labels    map[string]string
-	annots    map[string]string
-	// priorityClass names a PriorityClass (the API server resolves spec.priority).
-	priorityClass string
-	owner         *metav1.OwnerReference
+// makePod is a pod of the test's namespace for the tessera scheduler that asks 1 CPU
+// and 1Gi; a priority class it names is resolved by the API server into spec.priority.
+func (h *harness) makePod(name string) *apitest.PodWrapper {
+	return apitest.MakePod(name, h.ns).SchedulerName(tesserav1.SchedulerName).
+		RequestAndLimit(corev1.ResourceCPU, "1").RequestAndLimit(corev1.ResourceMemory, "1Gi")
 }
 
-func (h *harness) pod(s podSpec) *corev1.Pod {
+// pod creates the pod that w builds.
+func (h *harness) pod(w *apitest.PodWrapper) *corev1.Pod {
 	h.t.Helper()
-	req := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1Gi")}
-	if s.gpus > 0 {
-		req[tesserav1.ResourceGPU] = *resource.NewQuantity(s.gpus, resource.DecimalSI)
-	}
-	if s.memoryMiB > 0 {
-		req[tesserav1.ResourceGPUMemory] = *resource.NewQuantity(s.memoryMiB, resource.DecimalSI)
-	}
-	p := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: s.name, Namespace: h.ns, Labels: s.labels, Annotations: s.annots},
-		Spec: corev1.PodSpec{SchedulerName: tesserav1.SchedulerName, PriorityClassName: s.priorityClass,
-			Containers: []corev1.Container{{Name: "main", Image: "x", Resources: corev1.ResourceRequirements{Requests: req, Limits: req}}}},
-	}
-	if s.owner != nil {
-		p.OwnerReferences = []metav1.OwnerReference{*s.owner}
-	}
+	p := w.Obj()
 	// The Priority admission plugin resolves priorityClassName from its own informer,
 	// which can lag a PriorityClass created a moment ago: retry while it says Forbidden.
 	deadline := time.Now().Add(10 * time.Second)
@@ -191,7 +169,7 @@ func (h *harness) pod(s podSpec) *corev1.Pod {
 		if err == nil {
 			return p
 		}
-		if !apierrors.IsForbidden(err) || s.priorityClass == "" || time.Now().After(deadline) {
+		if !apierrors.IsForbidden(err) || p.Spec.PriorityClassName == "" || time.Now().After(deadline) {
 			h.t.Fatal(err)
 		}
 		time.Sleep(50 * time.Millisecond)
@@ -248,8 +226,7 @@ func (h *harness) eventually(what string, d time.Duration, cond func() string) {
 // podGroup creates a PodGroup.
 func (h *harness) podGroup(name string, minMember int32, queue string) {
 	h.t.Helper()
-	pg := &tesserav1.PodGroup{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: h.ns}, Spec: tesserav1.PodGroupSpec{MinMember: minMember, Queue: queue}}
-	if err := h.c.Create(h.ctx, pg); err != nil {
+	if err := h.c.Create(h.ctx, apitest.MakePodGroup(name, h.ns).MinMember(minMember).Queue(queue).Obj()); err != nil {
 		h.t.Fatal(err)
 	}
 }
@@ -291,7 +268,7 @@ func (h *harness) explain(kind, name string) daemon.Explanation {
 // highPriority makes sure the PriorityClass test-high (value 100) exists and names it.
 func (h *harness) highPriority() string {
 	h.t.Helper()
-	pc := &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "test-high"}, Value: 100}
+	pc := apitest.MakePriorityClass("test-high", 100).Obj()
 	if err := h.c.Create(h.ctx, pc); err != nil && !apierrors.IsAlreadyExists(err) {
 		h.t.Fatal(err)
 	}

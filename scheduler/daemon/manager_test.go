@@ -12,11 +12,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tesserav1 "github.com/tessera-gpu/tessera/api/v1alpha1"
+	"github.com/tessera-gpu/tessera/internal/apitest"
 	"github.com/tessera-gpu/tessera/internal/controller"
 	"github.com/tessera-gpu/tessera/scheduler"
 	"github.com/tessera-gpu/tessera/scheduler/daemon"
@@ -44,7 +44,7 @@ func (h *harness) startManager(cfg *rest.Config, id string) (stop func()) {
 
 func ensureNamespace(t *testing.T, ctx context.Context, name string) {
 	t.Helper()
-	if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}); err != nil && !isExists(err) {
+	if err := env.Client.Create(ctx, apitest.MakeNamespace(name).Obj()); err != nil && !isExists(err) {
 		t.Fatal(err)
 	}
 }
@@ -65,15 +65,14 @@ func TestDeployRBACGrantsEnough(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.node("a", 8, nil)
-	q := &tesserav1.Queue{ObjectMeta: metav1.ObjectMeta{Name: "rbac"}, Spec: tesserav1.QueueSpec{Weight: 1}}
+	q := apitest.MakeQueue("rbac").Weight(1).Obj()
 	if err := h.c.Create(h.ctx, q); err != nil {
 		t.Fatal(err)
 	}
-	queue := map[string]string{tesserav1.LabelQueue: "rbac"}
-	h.pod(podSpec{name: "too-big", gpus: 16, labels: queue})
-	h.pod(podSpec{name: "low", gpus: 6, labels: queue})
+	h.pod(h.makePod("too-big").GPU(16).Queue("rbac"))
+	h.pod(h.makePod("low").GPU(6).Queue("rbac"))
 	for i := range 2 {
-		h.pod(podSpec{name: fmt.Sprintf("g-%d", i), gpus: 1, labels: map[string]string{tesserav1.LabelQueue: "rbac", tesserav1.LabelPodGroup: "g"}})
+		h.pod(h.makePod(fmt.Sprintf("g-%d", i)).GPU(1).Queue("rbac").Group("g"))
 	}
 	sa := rest.CopyConfig(env.Config)
 	sa.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:tessera-system:tessera-scheduler"}
@@ -87,7 +86,7 @@ func TestDeployRBACGrantsEnough(t *testing.T) {
 		}
 		return ""
 	})
-	h.pod(podSpec{name: "high", gpus: 6, priorityClass: h.highPriority(), labels: queue})
+	h.pod(h.makePod("high").GPU(6).PriorityClass(h.highPriority()).Queue("rbac"))
 	h.eventually("eviction, Queue status and events as the ServiceAccount", 20*time.Second, func() string {
 		var low corev1.Pod
 		if err := h.c.Get(h.ctx, client.ObjectKey{Namespace: h.ns, Name: "low"}, &low); err != nil || low.DeletionTimestamp == nil {
@@ -123,7 +122,7 @@ func TestLeaderHandOver(t *testing.T) {
 	h.node("a", 8, nil)
 	const id = "handover-test"
 	stopFirst := h.startManager(env.Config, id)
-	h.pod(podSpec{name: "first", gpus: 1})
+	h.pod(h.makePod("first").GPU(1))
 	h.eventually("first bound", 20*time.Second, func() string {
 		if h.bound() != 1 {
 			return "not yet"
@@ -143,7 +142,7 @@ func TestLeaderHandOver(t *testing.T) {
 	}
 	h.startManager(env.Config, id)
 	stopFirst()
-	h.pod(podSpec{name: "second", gpus: 1})
+	h.pod(h.makePod("second").GPU(1))
 	h.eventually("second replica took over and bound the next pod", 20*time.Second, func() string {
 		if h.bound() != 2 {
 			return fmt.Sprintf("lease held by %q", holder())

@@ -67,7 +67,7 @@ func randomObjects(r *rand.Rand, b *Builder) {
 		b.AddPodGroup(pg)
 	}
 	for range r.IntN(3) {
-		b.AddJob(makeJob("ns", pick(r, names), int32(r.IntN(3)-1)))
+		b.AddJob(testJob(pick(r, names), "ns", int32(r.IntN(3)-1)).Obj())
 	}
 	for i := range r.IntN(12) {
 		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: pick(r, []string{"", "ns"}), Name: fmt.Sprintf("p%d", i)}}

@@ -15,9 +15,9 @@ import (
 // workload; pins that leave every model, or say nothing of models, are not.
 func TestWorkloadModels(t *testing.T) {
 	b := NewBuilder(epoch, Options{})
-	b.AddNode(makeNode("t4").gpus(2, "T4", 15109).label(gfdProductLabel, "Tesla-T4").label("zone", "a").obj(), nil)
-	b.AddNode(makeNode("v100").gpus(4, "V100M32", 32510).label(gfdProductLabel, "Tesla-V100").label("zone", "a").obj(), nil)
-	b.AddNode(makeNode("a100").gpus(8, "A100-80GB", 81920).label("zone", "b").obj(), nil)
+	b.AddNode(testNode("t4").GPUs(2, "T4", 15109).Label(gfdProductLabel, "Tesla-T4").Label("zone", "a").Obj(), nil)
+	b.AddNode(testNode("v100").GPUs(4, "V100M32", 32510).Label(gfdProductLabel, "Tesla-V100").Label("zone", "a").Obj(), nil)
+	b.AddNode(testNode("a100").GPUs(8, "A100-80GB", 81920).Label("zone", "b").Obj(), nil)
 	affinity := func(terms ...[]corev1.NodeSelectorRequirement) *corev1.Affinity {
 		sel := &corev1.NodeSelector{}
 		for _, exprs := range terms {
@@ -43,7 +43,7 @@ func TestWorkloadModels(t *testing.T) {
 		{"7", map[string]string{tesserav1.LabelGPUModel: "H100"}, nil, ""},
 	}
 	for i, p := range pods {
-		pod := makePod("ns", "p"+p.cpu).gpu("1").req(corev1.ResourceCPU, p.cpu).created(0).obj()
+		pod := testPod("p"+p.cpu, "ns").GPU(1).CPU(p.cpu).Obj()
 		pod.Spec.NodeSelector, pod.Spec.Affinity = p.selector, p.affinity
 		b.AddPod(pod, int32(i))
 	}

@@ -33,7 +33,7 @@ func wantErrs(t *testing.T, errs []error, want ...string) {
 
 func TestNodeFromAllocatable(t *testing.T) {
 	snap, errs := buildOne(t, Options{}, func(b *Builder) {
-		b.AddNode(makeNode("n1").gpus(8, "A100-80GB", 81920).alloc("rdma/hca", "4").label(tesserav1.LabelRack, "r1").taint("dedicated").unschedulable().obj(), nil)
+		b.AddNode(testNode("n1").GPUs(8, "A100-80GB", 81920).Allocatable("rdma/hca", "4").Label(tesserav1.LabelRack, "r1").Taint("dedicated", corev1.TaintEffectNoSchedule).Unschedulable().Obj(), nil)
 	})
 	wantErrs(t, errs)
 	n := snap.Nodes[0]
@@ -67,30 +67,30 @@ func TestNodeGPUSources(t *testing.T) {
 		wantModel string
 		wantErr   string
 	}{
-		{name: "cpu only", node: makeNode("n").obj()},
-		{name: "nvidia device plugin", node: makeNode("n").alloc(tesserav1.ResourceNvidiaGPU, "4").label(tesserav1.LabelGPUModel, "T4").obj(), wantGPUs: 4, wantModel: "T4"},
-		{name: "feature discovery labels", node: makeNode("n").alloc(tesserav1.ResourceNvidiaGPU, "2").label("nvidia.com/gpu.product", "Tesla-V100").label("nvidia.com/gpu.memory", "32510").obj(),
+		{name: "cpu only", node: testNode("n").Obj()},
+		{name: "nvidia device plugin", node: testNode("n").Allocatable(tesserav1.ResourceNvidiaGPU, "4").Label(tesserav1.LabelGPUModel, "T4").Obj(), wantGPUs: 4, wantModel: "T4"},
+		{name: "feature discovery labels", node: testNode("n").Allocatable(tesserav1.ResourceNvidiaGPU, "2").Label("nvidia.com/gpu.product", "Tesla-V100").Label("nvidia.com/gpu.memory", "32510").Obj(),
 			wantGPUs: 2, wantMem: 32510, wantModel: "Tesla-V100"},
-		{name: "shares with a gpu-count label", node: makeNode("n").gpus(40, "A10", 4*23028/40).label(tesserav1.LabelGPUCount, "4").obj(), wantGPUs: 4, wantMem: 23020, wantModel: "A10"},
-		{name: "GPUNode wins", node: makeNode("n").gpus(8, "A100-80GB", 81920).obj(), gpuNode: gpuNode("n", 4), wantGPUs: 4, wantMem: 81559, wantModel: "A100-80GB"},
-		{name: "GPUNode without devices", node: makeNode("n").gpus(2, "L4", 23034).obj(), gpuNode: &tesserav1.GPUNode{}, wantGPUs: 2, wantMem: 23034, wantModel: "L4"},
-		{name: "model from GPUNode", node: makeNode("n").obj(), gpuNode: gpuNode("n", 2), wantGPUs: 2, wantMem: 81559, wantModel: "NVIDIA H100 80GB HBM3"},
-		{name: "fractional GPUs", node: makeNode("n").alloc(tesserav1.ResourceGPU, "1500m").obj(), wantErr: "Node n: status.allocatable[tessera.dev/gpu]: 1500m is not a whole number"},
-		{name: "too many GPUs", node: makeNode("n").alloc(tesserav1.ResourceGPU, "65").obj(), wantErr: "at most 64"},
-		{name: "bad count label", node: makeNode("n").label(tesserav1.LabelGPUCount, "x").obj(), wantErr: "metadata.labels[tessera.dev/gpu-count]"},
-		{name: "negative cpu", node: makeNode("n").alloc(corev1.ResourceCPU, "-1").obj(), wantErr: "status.allocatable[cpu]: is negative"},
-		{name: "GPUNode of another node", node: makeNode("n").obj(), gpuNode: gpuNode("m", 2), wantErr: `GPUNode m: metadata.name: differs from its node "n"`},
-		{name: "GPUNode duplicate uuid", node: makeNode("n").obj(), gpuNode: func() *tesserav1.GPUNode {
+		{name: "shares with a gpu-count label", node: testNode("n").GPUs(40, "A10", 4*23028/40).GPUCount(4).Obj(), wantGPUs: 4, wantMem: 23020, wantModel: "A10"},
+		{name: "GPUNode wins", node: testNode("n").GPUs(8, "A100-80GB", 81920).Obj(), gpuNode: gpuNode("n", 4), wantGPUs: 4, wantMem: 81559, wantModel: "A100-80GB"},
+		{name: "GPUNode without devices", node: testNode("n").GPUs(2, "L4", 23034).Obj(), gpuNode: &tesserav1.GPUNode{}, wantGPUs: 2, wantMem: 23034, wantModel: "L4"},
+		{name: "model from GPUNode", node: testNode("n").Obj(), gpuNode: gpuNode("n", 2), wantGPUs: 2, wantMem: 81559, wantModel: "NVIDIA H100 80GB HBM3"},
+		{name: "fractional GPUs", node: testNode("n").Allocatable(tesserav1.ResourceGPU, "1500m").Obj(), wantErr: "Node n: status.allocatable[tessera.dev/gpu]: 1500m is not a whole number"},
+		{name: "too many GPUs", node: testNode("n").Allocatable(tesserav1.ResourceGPU, "65").Obj(), wantErr: "at most 64"},
+		{name: "bad count label", node: testNode("n").Label(tesserav1.LabelGPUCount, "x").Obj(), wantErr: "metadata.labels[tessera.dev/gpu-count]"},
+		{name: "negative cpu", node: testNode("n").Allocatable(corev1.ResourceCPU, "-1").Obj(), wantErr: "status.allocatable[cpu]: is negative"},
+		{name: "GPUNode of another node", node: testNode("n").Obj(), gpuNode: gpuNode("m", 2), wantErr: `GPUNode m: metadata.name: differs from its node "n"`},
+		{name: "GPUNode duplicate uuid", node: testNode("n").Obj(), gpuNode: func() *tesserav1.GPUNode {
 			g := gpuNode("n", 2)
 			g.Status.Devices[1].UUID = g.Status.Devices[0].UUID
 			return g
 		}(), wantErr: "status.devices[index=1].uuid: GPU-n-1 is also the uuid of device index 0"},
-		{name: "GPUNode duplicate index", node: makeNode("n").obj(), gpuNode: func() *tesserav1.GPUNode {
+		{name: "GPUNode duplicate index", node: testNode("n").Obj(), gpuNode: func() *tesserav1.GPUNode {
 			g := gpuNode("n", 2)
 			g.Status.Devices[1].Index = 1
 			return g
 		}(), wantErr: "index 1 is listed twice"},
-		{name: "GPUNode without memory", node: makeNode("n").obj(), gpuNode: func() *tesserav1.GPUNode {
+		{name: "GPUNode without memory", node: testNode("n").Obj(), gpuNode: func() *tesserav1.GPUNode {
 			g := gpuNode("n", 2)
 			g.Status.Devices[0].MemoryMiB = 0
 			return g
@@ -123,7 +123,7 @@ func TestNodeGPUSources(t *testing.T) {
 func TestNodeFromGPUNodeDevices(t *testing.T) {
 	g := gpuNode("n", 8)
 	g.Status.Devices[0].Healthy = false // index 7, listed first
-	snap, errs := buildOne(t, Options{}, func(b *Builder) { b.AddNode(makeNode("n").obj(), g) })
+	snap, errs := buildOne(t, Options{}, func(b *Builder) { b.AddNode(testNode("n").Obj(), g) })
 	wantErrs(t, errs)
 	n := snap.Nodes[0]
 	for i, gpu := range n.GPUs {
@@ -138,7 +138,7 @@ func TestNodeFromGPUNodeDevices(t *testing.T) {
 }
 
 func TestNodeDefaults(t *testing.T) {
-	n := makeNode("n").obj()
+	n := testNode("n").Obj()
 	n.Status.Capacity, n.Status.Allocatable = n.Status.Allocatable, nil
 	delete(n.Status.Capacity, corev1.ResourcePods)
 	snap, errs := buildOne(t, Options{}, func(b *Builder) { b.AddNode(n, nil); b.AddNode(nil, nil) })
@@ -151,9 +151,9 @@ func TestNodeDefaults(t *testing.T) {
 func TestNodesSortedByName(t *testing.T) {
 	snap, _ := buildOne(t, Options{}, func(b *Builder) {
 		for _, name := range []string{"c", "a", "b"} {
-			b.AddNode(makeNode(name).obj(), nil)
+			b.AddNode(testNode(name).Obj(), nil)
 		}
-		b.AddNode(makeNode("a").gpus(1, "T4", 15109).obj(), nil) // replaces a
+		b.AddNode(testNode("a").GPUs(1, "T4", 15109).Obj(), nil) // replaces a
 	})
 	var names []string
 	for i, n := range snap.Nodes {

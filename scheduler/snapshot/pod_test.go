@@ -7,9 +7,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	tesserav1 "github.com/tessera-gpu/tessera/api/v1alpha1"
+	"github.com/tessera-gpu/tessera/internal/apitest"
 	"github.com/tessera-gpu/tessera/scheduler/framework"
 )
 
@@ -42,55 +42,49 @@ func TestJobIdentity(t *testing.T) {
 		setting func(t *testing.T, j *framework.Job)
 	}{
 		{name: "PodGroup by label", add: func(b *Builder) {
-			pg := makePodGroup("ns", "train", "", 2)
-			pg.Spec.MinRuntime = &metav1.Duration{Duration: time.Hour}
-			pg.Spec.MinResources = rl("tessera.dev/gpu", "8")
-			pg.Spec.Topology = &tesserav1.TopologyConstraint{Required: tesserav1.LabelRack}
-			b.AddPodGroup(pg)
-			b.AddPod(makePod("ns", "train-1").group("train").obj(), 0)
-			b.AddPod(makePod("ns", "train-0").group("train").obj(), 0)
-			b.AddPod(makePod("other", "train-x").group("train").obj(), 0) // other namespace: its own gang
+			b.AddPodGroup(testPodGroup("train", "ns", "", 2).MinRuntime(time.Hour).MinResources(tesserav1.ResourceGPU, "8").Topology(tesserav1.LabelRack).Obj())
+			b.AddPod(testPod("train-1", "ns").Group("train").Obj(), 0)
+			b.AddPod(testPod("train-0", "ns").Group("train").Obj(), 0)
+			b.AddPod(testPod("train-x", "other").Group("train").Obj(), 0) // other namespace: its own gang
 		}, job: "train", tasks: "train-0,train-1", min: 2, uid: "uid-pg-train", setting: func(t *testing.T, j *framework.Job) {
 			if j.MinRuntime != time.Hour || j.MinResources.GPU != 8000 || j.Topology.Required != tesserav1.LabelRack || j.Namespace != "ns" {
 				t.Errorf("job = %+v", j)
 			}
 		}},
 		{name: "PodGroup by Volcano annotation", add: func(b *Builder) {
-			b.AddPodGroup(makePodGroup("ns", "vc", "", 3))
-			b.AddPod(makePod("ns", "vc-0").annotate(tesserav1.VolcanoGroupName, "vc").obj(), 0)
+			b.AddPodGroup(testPodGroup("vc", "ns", "", 3).Obj())
+			b.AddPod(testPod("vc-0", "ns").Annotation(tesserav1.VolcanoGroupName, "vc").Obj(), 0)
 		}, job: "vc", tasks: "vc-0", min: 3, uid: "uid-pg-vc"},
 		{name: "label without a PodGroup object takes all its pods", add: func(b *Builder) {
 			for _, n := range []string{"g-0", "g-1", "g-2"} {
-				b.AddPod(makePod("ns", n).group("g").obj(), 0)
+				b.AddPod(testPod(n, "ns").Group("g").Obj(), 0)
 			}
 		}, job: "g", tasks: "g-0,g-1,g-2", min: 3, uid: "pg:ns/g"},
 		{name: "label gang sized by Volcano min-member", add: func(b *Builder) {
-			b.AddPod(makePod("ns", "g-0").group("g").annotate(tesserav1.VolcanoGroupMinMember, "4").obj(), 0)
+			b.AddPod(testPod("g-0", "ns").Group("g").Annotation(tesserav1.VolcanoGroupMinMember, "4").Obj(), 0)
 		}, job: "g", tasks: "g-0", min: 4},
 		{name: "batch Job sized by pod annotation", add: func(b *Builder) {
-			b.AddJob(makeJob("ns", "bj", 5))
-			b.AddPod(makePod("ns", "bj-a").ownedByJob("bj").annotate(tesserav1.AnnotationMinAvailable, "2").obj(), 0)
-			b.AddPod(makePod("ns", "bj-b").ownedByJob("bj").obj(), 0)
+			b.AddJob(testJob("bj", "ns", 5).Obj())
+			b.AddPod(testPod("bj-a", "ns").ControlledBy("Job", "bj").Annotation(tesserav1.AnnotationMinAvailable, "2").Obj(), 0)
+			b.AddPod(testPod("bj-b", "ns").ControlledBy("Job", "bj").Obj(), 0)
 		}, job: "bj", tasks: "bj-a,bj-b", min: 2, uid: "uid-bj"},
 		{name: "batch Job sized by parallelism", add: func(b *Builder) {
-			b.AddJob(makeJob("ns", "bj", 4))
-			b.AddPod(makePod("ns", "bj-a").ownedByJob("bj").obj(), 0)
+			b.AddJob(testJob("bj", "ns", 4).Obj())
+			b.AddPod(testPod("bj-a", "ns").ControlledBy("Job", "bj").Obj(), 0)
 		}, job: "bj", tasks: "bj-a", min: 4},
 		{name: "batch Job sized by its annotation", add: func(b *Builder) {
-			j := makeJob("ns", "bj", 4)
-			j.Annotations = map[string]string{tesserav1.AnnotationMinAvailable: "3"}
-			b.AddJob(j)
-			b.AddPod(makePod("ns", "bj-a").ownedByJob("bj").obj(), 0)
+			b.AddJob(testJob("bj", "ns", 4).Annotation(tesserav1.AnnotationMinAvailable, "3").Obj())
+			b.AddPod(testPod("bj-a", "ns").ControlledBy("Job", "bj").Obj(), 0)
 		}, job: "bj", tasks: "bj-a", min: 3},
 		{name: "batch Job not added: all its pods", add: func(b *Builder) {
-			b.AddPod(makePod("ns", "bj-a").ownedByJob("bj").obj(), 0)
-			b.AddPod(makePod("ns", "bj-b").ownedByJob("bj").obj(), 0)
+			b.AddPod(testPod("bj-a", "ns").ControlledBy("Job", "bj").Obj(), 0)
+			b.AddPod(testPod("bj-b", "ns").ControlledBy("Job", "bj").Obj(), 0)
 		}, job: "bj", tasks: "bj-a,bj-b", min: 2},
 		{name: "bad min-available is reported and ignored", add: func(b *Builder) {
-			b.AddPod(makePod("ns", "bj-a").ownedByJob("bj").annotate(tesserav1.AnnotationMinAvailable, "zero").obj(), 0)
+			b.AddPod(testPod("bj-a", "ns").ControlledBy("Job", "bj").Annotation(tesserav1.AnnotationMinAvailable, "zero").Obj(), 0)
 		}, job: "bj", tasks: "bj-a", min: 1, errs: []string{`Pod ns/bj-a: metadata.annotations[tessera.dev/min-available]: "zero" is not a gang size`}},
 		{name: "lone pod", add: func(b *Builder) {
-			b.AddPod(makePod("ns", "solo").obj(), 0)
+			b.AddPod(testPod("solo", "ns").Obj(), 0)
 		}, job: "solo", tasks: "solo", min: 1, uid: "uid-solo"},
 	}
 	for _, tc := range cases {
@@ -125,42 +119,42 @@ func TestJobQueue(t *testing.T) {
 		jobs  int
 	}{
 		{name: "PodGroup spec.queue beats pod labels", add: func(b *Builder) {
-			b.AddPodGroup(makePodGroup("ns", "g", "pgq", 1))
-			b.AddPod(makePod("ns", "p").group("g").queue("labelq").obj(), 0)
+			b.AddPodGroup(testPodGroup("g", "ns", "pgq", 1).Obj())
+			b.AddPod(testPod("p", "ns").Group("g").Queue("labelq").Obj(), 0)
 		}, queue: "pgq", jobs: 1},
-		{name: "pod label", add: func(b *Builder) { b.AddPod(makePod("ns", "p").queue("labelq").obj(), 0) }, queue: "labelq", jobs: 1},
+		{name: "pod label", add: func(b *Builder) { b.AddPod(testPod("p", "ns").Queue("labelq").Obj(), 0) }, queue: "labelq", jobs: 1},
 		{name: "Volcano label", add: func(b *Builder) {
-			b.AddPod(makePod("ns", "p").label(tesserav1.VolcanoQueueName, "vcq").obj(), 0)
+			b.AddPod(testPod("p", "ns").Label(tesserav1.VolcanoQueueName, "vcq").Obj(), 0)
 		}, queue: "vcq", jobs: 1},
 		{name: "Volcano annotation", add: func(b *Builder) {
-			b.AddPod(makePod("ns", "p").annotate(tesserav1.VolcanoQueueName, "vcq").obj(), 0)
+			b.AddPod(testPod("p", "ns").Annotation(tesserav1.VolcanoQueueName, "vcq").Obj(), 0)
 		}, queue: "vcq", jobs: 1},
 		{name: "Kueue label", add: func(b *Builder) {
-			b.AddPod(makePod("ns", "p").label(tesserav1.KueueQueueName, "kq").obj(), 0)
+			b.AddPod(testPod("p", "ns").Label(tesserav1.KueueQueueName, "kq").Obj(), 0)
 		}, queue: "kq", jobs: 1},
 		{name: "tessera label beats compat labels", add: func(b *Builder) {
-			b.AddPod(makePod("ns", "p").label(tesserav1.KueueQueueName, "kq").queue("labelq").obj(), 0)
+			b.AddPod(testPod("p", "ns").Label(tesserav1.KueueQueueName, "kq").Queue("labelq").Obj(), 0)
 		}, queue: "labelq", jobs: 1},
 		{name: "namespace default", add: func(b *Builder) {
-			b.AddNamespace(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ns", Annotations: map[string]string{tesserav1.AnnotationQueue: "nsq"}}})
-			b.AddPod(makePod("ns", "p").obj(), 0)
+			b.AddNamespace(apitest.MakeNamespace("ns").Annotation(tesserav1.AnnotationQueue, "nsq").Obj())
+			b.AddPod(testPod("p", "ns").Obj(), 0)
 		}, queue: "nsq", jobs: 1},
-		{name: "default queue created", add: func(b *Builder) { b.AddPod(makePod("ns", "p").obj(), 0) }, queue: "default", jobs: 1},
+		{name: "default queue created", add: func(b *Builder) { b.AddPod(testPod("p", "ns").Obj(), 0) }, queue: "default", jobs: 1},
 		{name: "unknown queue: pending pod left out", add: func(b *Builder) {
-			b.AddPod(makePod("ns", "p").queue("ghost").obj(), 0)
+			b.AddPod(testPod("p", "ns").Queue("ghost").Obj(), 0)
 		}, jobs: 0, errs: []string{`Pod ns/p: metadata.labels[tessera.dev/queue]: queue "ghost" does not exist`}},
 		{name: "unknown PodGroup queue: running pod kept without a queue", add: func(b *Builder) {
-			b.AddNode(makeNode("n").obj(), nil)
-			b.AddPodGroup(makePodGroup("ns", "g", "ghost", 2))
-			b.AddPod(makePod("ns", "g-0").group("g").on("n", epoch).obj(), 0)
-			b.AddPod(makePod("ns", "g-1").group("g").obj(), 0)
+			b.AddNode(testNode("n").Obj(), nil)
+			b.AddPodGroup(testPodGroup("g", "ns", "ghost", 2).Obj())
+			b.AddPod(testPod("g-0", "ns").Group("g").RunningOn("n", epoch).Obj(), 0)
+			b.AddPod(testPod("g-1", "ns").Group("g").Obj(), 0)
 		}, jobs: 1, errs: []string{`PodGroup ns/g: spec.queue: queue "ghost" does not exist`}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			snap, errs := buildOne(t, Options{}, func(b *Builder) {
 				for _, q := range []string{"pgq", "labelq", "vcq", "kq", "nsq"} {
-					b.AddQueue(makeQueue(q))
+					b.AddQueue(apitest.MakeQueue(q).Obj())
 				}
 				tc.add(b)
 			})
@@ -191,16 +185,14 @@ func TestJobQueue(t *testing.T) {
 
 func TestDefaultQueueOptions(t *testing.T) {
 	snap, errs := buildOne(t, Options{DefaultQueue: "batch"}, func(b *Builder) {
-		q := makeQueue("batch")
-		q.Spec.Capability = rl("tessera.dev/gpu", "2")
-		b.AddQueue(q)
-		b.AddPod(makePod("ns", "p").obj(), 0)
+		b.AddQueue(apitest.MakeQueue("batch").Capability(tesserav1.ResourceGPU, "2").Obj())
+		b.AddPod(testPod("p", "ns").Obj(), 0)
 	})
 	wantErrs(t, errs)
 	if len(snap.Queues) != 1 || snap.Jobs[0].Queue.Capability.GPU != 2000 {
 		t.Errorf("queues = %d, job queue %+v", len(snap.Queues), snap.Jobs[0].Queue)
 	}
-	snap, _ = buildOne(t, Options{}, func(b *Builder) { b.AddQueue(makeQueue("a")) })
+	snap, _ = buildOne(t, Options{}, func(b *Builder) { b.AddQueue(apitest.MakeQueue("a").Obj()) })
 	if len(snap.Queues) != 1 {
 		t.Errorf("default queue created without a job using it")
 	}
@@ -208,11 +200,11 @@ func TestDefaultQueueOptions(t *testing.T) {
 
 func TestForeignPods(t *testing.T) {
 	snap, errs := buildOne(t, Options{}, func(b *Builder) {
-		b.AddNode(makeNode("n").gpus(2, "T4", 15109).obj(), nil)
-		b.AddPod(makePod("ns", "unbound").scheduler("default-scheduler").obj(), 0)
-		b.AddPod(makePod("ns", "done").scheduler("default-scheduler").on("n", epoch).phase(corev1.PodSucceeded).obj(), 0)
-		b.AddPod(makePod("ns", "running").scheduler("").req(tesserav1.ResourceNvidiaGPU, "1").on("n", epoch).obj(), 9)
-		b.AddPod(makePod("ns", "mine").scheduler("volcano").obj(), 0)
+		b.AddNode(testNode("n").GPUs(2, "T4", 15109).Obj(), nil)
+		b.AddPod(testPod("unbound", "ns").SchedulerName("default-scheduler").Obj(), 0)
+		b.AddPod(testPod("done", "ns").SchedulerName("default-scheduler").RunningOn("n", epoch).Phase(corev1.PodSucceeded).Obj(), 0)
+		b.AddPod(testPod("running", "ns").SchedulerName("").Request(tesserav1.ResourceNvidiaGPU, "1").RunningOn("n", epoch).Obj(), 9)
+		b.AddPod(testPod("mine", "ns").SchedulerName("volcano").Obj(), 0)
 	})
 	wantErrs(t, errs)
 	if len(snap.Jobs) != 1 {
@@ -227,7 +219,7 @@ func TestForeignPods(t *testing.T) {
 		t.Errorf("queues = %d; a foreign pod needs none", len(snap.Queues))
 	}
 	snap, _ = buildOne(t, Options{SchedulerName: "volcano"}, func(b *Builder) {
-		b.AddPod(makePod("ns", "mine").scheduler("volcano").obj(), 0)
+		b.AddPod(testPod("mine", "ns").SchedulerName("volcano").Obj(), 0)
 	})
 	if len(snap.Jobs) != 1 {
 		t.Errorf("SchedulerName option not honoured")
@@ -235,20 +227,19 @@ func TestForeignPods(t *testing.T) {
 }
 
 func TestTaskRequests(t *testing.T) {
-	withInit := makePod("ns", "p").req(corev1.ResourceCPU, "2").obj()
+	withInit := testPod("p", "ns").CPU("2").Obj()
 	withInit.Spec.Containers = append(withInit.Spec.Containers, corev1.Container{Name: "side", Resources: corev1.ResourceRequirements{
 		Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), "example.com/fpga": resource.MustParse("1")}}})
 	withInit.Spec.InitContainers = []corev1.Container{{Name: "init", Resources: corev1.ResourceRequirements{
 		Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("5"), corev1.ResourceMemory: resource.MustParse("100Mi")}}}}
 	withInit.Spec.Overhead = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("250m")}
 
-	limitsOnly := makePod("ns", "p").obj()
-	limitsOnly.Spec.Containers[0].Resources.Limits = rl("nvidia.com/gpu", "2", "cpu", "3")
+	limitsOnly := testPod("p", "ns").Limit(tesserav1.ResourceNvidiaGPU, "2").Limit(corev1.ResourceCPU, "3").Obj()
 	limitsOnly.Spec.Containers[0].Resources.Requests = nil
 
-	slice := makePod("ns", "p").obj()
+	slice := testPod("p", "ns").Obj()
 	slice.Spec.Containers = append(slice.Spec.Containers, corev1.Container{Name: "cuda", Resources: corev1.ResourceRequirements{
-		Requests: rl("tessera.dev/gpu-memory", "20480")}})
+		Requests: apitest.Resources("tessera.dev/gpu-memory", "20480")}})
 
 	twoSlices := slice.DeepCopy()
 	twoSlices.Spec.Containers[0].Resources.Requests[tesserav1.ResourceGPUMemory] = resource.MustParse("1024")
@@ -264,20 +255,20 @@ func TestTaskRequests(t *testing.T) {
 		container string
 		err       string
 	}{
-		{name: "plain", pod: makePod("ns", "p").obj(), cpu: 1000, mem: 1 << 30, container: "main"},
+		{name: "plain", pod: testPod("p", "ns").Obj(), cpu: 1000, mem: 1 << 30, container: "main"},
 		{name: "init max, sidecar sum, overhead", pod: withInit, cpu: 5250, mem: 1 << 30, scalar: 1, container: "main"},
 		{name: "limits only", pod: limitsOnly, cpu: 3000, gpu: framework.GPURequest{Count: 2}, container: "main"},
-		{name: "whole GPUs", pod: makePod("ns", "p").gpu("4").obj(), cpu: 1000, mem: 1 << 30, gpu: framework.GPURequest{Count: 4}, container: "main"},
+		{name: "whole GPUs", pod: testPod("p", "ns").GPU(4).Obj(), cpu: 1000, mem: 1 << 30, gpu: framework.GPURequest{Count: 4}, container: "main"},
 		{name: "memory slice names its container", pod: slice, cpu: 1000, mem: 1 << 30, gpu: framework.GPURequest{MemoryMiB: 20480}, container: "cuda"},
 		{name: "slice as a whole GPU", pod: slice, whole: true, cpu: 1000, mem: 1 << 30, gpu: framework.GPURequest{Count: 1}, container: "cuda"},
-		{name: "fractional GPU", pod: makePod("ns", "p").gpu("0.5").obj(),
+		{name: "fractional GPU", pod: testPod("p", "ns").Request(tesserav1.ResourceGPU, "0.5").Obj(),
 			err: "Pod ns/p: spec.containers[0].resources.requests[tessera.dev/gpu]: 500m is not a whole number of GPUs; ask tessera.dev/gpu-memory"},
-		{name: "negative GPU", pod: makePod("ns", "p").gpu("-1").obj(), err: "is negative"},
-		{name: "both GPU resources", pod: makePod("ns", "p").gpu("1").req(tesserav1.ResourceNvidiaGPU, "1").obj(), err: "asks both tessera.dev/gpu and nvidia.com/gpu"},
-		{name: "slice and whole GPUs", pod: makePod("ns", "p").gpu("1").gpuMemory("1024").obj(), err: "asks whole GPUs and a tessera.dev/gpu-memory slice"},
+		{name: "negative GPU", pod: testPod("p", "ns").Request(tesserav1.ResourceGPU, "-1").Obj(), err: "is negative"},
+		{name: "both GPU resources", pod: testPod("p", "ns").GPU(1).Request(tesserav1.ResourceNvidiaGPU, "1").Obj(), err: "asks both tessera.dev/gpu and nvidia.com/gpu"},
+		{name: "slice and whole GPUs", pod: testPod("p", "ns").GPU(1).GPUMemory(1024).Obj(), err: "asks whole GPUs and a tessera.dev/gpu-memory slice"},
 		{name: "two slices", pod: twoSlices, err: `spec.containers[1].resources.requests[tessera.dev/gpu-memory]: container "main" asks a GPU memory slice too`},
-		{name: "slice in bytes", pod: makePod("ns", "p").gpuMemory("20Gi").obj(), err: "is not a GPU memory slice in MiB"},
-		{name: "negative cpu", pod: makePod("ns", "p").req(corev1.ResourceCPU, "-1").obj(), err: "requests[cpu]: is negative"},
+		{name: "slice in bytes", pod: testPod("p", "ns").Request(tesserav1.ResourceGPUMemory, "20Gi").Obj(), err: "is not a GPU memory slice in MiB"},
+		{name: "negative cpu", pod: testPod("p", "ns").CPU("-1").Obj(), err: "requests[cpu]: is negative"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -306,7 +297,7 @@ func TestTaskRequests(t *testing.T) {
 }
 
 func TestTaskSpecCopied(t *testing.T) {
-	p := makePod("ns", "p").obj()
+	p := testPod("p", "ns").Obj()
 	p.Spec.NodeSelector = map[string]string{tesserav1.LabelGPUModel: "H100"}
 	p.Spec.Tolerations = []corev1.Toleration{{Key: "gpu", Operator: corev1.TolerationOpExists}}
 	p.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{}}
@@ -319,26 +310,23 @@ func TestTaskSpecCopied(t *testing.T) {
 
 func TestTaskStatusAndPlacement(t *testing.T) {
 	start := epoch.Add(-time.Hour)
-	deleting := makePod("ns", "deleting").gpu("1").on("n", start).obj()
-	deleting.DeletionTimestamp = &metav1.Time{Time: epoch}
-	pendingDeleted := makePod("ns", "gone").obj()
-	pendingDeleted.DeletionTimestamp = &metav1.Time{Time: epoch}
-	sliceAssign := makePod("ns", "slice").gpuMemory("40960").on("n", start).obj()
-	sliceAssign.Annotations = map[string]string{tesserav1.AnnotationGPUAssign: tesserav1.GPUAssignment{Node: "n",
-		Containers: []tesserav1.ContainerGPUs{{Container: "main", UUIDs: []string{uuid("n", 6)}, MemoryMiB: 40960}}}.Encode()}
+	deleting := testPod("deleting", "ns").GPU(1).RunningOn("n", start).Deleting(epoch).Obj()
+	pendingDeleted := testPod("gone", "ns").Deleting(epoch).Obj()
+	sliceAssign := testPod("slice", "ns").GPUMemory(40960).RunningOn("n", start).Assignment(tesserav1.GPUAssignment{Node: "n",
+		Containers: []tesserav1.ContainerGPUs{{Container: "main", UUIDs: []string{uuid("n", 6)}, MemoryMiB: 40960}}}).Obj()
 
 	snap, errs := buildOne(t, Options{}, func(b *Builder) {
-		b.AddNode(makeNode("n").obj(), gpuNode("n", 8))
-		b.AddPod(makePod("ns", "assigned").gpu("2").on("n", start).assign("n", uuid("n", 5), uuid("n", 7)).obj(), 0)
-		b.AddPod(makePod("ns", "picked").gpu("4").on("n", start).obj(), 0) // placed after the assigned pods
+		b.AddNode(testNode("n").Obj(), gpuNode("n", 8))
+		b.AddPod(testPod("assigned", "ns").GPU(2).RunningOn("n", start).Assignment(assign("n", uuid("n", 5), uuid("n", 7))).Obj(), 0)
+		b.AddPod(testPod("picked", "ns").GPU(4).RunningOn("n", start).Obj(), 0) // placed after the assigned pods
 		b.AddPod(deleting, 0)
 		b.AddPod(sliceAssign, 0)
-		b.AddPod(makePod("ns", "done").gpu("8").on("n", start).phase(corev1.PodSucceeded).obj(), 0)
-		b.AddPod(makePod("ns", "failed").gpu("8").on("n", start).phase(corev1.PodFailed).obj(), 0)
-		b.AddPod(makePod("ns", "waiting").gpu("1").obj(), 0)
+		b.AddPod(testPod("done", "ns").GPU(8).RunningOn("n", start).Phase(corev1.PodSucceeded).Obj(), 0)
+		b.AddPod(testPod("failed", "ns").GPU(8).RunningOn("n", start).Phase(corev1.PodFailed).Obj(), 0)
+		b.AddPod(testPod("waiting", "ns").GPU(1).Obj(), 0)
 		b.AddPod(pendingDeleted, 0)
-		b.AddPod(makePod("ns", "lost").on("ghost-node", start).obj(), 0)
-		b.AddPod(makePod("ns", "lost-done").on("ghost-node", start).phase(corev1.PodSucceeded).obj(), 0)
+		b.AddPod(testPod("lost", "ns").RunningOn("ghost-node", start).Obj(), 0)
+		b.AddPod(testPod("lost-done", "ns").RunningOn("ghost-node", start).Phase(corev1.PodSucceeded).Obj(), 0)
 	})
 	wantErrs(t, errs, `Pod ns/lost: spec.nodeName: node "ghost-node" is not in the snapshot`)
 	n := snap.Nodes[0]
@@ -402,8 +390,8 @@ func TestBadAssignment(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			snap, errs := buildOne(t, Options{}, func(b *Builder) {
-				b.AddNode(makeNode("n").obj(), gpuNode("n", 4))
-				b.AddPod(makePod("ns", "p").gpu("2").on("n", epoch).annotate(tesserav1.AnnotationGPUAssign, tc.annotation).obj(), 0)
+				b.AddNode(testNode("n").Obj(), gpuNode("n", 4))
+				b.AddPod(testPod("p", "ns").GPU(2).RunningOn("n", epoch).Annotation(tesserav1.AnnotationGPUAssign, tc.annotation).Obj(), 0)
 			})
 			wantErrs(t, errs, "Pod ns/p: metadata.annotations[tessera.dev/gpu-assignment]: "+tc.err)
 			if task := snap.Jobs[0].Tasks[0]; task.GPUs.Len() != 2 || snap.Nodes[0].Used.GPU != 2000 {
@@ -413,10 +401,10 @@ func TestBadAssignment(t *testing.T) {
 	}
 	// Two pods claiming the same GPU: both are counted, the conflict is reported.
 	snap, errs := buildOne(t, Options{}, func(b *Builder) {
-		b.AddNode(makeNode("n").obj(), gpuNode("n", 2))
-		b.AddPod(makePod("ns", "a").gpu("1").on("n", epoch).assign("n", uuid("n", 0)).obj(), 0)
-		b.AddPod(makePod("ns", "b").gpu("1").on("n", epoch).assign("n", uuid("n", 0)).obj(), 0)
-		b.AddPod(makePod("ns", "c").gpu("2").on("n", epoch).obj(), 0)
+		b.AddNode(testNode("n").Obj(), gpuNode("n", 2))
+		b.AddPod(testPod("a", "ns").GPU(1).RunningOn("n", epoch).Assignment(assign("n", uuid("n", 0))).Obj(), 0)
+		b.AddPod(testPod("b", "ns").GPU(1).RunningOn("n", epoch).Assignment(assign("n", uuid("n", 0))).Obj(), 0)
+		b.AddPod(testPod("c", "ns").GPU(2).RunningOn("n", epoch).Obj(), 0)
 	})
 	wantErrs(t, errs, "Pod ns/b: metadata.annotations[tessera.dev/gpu-assignment]: GPU GPU-n-0 on node n is oversubscribed",
 		"Pod ns/c: spec.nodeName: node n has no free GPUs for the running pod's 2 whole GPU(s)")
@@ -437,11 +425,11 @@ func TestPreemptible(t *testing.T) {
 		{"karpenter.sh/do-not-disrupt", "false", true},
 	}
 	for _, tc := range cases {
-		w := makePod("ns", "p")
+		w := testPod("p", "ns")
 		if tc.key != "" {
-			w.annotate(tc.key, tc.value)
+			w.Annotation(tc.key, tc.value)
 		}
-		snap, _ := buildOne(t, Options{}, func(b *Builder) { b.AddPod(w.obj(), 0) })
+		snap, _ := buildOne(t, Options{}, func(b *Builder) { b.AddPod(w.Obj(), 0) })
 		if got := snap.Jobs[0].Tasks[0].Preemptible; got != tc.want {
 			t.Errorf("%s=%q: preemptible %v, want %v", tc.key, tc.value, got, tc.want)
 		}
@@ -450,18 +438,14 @@ func TestPreemptible(t *testing.T) {
 
 func TestPriority(t *testing.T) {
 	snap, _ := buildOne(t, Options{PriorityClasses: map[string]int32{"high": 100}}, func(b *Builder) {
-		b.AddPod(makePod("ns", "arg").obj(), 5)
-		b.AddPod(makePod("ns", "spec").priority(7).obj(), 5)
-		b.AddPod(makePod("ns", "g-0").group("g").obj(), 1)
-		b.AddPod(makePod("ns", "g-1").group("g").obj(), 3)
-		pg := makePodGroup("ns", "classed", "", 1)
-		pg.Spec.PriorityClassName = "high"
-		b.AddPodGroup(pg)
-		b.AddPod(makePod("ns", "c-0").group("classed").obj(), 1)
-		unknown := makePodGroup("ns", "unknown", "", 1)
-		unknown.Spec.PriorityClassName = "nope"
-		b.AddPodGroup(unknown)
-		b.AddPod(makePod("ns", "u-0").group("unknown").obj(), 2)
+		b.AddPod(testPod("arg", "ns").Obj(), 5)
+		b.AddPod(testPod("spec", "ns").Priority(7).Obj(), 5)
+		b.AddPod(testPod("g-0", "ns").Group("g").Obj(), 1)
+		b.AddPod(testPod("g-1", "ns").Group("g").Obj(), 3)
+		b.AddPodGroup(testPodGroup("classed", "ns", "", 1).PriorityClass("high").Obj())
+		b.AddPod(testPod("c-0", "ns").Group("classed").Obj(), 1)
+		b.AddPodGroup(testPodGroup("unknown", "ns", "", 1).PriorityClass("nope").Obj())
+		b.AddPod(testPod("u-0", "ns").Group("unknown").Obj(), 2)
 	})
 	for name, want := range map[string]int32{"arg": 5, "spec": 7, "g": 3, "classed": 100, "unknown": 2} {
 		if j := jobByName(snap, name); j == nil || j.Priority != want {
@@ -472,16 +456,14 @@ func TestPriority(t *testing.T) {
 
 func TestJobOrder(t *testing.T) {
 	snap, _ := buildOne(t, Options{}, func(b *Builder) {
-		b.AddPod(makePod("ns", "late").created(time.Minute).obj(), 0)
-		b.AddPod(makePod("ns", "b").obj(), 0)
-		b.AddPod(makePod("ns", "a").obj(), 0)
-		b.AddPod(makePod("aa", "z").obj(), 0)
-		b.AddPod(makePod("ns", "g-1").group("g").created(-time.Minute).obj(), 0)
-		b.AddPod(makePod("ns", "g-0").group("g").created(2*time.Minute).obj(), 0)
-		pg := makePodGroup("ns", "pg", "", 1)
-		pg.CreationTimestamp = metav1.NewTime(epoch.Add(-time.Hour))
-		b.AddPodGroup(pg)
-		b.AddPod(makePod("ns", "pg-0").group("pg").created(time.Hour).obj(), 0)
+		b.AddPod(testPod("late", "ns").Created(epoch.Add(time.Minute)).Obj(), 0)
+		b.AddPod(testPod("b", "ns").Obj(), 0)
+		b.AddPod(testPod("a", "ns").Obj(), 0)
+		b.AddPod(testPod("z", "aa").Obj(), 0)
+		b.AddPod(testPod("g-1", "ns").Group("g").Created(epoch.Add(-time.Minute)).Obj(), 0)
+		b.AddPod(testPod("g-0", "ns").Group("g").Created(epoch.Add(2*time.Minute)).Obj(), 0)
+		b.AddPodGroup(testPodGroup("pg", "ns", "", 1).Created(epoch.Add(-time.Hour)).Obj())
+		b.AddPod(testPod("pg-0", "ns").Group("pg").Created(epoch.Add(time.Hour)).Obj(), 0)
 	})
 	var keys []string
 	for _, j := range snap.Jobs {
@@ -497,11 +479,11 @@ func TestJobOrder(t *testing.T) {
 
 func TestBadPodDoesNotSinkSnapshot(t *testing.T) {
 	snap, errs := buildOne(t, Options{}, func(b *Builder) {
-		b.AddNode(makeNode("n").gpus(8, "A100-80GB", 81920).obj(), nil)
-		b.AddNode(makeNode("bad").alloc(tesserav1.ResourceGPU, "0.5").obj(), nil)
-		b.AddPod(makePod("ns", "good").gpu("1").obj(), 0)
-		b.AddPod(makePod("ns", "bad").gpu("1.5").obj(), 0)
-		b.AddPod(makePod("ns", "").obj(), 0)
+		b.AddNode(testNode("n").GPUs(8, "A100-80GB", 81920).Obj(), nil)
+		b.AddNode(testNode("bad").Allocatable(tesserav1.ResourceGPU, "0.5").Obj(), nil)
+		b.AddPod(testPod("good", "ns").GPU(1).Obj(), 0)
+		b.AddPod(testPod("bad", "ns").Request(tesserav1.ResourceGPU, "1.5").Obj(), 0)
+		b.AddPod(testPod("", "ns").Obj(), 0)
 	})
 	wantErrs(t, errs, "Node bad:", "Pod ns/: metadata.name: is empty", "Pod ns/bad: spec.containers[0].resources.requests[tessera.dev/gpu]")
 	if len(snap.Nodes) != 1 || len(snap.Jobs) != 1 || snap.Jobs[0].Name != "good" {

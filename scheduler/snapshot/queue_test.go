@@ -5,6 +5,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	tesserav1 "github.com/tessera-gpu/tessera/api/v1alpha1"
+	"github.com/tessera-gpu/tessera/internal/apitest"
 	"github.com/tessera-gpu/tessera/scheduler/framework"
 )
 
@@ -18,18 +20,15 @@ func queueByName(s *framework.Snapshot, name string) *framework.Queue {
 }
 
 func TestQueueSpec(t *testing.T) {
-	no := false
 	snap, errs := buildOne(t, Options{}, func(b *Builder) {
-		b.AddQueue(makeQueue("plain"))
-		q := makeQueue("full")
-		q.Spec.Weight, q.Spec.Priority, q.Spec.Reclaimable = 3, 7, &no
-		q.Spec.Deserved = rl("tessera.dev/gpu", "4", "cpu", "10")
-		q.Spec.Capability = rl("nvidia.com/gpu", "8", "example.com/fpga", "2")
-		q.Spec.Guarantee = rl("tessera.dev/gpu", "1")
-		b.AddQueue(q)
+		b.AddQueue(apitest.MakeQueue("plain").Obj())
+		b.AddQueue(apitest.MakeQueue("full").Weight(3).Priority(7).Reclaimable(false).
+			Deserved(tesserav1.ResourceGPU, "4").Deserved(corev1.ResourceCPU, "10").
+			Capability(tesserav1.ResourceNvidiaGPU, "8").Capability("example.com/fpga", "2").
+			Guarantee(tesserav1.ResourceGPU, "1").Obj())
 		// Tasks and nodes that use scalar resources: every queue must admit them unless it caps them.
-		b.AddNode(makeNode("n").alloc("rdma/hca", "4").alloc("example.com/fpga", "4").obj(), nil)
-		b.AddPod(makePod("ns", "p").req("rdma/hca", "1").queue("plain").obj(), 0)
+		b.AddNode(testNode("n").Allocatable("rdma/hca", "4").Allocatable("example.com/fpga", "4").Obj(), nil)
+		b.AddPod(testPod("p", "ns").Request("rdma/hca", "1").Queue("plain").Obj(), 0)
 	})
 	wantErrs(t, errs)
 	plain := queueByName(snap, "plain")
@@ -88,9 +87,7 @@ func TestQueueParents(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			snap, errs := buildOne(t, Options{}, func(b *Builder) {
 				for name, parent := range tc.parents {
-					q := makeQueue(name)
-					q.Spec.Parent = parent
-					b.AddQueue(q)
+					b.AddQueue(apitest.MakeQueue(name).Parent(parent).Obj())
 				}
 			})
 			wantErrs(t, errs, tc.errs...)

@@ -7,27 +7,23 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
+
+	"github.com/tessera-gpu/tessera/internal/apitest"
 )
 
 func job(name string, parallelism, completions *int32, mutate ...func(*batchv1.Job)) batchv1.Job {
-	j := batchv1.Job{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", UID: types.UID("uid-" + name)},
-		Spec: batchv1.JobSpec{Parallelism: parallelism, Completions: completions,
-			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": name}},
-				Spec: corev1.PodSpec{SchedulerName: "tessera", Containers: []corev1.Container{{Name: "main"}}}}},
-	}
+	j := apitest.MakeJob(name, "ns").UID("uid-" + name).
+		Template(apitest.MakePod("", "").Label("app", name).SchedulerName("tessera").Obj()).Obj()
+	j.Spec.Parallelism, j.Spec.Completions = parallelism, completions
 	for _, m := range mutate {
-		m(&j)
+		m(j)
 	}
-	return j
+	return *j
 }
 
 func jobPod(name, jobName string, phase corev1.PodPhase) corev1.Pod {
-	return corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns",
-		OwnerReferences: []metav1.OwnerReference{{Kind: "Job", Name: jobName, Controller: ptr.To(true)}}},
-		Status: corev1.PodStatus{Phase: phase}}
+	return *apitest.MakePod(name, "ns").ControlledBy("Job", jobName).Phase(phase).Obj()
 }
 
 // TestExpandJobs: pods are made as the Job controller would, counting the listed ones.
@@ -73,7 +69,7 @@ func TestExpandJobs(t *testing.T) {
 // names already taken.
 func TestExpandJobsPods(t *testing.T) {
 	indexed := func(j *batchv1.Job) { j.Spec.CompletionMode = ptr.To(batchv1.IndexedCompletion) }
-	taken := corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "a-0", Namespace: "ns"}}
+	taken := *apitest.MakePod("a-0", "ns").Obj()
 	m := &Manifests{Jobs: []batchv1.Job{job("a", ptr.To[int32](2), nil, indexed)}, Pods: []corev1.Pod{taken}}
 	if err := m.ExpandJobs(); err != nil {
 		t.Fatal(err)
@@ -181,10 +177,8 @@ spec: {weight: 2}
 // TestExpandJobsVolcanoPods: the running pods of a Volcano Job count for the batch/v1
 // Job its task converts to, so none is made twice.
 func TestExpandJobsVolcanoPods(t *testing.T) {
-	p := corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "pretrain-worker-0", Namespace: "ns",
-		Labels:          map[string]string{volcanoTaskLabel: "worker"},
-		OwnerReferences: []metav1.OwnerReference{{APIVersion: "batch.volcano.sh/v1alpha1", Kind: "Job", Name: "pretrain", Controller: ptr.To(true)}}},
-		Status: corev1.PodStatus{Phase: corev1.PodRunning}}
+	p := *apitest.MakePod("pretrain-worker-0", "ns").Label(volcanoTaskLabel, "worker").Phase(corev1.PodRunning).
+		OwnerReference(metav1.OwnerReference{APIVersion: "batch.volcano.sh/v1alpha1", Kind: "Job", Name: "pretrain", Controller: ptr.To(true)}).Obj()
 	m := &Manifests{Jobs: []batchv1.Job{job("pretrain-worker", ptr.To[int32](2), nil)}, Pods: []corev1.Pod{p}}
 	if err := m.ExpandJobs(); err != nil {
 		t.Fatal(err)

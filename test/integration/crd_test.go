@@ -12,6 +12,7 @@ import (
 
 	tesserav1 "github.com/tessera-gpu/tessera/api/v1alpha1"
 	"github.com/tessera-gpu/tessera/deploy/crds/crdstest"
+	"github.com/tessera-gpu/tessera/internal/apitest"
 )
 
 func decode(t *testing.T, doc string) *unstructured.Unstructured {
@@ -126,8 +127,7 @@ func TestValidObjectsAccepted(t *testing.T) {
 func TestGPUNodeStatus(t *testing.T) {
 	e := requireEnv(t)
 	ctx := t.Context()
-	n := &tesserav1.GPUNode{}
-	n.Name = "status-node"
+	n := apitest.MakeGPUNode("status-node").Obj()
 	if err := e.Client.Create(ctx, n); err != nil {
 		t.Fatal(err)
 	}
