@@ -47,6 +47,10 @@ type Handler struct {
 	// Policies validates AdmissionPolicies (validating handler only); nil admits them.
 	Policies PolicyChecker
 	Metrics  *Metrics
+	// Guard, when set, refuses scheduling state written by anybody but the scheduler,
+	// before any policy runs; it also sees Pod UPDATEs and Binding CREATEs, which the
+	// policies do not decide on.
+	Guard *StateGuard
 	// Log receives the decision log at V(2).
 	Log logr.Logger
 }
@@ -103,6 +107,14 @@ func (h *Handler) decided(kind string, op admissionv1.Operation) bool {
 func (h *Handler) Admit(ctx context.Context, req *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
 	start := time.Now()
 	kind, op := req.Kind.Kind, req.Operation
+	if h.Guard != nil {
+		if msg := h.Guard.Check(req); msg != "" {
+			h.Metrics.count(string(op), kind, ResultDenied)
+			h.Log.V(2).Info("admission decision", "webhook", h.name(), "operation", op, "kind", kind, "namespace", req.Namespace,
+				"name", objectName(req), "uid", req.UID, "user", req.UserInfo.Username, "result", ResultDenied, "denials", []string{msg})
+			return guardDenial(msg)
+		}
+	}
 	if kind == KindAdmissionPolicy && !h.Mutating && (op == admissionv1.Create || op == admissionv1.Update) {
 		return h.admitPolicy(ctx, req)
 	}

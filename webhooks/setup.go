@@ -28,7 +28,13 @@ type Options struct {
 	PolicyTimeout time.Duration
 	// Metrics registers the metrics with controller-runtime's registry when true.
 	Metrics bool
+	// SchedulerUsers may write scheduling state (StateGuard); empty means
+	// SchedulerUser(DefaultNamespace), the chart's scheduler ServiceAccount.
+	SchedulerUsers []string
 }
+
+// DefaultNamespace is the namespace the chart and the kustomize base install Tessera in.
+const DefaultNamespace = "tessera-system"
 
 // Webhooks is what Setup wired, for callers that want to inspect it.
 type Webhooks struct {
@@ -78,13 +84,18 @@ func Setup(ctx context.Context, mgr manager.Manager, opts Options) (*Webhooks, e
 		Complete(pc); err != nil {
 		return nil, fmt.Errorf("admission policy controller: %w", err)
 	}
+	users := opts.SchedulerUsers
+	if len(users) == 0 {
+		users = []string{SchedulerUser(DefaultNamespace)}
+	}
+	guard := &StateGuard{Users: users}
 	w := &Webhooks{
 		Engine:     engine,
 		Cluster:    cc,
 		Controller: pc,
 		Mutating: &Handler{Mutating: true, ValidateOnMutate: map[string]bool{KindPod: true}, Evaluator: engine, Cluster: cc,
-			Metrics: wm, Log: log.WithName("mutating")},
-		Validating: &Handler{Evaluator: engine, Cluster: cc, Policies: pc, Metrics: wm, Log: log.WithName("validating")},
+			Metrics: wm, Guard: guard, Log: log.WithName("mutating")},
+		Validating: &Handler{Evaluator: engine, Cluster: cc, Policies: pc, Metrics: wm, Guard: guard, Log: log.WithName("validating")},
 	}
 	srv := mgr.GetWebhookServer()
 	srv.Register(MutatePath, w.Mutating)

@@ -36,6 +36,11 @@ const (
 	AnnotationQueue        = "tessera.dev/queue"
 )
 
+// SchedulingStateAnnotations are the pod annotations only the scheduler writes (through
+// the Binding that places the pod); the admission webhook refuses them from anybody
+// else, on create and on update, and the node agent trusts them for that reason.
+var SchedulingStateAnnotations = []string{AnnotationGPUAssign}
+
 // Labels and annotations of other batch systems that Tessera reads (never requires).
 const (
 	VolcanoQueueName      = "scheduling.volcano.sh/queue-name"

@@ -39,6 +39,7 @@ type webhookFlags struct {
 	certRotateBefore time.Duration
 	serving          controller.Serving
 	policyTimeout    time.Duration
+	schedulerUsers   []string
 	kubeconfig       string
 }
 
@@ -72,6 +73,7 @@ it expires. The server starts once the certificate is on disk.`,
 	fs.DurationVar(&f.certRotateBefore, "cert-rotate-before", 30*24*time.Hour, "re-sign a self-managed certificate this long before it expires")
 	f.serving.AddServingFlags(fs)
 	fs.DurationVar(&f.policyTimeout, "policy-timeout", time.Second, "deadline for evaluating one request against the policy set")
+	fs.StringSliceVar(&f.schedulerUsers, "scheduler-user", nil, "user names that may write the scheduler's pod annotations (tessera.dev/gpu-assignment); default: the ServiceAccount tessera-scheduler of --namespace")
 	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig file; empty: $KUBECONFIG or the in-cluster config")
 	klogFlags := flag.NewFlagSet("klog", flag.ContinueOnError)
 	klog.InitFlags(klogFlags)
@@ -110,6 +112,15 @@ func (f webhookFlags) validate() error {
 	return nil
 }
 
+// schedulerIdentity is --scheduler-user, else the scheduler's ServiceAccount in
+// --namespace, else (no namespace) the webhooks package's default.
+func (f webhookFlags) schedulerIdentity() []string {
+	if len(f.schedulerUsers) > 0 || f.namespace == "" {
+		return f.schedulerUsers
+	}
+	return []string{webhooks.SchedulerUser(f.namespace)}
+}
+
 // serveWebhook runs the webhook server, and the certificate rotator unless cert-manager
 // provides the certificate, until ctx ends.
 func serveWebhook(ctx context.Context, cfg *rest.Config, f webhookFlags) error {
@@ -135,7 +146,8 @@ func serveWebhook(ctx context.Context, cfg *rest.Config, f webhookFlags) error {
 	} else if err := rotator.AddRotator(mgr, certRotator(f, certsReady)); err != nil {
 		return fmt.Errorf("webhook certificate rotator: %w", err)
 	}
-	if _, err := webhooks.Setup(ctx, mgr, webhooks.Options{PolicyTimeout: f.policyTimeout, Metrics: true}); err != nil {
+	if _, err := webhooks.Setup(ctx, mgr, webhooks.Options{PolicyTimeout: f.policyTimeout, Metrics: true,
+		SchedulerUsers: f.schedulerIdentity()}); err != nil {
 		return err
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {

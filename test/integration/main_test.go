@@ -17,6 +17,7 @@ var (
 func TestMain(m *testing.M) {
 	env, envErr = testenv.New(testenv.Options{})
 	code := m.Run()
+	stopTenantEnv()
 	if env != nil {
 		if err := env.Stop(); err != nil {
 			fmt.Fprintln(os.Stderr, "stop API server:", err)

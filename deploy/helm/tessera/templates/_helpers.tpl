@@ -64,3 +64,13 @@ seccompProfile:
 {{- range .Values.webhook.excludeNamespaces }}{{ $ns = append $ns . }}{{ end -}}
 {{- toJson (uniq $ns) -}}
 {{- end -}}
+
+{{/* The scheduler's user name: the only one that may write scheduling state on pods. */}}
+{{- define "tessera.schedulerUser" -}}
+system:serviceaccount:{{ .Release.Namespace }}:tessera-scheduler
+{{- end -}}
+
+{{/* The pod annotations only the scheduler writes (api/v1alpha1.SchedulingStateAnnotations), as a CEL list. */}}
+{{- define "tessera.schedulingStateKeys" -}}
+["tessera.dev/gpu-assignment"]
+{{- end -}}
