@@ -32,6 +32,26 @@ type Cluster struct {
 	PriorityClasses map[string]int32
 }
 
+// Settings are the operator's admission settings, at input.cluster.settings.
+type Settings struct {
+	// SchedulerUsers are the scheduler's identity: exempt from the checks that keep
+	// tenants from placing pods themselves (spec.nodeName, another schedulerName).
+	SchedulerUsers []string
+	// AllowedSchedulers may schedule GPU workloads besides tessera.
+	AllowedSchedulers []string
+}
+
+func (s Settings) doc() map[string]any {
+	list := func(v []string) []any {
+		out := make([]any, len(v))
+		for i, x := range v {
+			out[i] = x
+		}
+		return out
+	}
+	return map[string]any{"schedulerUsers": list(s.SchedulerUsers), "allowedSchedulers": list(s.AllowedSchedulers)}
+}
+
 // ClusterSource gives the handlers the cluster data and a request's namespace.
 type ClusterSource interface {
 	Cluster(ctx context.Context) (*Cluster, error)
@@ -44,6 +64,8 @@ type ClusterSource interface {
 //	maxGPUMemoryMiB: the largest GPU's memory over all GPUNodes (0: none known)
 //	capacity:        {tessera.dev/gpu, nvidia.com/gpu: healthy GPUs; tessera.dev/gpu-memory: their MiB}
 //	priorityClasses: {name: value}
+//
+// CachedCluster adds settings: {schedulerUsers, allowedSchedulers} (Settings).
 func ClusterDoc(queues []tesserav1.Queue, nodes []tesserav1.GPUNode, classes []schedulingv1.PriorityClass) (map[string]any, map[string]int32) {
 	qs := make(map[string]any, len(queues))
 	for i := range queues {
@@ -127,6 +149,8 @@ type CachedCluster struct {
 	Reader client.Reader
 	// MaxAge bounds how stale the document may get without an Invalidate; 0 means 30s.
 	MaxAge time.Duration
+	// Settings appear at input.cluster.settings.
+	Settings Settings
 
 	dirty   atomic.Bool
 	mu      sync.Mutex
@@ -164,6 +188,7 @@ func (c *CachedCluster) Cluster(ctx context.Context) (*Cluster, error) {
 		return nil, fmt.Errorf("list PriorityClasses for the policies: %w", err)
 	}
 	doc, pcs := ClusterDoc(queues.Items, nodes.Items, classes.Items)
+	doc["settings"] = c.Settings.doc()
 	shared, err := policy.NewShared(doc)
 	if err != nil {
 		return nil, err

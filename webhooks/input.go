@@ -37,8 +37,9 @@ type Namespace struct {
 // BuildInput turns an admission request into the policy input document:
 //
 //	operation, kind
+//	user:      {username, groups} (the request's; absent when unknown)
 //	namespace: {name, labels, annotations}
-//	workload:  {name, labels, annotations, queue, schedulerName, priorityClassName,
+//	workload:  {name, labels, annotations, queue, schedulerName, nodeName, priorityClassName,
 //	            replicas, minAvailable, containers: [{name, image, init, requests, limits}],
 //	            podRequests, gangRequests, deserved, capability}
 //
@@ -81,6 +82,13 @@ func BuildInput(req *admissionv1.AdmissionRequest, ns *Namespace) (map[string]an
 		nsDoc["annotations"] = stringMap(ns.Annotations)
 	}
 	doc["namespace"] = nsDoc
+	if u := req.UserInfo; u.Username != "" {
+		groups := make([]any, len(u.Groups))
+		for i, g := range u.Groups {
+			groups[i] = g
+		}
+		doc["user"] = map[string]any{"username": u.Username, "groups": groups}
+	}
 	return doc, nil
 }
 
@@ -174,6 +182,7 @@ func queueWorkload(raw []byte) (map[string]any, error) {
 
 func podSpec(w map[string]any, spec *corev1.PodSpec) {
 	setString(w, "schedulerName", spec.SchedulerName)
+	setString(w, "nodeName", spec.NodeName)
 	setString(w, "priorityClassName", spec.PriorityClassName)
 	containers := make([]any, 0, len(spec.InitContainers)+len(spec.Containers))
 	for i := range spec.InitContainers {

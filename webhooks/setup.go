@@ -31,6 +31,9 @@ type Options struct {
 	// SchedulerUsers may write scheduling state (StateGuard); empty means
 	// SchedulerUser(DefaultNamespace), the chart's scheduler ServiceAccount.
 	SchedulerUsers []string
+	// AllowedSchedulers may schedule GPU workloads besides tessera; a GPU workload that
+	// names any other scheduler is denied.
+	AllowedSchedulers []string
 }
 
 // DefaultNamespace is the namespace the chart and the kustomize base install Tessera in.
@@ -68,7 +71,11 @@ func Setup(ctx context.Context, mgr manager.Manager, opts Options) (*Webhooks, e
 	if err := pc.Start(ctx); err != nil {
 		return nil, err
 	}
-	cc := &CachedCluster{Reader: mgr.GetCache()}
+	users := opts.SchedulerUsers
+	if len(users) == 0 {
+		users = []string{SchedulerUser(DefaultNamespace)}
+	}
+	cc := &CachedCluster{Reader: mgr.GetCache(), Settings: Settings{SchedulerUsers: users, AllowedSchedulers: opts.AllowedSchedulers}}
 	if err := invalidateOn(ctx, mgr, cc, &tesserav1.Queue{}, &tesserav1.GPUNode{}, &schedulingv1.PriorityClass{}); err != nil {
 		return nil, err
 	}
@@ -83,10 +90,6 @@ func Setup(ctx context.Context, mgr manager.Manager, opts Options) (*Webhooks, e
 		WithOptions(controller.Options{SkipNameValidation: ptr.To(true)}).
 		Complete(pc); err != nil {
 		return nil, fmt.Errorf("admission policy controller: %w", err)
-	}
-	users := opts.SchedulerUsers
-	if len(users) == 0 {
-		users = []string{SchedulerUser(DefaultNamespace)}
 	}
 	guard := &StateGuard{Users: users}
 	w := &Webhooks{

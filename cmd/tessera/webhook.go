@@ -40,6 +40,7 @@ type webhookFlags struct {
 	serving          controller.Serving
 	policyTimeout    time.Duration
 	schedulerUsers   []string
+	allowedScheds    []string
 	kubeconfig       string
 }
 
@@ -74,6 +75,7 @@ it expires. The server starts once the certificate is on disk.`,
 	f.serving.AddServingFlags(fs)
 	fs.DurationVar(&f.policyTimeout, "policy-timeout", time.Second, "deadline for evaluating one request against the policy set")
 	fs.StringSliceVar(&f.schedulerUsers, "scheduler-user", nil, "user names that may write the scheduler's pod annotations (tessera.dev/gpu-assignment); default: the ServiceAccount tessera-scheduler of --namespace")
+	fs.StringSliceVar(&f.allowedScheds, "allowed-scheduler", nil, "schedulers besides tessera that GPU workloads may name in spec.schedulerName; a GPU workload naming any other is denied")
 	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig file; empty: $KUBECONFIG or the in-cluster config")
 	klogFlags := flag.NewFlagSet("klog", flag.ContinueOnError)
 	klog.InitFlags(klogFlags)
@@ -147,7 +149,7 @@ func serveWebhook(ctx context.Context, cfg *rest.Config, f webhookFlags) error {
 		return fmt.Errorf("webhook certificate rotator: %w", err)
 	}
 	if _, err := webhooks.Setup(ctx, mgr, webhooks.Options{PolicyTimeout: f.policyTimeout, Metrics: true,
-		SchedulerUsers: f.schedulerIdentity()}); err != nil {
+		SchedulerUsers: f.schedulerIdentity(), AllowedSchedulers: f.allowedScheds}); err != nil {
 		return err
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {

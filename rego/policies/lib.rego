@@ -56,3 +56,16 @@ managed if input.workload.schedulerName == "tessera"
 workload_kinds := {"Pod", "Job", "PodGroup"}
 
 queue_info(q) := object.get(object.get(object.get(input, "cluster", {}), "queues", {}), q, null)
+
+# settings: the operator's admission settings (webhook flags): schedulerUsers, allowedSchedulers.
+settings := object.get(object.get(input, "cluster", {}), "settings", {})
+
+# from_scheduler: the request comes from the scheduler's identity.
+from_scheduler if {
+	u := object.get(object.get(input, "user", {}), "username", "")
+	u != ""
+	u in object.get(settings, "schedulerUsers", [])
+}
+
+# from_node: a kubelet's request (mirror pods of static pods are created bound).
+from_node if "system:nodes" in object.get(object.get(input, "user", {}), "groups", [])

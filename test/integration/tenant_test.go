@@ -100,7 +100,7 @@ func startTenantEnv() (*testenv.Env, error) {
 	if err != nil {
 		return fail(err)
 	}
-	wh, err := webhooks.Setup(ctx, mgr, webhooks.Options{})
+	wh, err := webhooks.Setup(ctx, mgr, webhooks.Options{AllowedSchedulers: []string{allowedScheduler}})
 	if err != nil {
 		return fail(err)
 	}
@@ -453,4 +453,56 @@ func tenantJob(name string, pod *corev1.Pod) *batchv1.Job {
 			Spec:       spec,
 		}},
 	}
+}
+
+// TestTenantNodeNamePreset: a GPU pod (or a Job's GPU pod template) with spec.nodeName
+// preset would skip the scheduler and its queue; it is refused. The scheduler's identity
+// may create one.
+func TestTenantNodeNamePreset(t *testing.T) {
+	e := tenantEnv(t)
+	ctx := testenv.Context(t, 60*time.Second)
+	tenant, sched := asTenant(t, e), asScheduler(t, e)
+
+	pod := tenantPod("preset-node", 1)
+	pod.Spec.NodeName = "n1"
+	refused(t, "tenant GPU pod with spec.nodeName", tenant.Create(ctx, pod.DeepCopy()),
+		`spec.nodeName is preset to "n1"`, "let the tessera scheduler place it")
+	refused(t, "tenant GPU Job with spec.nodeName", tenant.Create(ctx, tenantJob("preset-node", pod)),
+		`spec.nodeName is preset to "n1"`)
+
+	cpu := tenantPod("preset-node-cpu", 0)
+	cpu.Spec.NodeName = "n1"
+	must(t, "tenant CPU pod with spec.nodeName (not Tessera's to place)", tenant.Create(ctx, cpu))
+
+	grantScheduler(t, e)
+	must(t, "scheduler creates a GPU pod with spec.nodeName", sched.Create(ctx, pod.DeepCopy()))
+}
+
+// TestTenantOtherSchedulerName: a GPU pod naming a scheduler the operator did not allow
+// would never be queued; it is refused. An allowed one is admitted, "default-scheduler"
+// becomes tessera, and the scheduler's identity may name any.
+func TestTenantOtherSchedulerName(t *testing.T) {
+	e := tenantEnv(t)
+	ctx := testenv.Context(t, 60*time.Second)
+	tenant, sched := asTenant(t, e), asScheduler(t, e)
+
+	pod := tenantPod("other-scheduler", 1)
+	pod.Spec.SchedulerName = otherScheduler
+	refused(t, "tenant GPU pod with another scheduler", tenant.Create(ctx, pod.DeepCopy()),
+		`spec.schedulerName "`+otherScheduler+`"`, "set it to tessera", "["+allowedScheduler+", tessera]")
+	refused(t, "tenant GPU Job with another scheduler", tenant.Create(ctx, tenantJob("other-scheduler", pod)),
+		`spec.schedulerName "`+otherScheduler+`"`)
+
+	allowed := tenantPod("allowed-scheduler", 1)
+	allowed.Spec.SchedulerName = allowedScheduler
+	must(t, "tenant GPU pod with a scheduler the operator allows", tenant.Create(ctx, allowed))
+	def := tenantPod("default-scheduler", 1)
+	def.Spec.SchedulerName = corev1.DefaultSchedulerName
+	must(t, "tenant GPU pod with the default scheduler", tenant.Create(ctx, def))
+	if def.Spec.SchedulerName != tesserav1.SchedulerName {
+		t.Errorf("default-scheduler became %q, want tessera", def.Spec.SchedulerName)
+	}
+
+	grantScheduler(t, e)
+	must(t, "scheduler creates a GPU pod with another scheduler", sched.Create(ctx, pod.DeepCopy()))
 }
