@@ -1,17 +1,57 @@
 package lint
 
 import (
+	"cmp"
+	"os"
+
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
+
+	"github.com/tessera-gpu/tessera/internal/yamlerr"
 )
 
 // Build runs kustomize (the API behind kubectl kustomize) on the kustomization in dir
-// and returns its objects as multi-document YAML.
+// and returns its objects as multi-document YAML. Kustomizations that include
+// themselves, files outside their kustomization's directory and files over the YAML
+// reader's limits (yamlerr.MaxFileBytes, yamlerr.MaxAliasNodes) are refused before
+// kustomize expands them; errors.Is(err, yamlerr.ErrLimit) tells the last apart.
 func Build(dir string) ([]byte, error) {
+	r := newReader(dir)
+	if err := r.checkGraph([]string{dir}); err != nil {
+		return nil, err
+	}
 	k := krusty.MakeKustomizer(krusty.MakeDefaultOptions())
-	m, err := k.Run(filesys.MakeFsOnDisk(), dir)
+	fs := &boundedFS{FileSystem: filesys.MakeFsOnDisk()}
+	m, err := k.Run(fs, dir)
 	if err != nil {
+		if fs.limit != nil { // kustomize flattens the errors of the files it reads
+			return nil, fs.limit
+		}
 		return nil, err
 	}
 	return m.AsYaml()
+}
+
+// boundedFS is the disk, each file checked against the YAML reader's limits as
+// kustomize reads it: kustomize decodes every file it reads (resources, patches,
+// generators' sources) and expands its aliases.
+type boundedFS struct {
+	filesys.FileSystem
+	limit error // the first limit a file exceeded
+}
+
+func (fs *boundedFS) ReadFile(path string) ([]byte, error) {
+	if st, err := os.Stat(path); err == nil && st.Size() > yamlerr.MaxFileBytes {
+		fs.limit = cmp.Or(fs.limit, yamlerr.TooLarge(path))
+		return nil, fs.limit
+	}
+	b, err := fs.FileSystem.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := yamlerr.Check(path, b); err != nil {
+		fs.limit = cmp.Or(fs.limit, err)
+		return nil, err
+	}
+	return b, nil
 }

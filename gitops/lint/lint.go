@@ -10,9 +10,12 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	goruntime "runtime"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"go.yaml.in/yaml/v3"
 	corev1 "k8s.io/api/core/v1"
@@ -21,6 +24,7 @@ import (
 
 	tesserav1 "github.com/tessera-gpu/tessera/api/v1alpha1"
 	"github.com/tessera-gpu/tessera/deploy/crds"
+	"github.com/tessera-gpu/tessera/internal/yamlerr"
 	"github.com/tessera-gpu/tessera/webhooks"
 )
 
@@ -46,28 +50,60 @@ var regoRow = regexp.MustCompile(`\.rego:(\d+)`)
 var builtinPriorityClasses = []string{"system-cluster-critical", "system-node-critical"}
 
 // Lint checks every kustomization under dir that no other one includes. The error is
-// for input that cannot be checked at all (no kustomization, unreadable files).
+// for input that cannot be checked at all: no kustomization, a kustomization cycle,
+// unreadable files, a limit exceeded (MaxDepth, MaxObjects, yamlerr.MaxFileBytes,
+// yamlerr.MaxAliasNodes); a negative Options.ClusterGPUs.
 func Lint(ctx context.Context, dir string, opts Options) ([]Finding, error) {
-	roots, err := roots(dir)
+	if opts.ClusterGPUs < 0 {
+		return nil, fmt.Errorf("cluster GPUs %d: give the cluster's GPU count, or 0 not to check it", opts.ClusterGPUs)
+	}
+	r := newReader(dir)
+	roots, err := r.roots(dir)
 	if err != nil {
 		return nil, err
 	}
 	var out []Finding
 	for _, root := range roots {
-		l := &linter{ctx: ctx, opts: opts, queues: map[string]*object{}, classes: map[string]bool{}}
-		files, err := l.resourceFiles(root)
+		l := &linter{ctx: ctx, opts: opts, queues: map[string]*object{}, classes: map[string]bool{}, ids: map[string]*object{}, parents: map[string]int{}}
+		k, err := r.read(root)
 		if err != nil {
 			return nil, err
 		}
-		if len(l.findings) == 0 { // a missing resource is named above, with its line
+		l.plain = true
+		files := l.resourceFiles(r, k, map[string]*kustomization{})
+		if len(l.findings) == 0 && !l.plain { // a missing resource is named above, with its line
+			// A kustomization with only id-preserving fields builds to its files'
+			// objects, which the checks below read; the others are built by kustomize.
 			if _, err := Build(root); err != nil {
-				l.add(filepath.Join(root, "kustomization.yaml"), 1, "kustomize build: %v", err)
+				if errors.Is(err, yamlerr.ErrLimit) {
+					return nil, err
+				}
+				l.add(k.file, 1, "kustomize build: %v", err)
 			}
 		}
+		var docs []*document
+		size := 0
 		for _, f := range files {
-			if err := l.file(f); err != nil {
+			if err := ctx.Err(); err != nil {
 				return nil, err
 			}
+			b, err := yamlerr.ReadFile(f)
+			if err != nil {
+				return nil, err
+			}
+			if size += len(b); size > MaxBytes {
+				return nil, fmt.Errorf("%s: its files hold more than %d MiB, the most gitops lint reads in one kustomization; split it into several", k.file, MaxBytes>>20)
+			}
+			docs = append(docs, split(f, b)...)
+		}
+		if len(docs) > MaxObjects {
+			return nil, fmt.Errorf("%s: more than %d objects, the most gitops lint reads in one kustomization; split it into several", k.file, MaxObjects)
+		}
+		if err := l.check(docs); err != nil {
+			if errors.Is(err, errTooMany) {
+				return nil, fmt.Errorf("%s: more than %d objects, the most gitops lint reads in one kustomization; split it into several", k.file, MaxObjects)
+			}
+			return nil, err
 		}
 		l.crossObject()
 		out = append(out, l.findings...)
@@ -81,106 +117,63 @@ func Lint(ctx context.Context, dir string, opts Options) ([]Finding, error) {
 	return out, nil
 }
 
-// kustomization is the part of a kustomization.yaml the linter follows: its resources,
-// with the line each is listed on.
-type kustomization struct {
-	Resources []string
-	lines     map[string]int
-}
-
-func (k kustomization) line(resource string) int { return max(k.lines[resource], 1) }
-
-func readKustomization(dir string) (kustomization, error) {
-	k := kustomization{lines: map[string]int{}}
-	path := filepath.Join(dir, "kustomization.yaml")
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return k, err
-	}
-	var doc struct {
-		Resources yaml.Node `yaml:"resources"`
-	}
-	if err := yaml.Unmarshal(b, &doc); err != nil {
-		return k, fmt.Errorf("%s: %w", path, err)
-	}
-	for _, n := range doc.Resources.Content {
-		k.Resources = append(k.Resources, n.Value)
-		k.lines[n.Value] = n.Line
-	}
-	return k, nil
-}
-
-// roots are the kustomization directories under dir that no other one includes.
-func roots(dir string) ([]string, error) {
-	var all []string
-	included := map[string]bool{}
-	err := filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
-		if err != nil || d.IsDir() || d.Name() != "kustomization.yaml" {
-			return err
-		}
-		kdir := filepath.Dir(path)
-		all = append(all, kdir)
-		k, err := readKustomization(kdir)
-		if err != nil {
-			return err
-		}
-		for _, r := range k.Resources {
-			included[filepath.Clean(filepath.Join(kdir, r))] = true
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
+// resourceFiles are the manifest files k includes, directly or through the
+// kustomizations it includes (seen: those already walked for this root, by resolved
+// directory). A resource that does not exist, lies outside the kustomization's
+// directory (a file) or the repository (a directory), is remote, or is included twice
+// is a finding; the graph has no cycle and is no deeper than MaxDepth (checkGraph).
+func (l *linter) resourceFiles(r *reader, k *kustomization, seen map[string]*kustomization) []string {
+	seen[k.key] = k
+	l.plain = l.plain && k.plain
 	var out []string
-	for _, d := range all {
-		if !included[filepath.Clean(d)] {
-			out = append(out, d)
+	for _, res := range k.resources {
+		if remote(res) {
+			l.add(k.file, k.line(res), "resource %s is remote: gitops lint checks only the repository's files, and the build would fetch it unchecked; vendor it into the repository", res)
+			continue
 		}
-	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("%s: no kustomization.yaml found; point gitops lint at a repository of kustomizations (for example gitops/clusters)", dir)
-	}
-	return out, nil
-}
-
-// resourceFiles are the manifest files a kustomization includes, directly or through
-// the kustomizations it includes; a resource that does not exist is a finding.
-func (l *linter) resourceFiles(dir string) ([]string, error) {
-	k, err := readKustomization(dir)
-	if err != nil {
-		return nil, err
-	}
-	var out []string
-	for _, r := range k.Resources {
-		p := filepath.Join(dir, r)
+		p := filepath.Join(k.dir, res)
 		st, err := os.Stat(p)
 		if err != nil {
-			l.add(filepath.Join(dir, "kustomization.yaml"), k.line(r), "resource %s: %v", r, errors.Unwrap(err))
+			l.add(k.file, k.line(res), "resource %s: %v", res, errors.Unwrap(err))
 			continue
 		}
 		if !st.IsDir() {
+			if !within(resolve(p), k.key) {
+				l.add(k.file, k.line(res), "resource %s is not in or below %s; kustomize refuses files outside the kustomization's directory: move the file in, or list a kustomization directory that holds it", res, k.dir)
+				continue
+			}
 			out = append(out, p)
 			continue
 		}
-		if _, err := os.Stat(filepath.Join(p, "kustomization.yaml")); err != nil {
-			l.add(filepath.Join(dir, "kustomization.yaml"), k.line(r), "resource %s is a directory without kustomization.yaml", r)
+		if r.repo != "" && !within(resolve(p), r.repo) {
+			l.add(k.file, k.line(res), "resource %s is outside the repository %s; Flux and Argo CD see only the repository's files", res, r.repo)
 			continue
 		}
-		sub, err := l.resourceFiles(p)
-		if err != nil {
-			return nil, err
+		if kustomizationFile(p) == "" {
+			l.add(k.file, k.line(res), "resource %s is a directory without a kustomization file (%s)", res, strings.Join(kustomizationNames, ", "))
+			continue
 		}
-		out = append(out, sub...)
+		sub, err := r.read(p)
+		if err != nil { // read by checkGraph already
+			l.add(k.file, k.line(res), "resource %s: %v", res, err)
+			continue
+		}
+		if prev, dup := seen[sub.key]; dup {
+			l.add(k.file, k.line(res), "resource %s is included twice (%s is already part of this build); kustomize fails on the objects it would add again", res, prev.file)
+			continue
+		}
+		out = append(out, l.resourceFiles(r, sub, seen)...)
 	}
-	return out, nil
+	return out
 }
 
 // object is one document of a manifest file.
 type object struct {
-	file string
-	node *yaml.Node
-	obj  map[string]any
+	file     string
+	node     *yaml.Node
+	inList   bool
+	obj      map[string]any // nil: the document is not an object
+	findings []Finding      // of the object alone (prepare)
 }
 
 // line is the line of a field path ("spec.deserved", "metadata.annotations[tessera.dev/queue]"),
@@ -243,6 +236,14 @@ type linter struct {
 	queues   map[string]*object
 	classes  map[string]bool
 	refs     []ref
+	// plain: every kustomization of the build has only id-preserving fields, so the
+	// linter checks what kustomize would (objects with the same identity) instead of
+	// running kustomize, whose duplicate check is quadratic in the objects.
+	plain bool
+	// ids are the objects by apiVersion, kind, namespace and name (plain builds).
+	ids map[string]*object
+	// parents: 1 while a queue's parents are being followed, 2 once done (cycle).
+	parents map[string]int
 }
 
 // ref is a name one object gives another by.
@@ -256,31 +257,171 @@ func (l *linter) add(file string, line int, format string, args ...any) {
 	l.findings = append(l.findings, Finding{File: file, Line: line, Message: fmt.Sprintf(format, args...)})
 }
 
-// file checks each document of a manifest file.
-func (l *linter) file(path string) error {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return err
+// document is one YAML document of a manifest file, as text.
+type document struct {
+	file string
+	text []byte
+	line int // of its first line in the file, from 1
+	objs []*object
+	// err is the finding of a document that is not YAML.
+	err *Finding
+}
+
+// split cuts a manifest file into its documents at the "---" lines, as the API
+// machinery's YAML reader does, so that they can be parsed in parallel; a document
+// marker with content on its line stays inside a document, whose parser handles it.
+func split(file string, b []byte) []*document {
+	var out []*document
+	start, startLine, line := 0, 1, 1
+	for i := 0; i < len(b); {
+		end := bytes.IndexByte(b[i:], '\n')
+		if end < 0 {
+			end = len(b)
+		} else {
+			end += i
+		}
+		if l := b[i:end]; bytes.HasPrefix(l, []byte("---")) {
+			if rest := bytes.TrimSpace(l[3:]); len(rest) == 0 || rest[0] == '#' {
+				if i > start {
+					out = append(out, &document{file: file, text: b[start:i], line: startLine})
+				}
+				start, startLine = min(end+1, len(b)), line+1
+			}
+		}
+		i = end + 1
+		line++
 	}
-	dec := yaml.NewDecoder(bytes.NewReader(b))
+	if start < len(b) {
+		out = append(out, &document{file: file, text: b[start:], line: startLine})
+	}
+	return out
+}
+
+// parse reads the objects of d. Empty documents (a trailing "---", a document of
+// comments) have none, as kustomize and kubectl skip them; a v1 List's items are
+// objects of their own. Text that is not YAML is a finding.
+func (d *document) parse() {
+	dec := yaml.NewDecoder(bytes.NewReader(d.text))
 	for {
 		var doc yaml.Node
 		if err := dec.Decode(&doc); errors.Is(err, io.EOF) {
-			return nil
+			return
 		} else if err != nil {
-			l.add(path, 1, "not YAML: %v", err)
-			return nil
+			line := d.line - 1 + yamlLine(err)
+			msg := yamlErrLine.ReplaceAllString(err.Error(), fmt.Sprintf("line %d", line))
+			d.err = &Finding{File: d.file, Line: line, Message: "not YAML: " + msg}
+			return
 		}
-		if len(doc.Content) == 0 {
+		if len(doc.Content) == 0 || empty(doc.Content[0]) {
 			continue
 		}
-		o := &object{file: path, node: doc.Content[0]}
-		if err := o.node.Decode(&o.obj); err != nil || o.obj == nil {
-			l.add(path, o.node.Line, "a document that is not an object")
+		n := doc.Content[0]
+		shift(n, d.line-1)
+		if items := listItems(n); items != nil {
+			for _, item := range items.Content {
+				d.objs = append(d.objs, &object{file: d.file, node: item, inList: true})
+			}
 			continue
 		}
-		l.object(o)
+		d.objs = append(d.objs, &object{file: d.file, node: n})
 	}
+}
+
+// shift moves the lines of n and the nodes under it by delta.
+func shift(n *yaml.Node, delta int) {
+	if delta == 0 {
+		return
+	}
+	n.Line += delta
+	for _, c := range n.Content {
+		shift(c, delta)
+	}
+}
+
+// listItems are the items of a v1 List (kubectl get -o yaml), which kustomize reads
+// as objects; nil for any other document.
+func listItems(n *yaml.Node) *yaml.Node {
+	if n.Kind != yaml.MappingNode {
+		return nil
+	}
+	var kind, apiVersion string
+	var items *yaml.Node
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		switch k, v := n.Content[i].Value, n.Content[i+1]; k {
+		case "kind":
+			kind = v.Value
+		case "apiVersion":
+			apiVersion = v.Value
+		case "items":
+			items = v
+		}
+	}
+	if kind != "List" || apiVersion != "v1" || items == nil || items.Kind != yaml.SequenceNode {
+		return nil
+	}
+	return items
+}
+
+// empty reports whether a document holds nothing: only comments, or a bare "---".
+func empty(n *yaml.Node) bool { return n.Kind == yaml.ScalarNode && n.Tag == "!!null" }
+
+// yamlLine is the line a YAML error names ("yaml: line 7: ..."), else 1.
+func yamlLine(err error) int {
+	if m := yamlErrLine.FindStringSubmatch(err.Error()); m != nil {
+		n, _ := strconv.Atoi(m[1])
+		return max(n, 1)
+	}
+	return 1
+}
+
+var yamlErrLine = regexp.MustCompile(`line (\d+)`)
+
+// errTooMany: more than MaxObjects objects.
+var errTooMany = errors.New("too many objects")
+
+// check parses the documents and runs the checks that need no other object (the CRD's
+// schema and CEL rules, an AdmissionPolicy's compilation and tests) on all cores, then
+// records each object in order; findings come out as if checked one by one.
+func (l *linter) check(docs []*document) error {
+	work := make(chan *document)
+	var wg sync.WaitGroup
+	var objects atomic.Int64
+	for range min(goruntime.GOMAXPROCS(0), max(len(docs), 1)) {
+		wg.Go(func() {
+			for d := range work {
+				if d.parse(); objects.Add(int64(len(d.objs))) > MaxObjects {
+					continue // reported below
+				}
+				for _, o := range d.objs {
+					l.prepare(o)
+				}
+			}
+		})
+	}
+	var err error
+	for _, d := range docs {
+		if err = l.ctx.Err(); err != nil || objects.Load() > MaxObjects {
+			break
+		}
+		work <- d
+	}
+	close(work)
+	wg.Wait()
+	switch {
+	case err != nil:
+		return err
+	case objects.Load() > MaxObjects:
+		return errTooMany
+	}
+	for _, d := range docs {
+		if d.err != nil {
+			l.findings = append(l.findings, *d.err)
+		}
+		for _, o := range d.objs {
+			l.object(o)
+		}
+	}
+	return nil
 }
 
 func str(m map[string]any, keys ...string) string {
@@ -296,21 +437,84 @@ func str(m map[string]any, keys ...string) string {
 	return s
 }
 
+// finding records a finding of o alone.
+func (o *object) finding(line int, format string, args ...any) {
+	o.findings = append(o.findings, Finding{File: o.file, Line: line, Message: fmt.Sprintf(format, args...)})
+}
+
+// prepare decodes o and runs the checks on o alone; it touches nothing but o, so
+// objects are prepared in parallel.
+func (l *linter) prepare(o *object) {
+	if err := o.node.Decode(&o.obj); err != nil || o.obj == nil {
+		o.obj = nil
+		return
+	}
+	apiVersion, kind, name := str(o.obj, "apiVersion"), str(o.obj, "kind"), str(o.obj, "metadata", "name")
+	if apiVersion == "" || kind == "" || name == "" {
+		return // object says so
+	}
+	if crds.Known(apiVersion, kind) {
+		for _, e := range crds.DefaultAndValidate(l.ctx, apiVersion, kind, o.obj) {
+			o.finding(o.line(e.Field), "%s %s: %s", kind, name, e.Error())
+		}
+	}
+	if kind != "AdmissionPolicy" {
+		return
+	}
+	var ap tesserav1.AdmissionPolicy
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.obj, &ap); err != nil {
+		return // the schema check reported it
+	}
+	if _, err := webhooks.NewLocal(l.ctx, []tesserav1.AdmissionPolicy{ap}, nil); err != nil {
+		// The compiler names rows of the Rego source, a block that starts on the
+		// line after spec.rego's key.
+		line := o.line("spec.rego")
+		if m := regoRow.FindStringSubmatch(err.Error()); m != nil {
+			row, _ := strconv.Atoi(m[1])
+			line += row
+		}
+		o.finding(line, "AdmissionPolicy %s: %v", name, err)
+	}
+}
+
+// object records a prepared object: its own findings, and what other objects may
+// refer to or must not repeat.
 func (l *linter) object(o *object) {
+	if o.obj == nil {
+		what := "a document"
+		if o.inList {
+			what = "a List item"
+		}
+		l.add(o.file, o.node.Line, "%s that is not an object", what)
+		return
+	}
 	apiVersion, kind, name := str(o.obj, "apiVersion"), str(o.obj, "kind"), str(o.obj, "metadata", "name")
 	if apiVersion == "" || kind == "" {
 		l.add(o.file, o.node.Line, "apiVersion and kind are required")
 		return
 	}
-	if crds.Known(apiVersion, kind) {
-		for _, e := range crds.DefaultAndValidate(l.ctx, apiVersion, kind, o.obj) {
-			l.add(o.file, o.line(e.Field), "%s %s: %s", kind, name, e.Error())
+	if name == "" {
+		l.add(o.file, o.line("metadata"), "%s: metadata.name is required", kind)
+		return
+	}
+	l.findings = append(l.findings, o.findings...)
+	if l.plain && kind != "Queue" { // Queues: "defined twice" below
+		ns := str(o.obj, "metadata", "namespace")
+		if ns == "" {
+			ns = "default"
+		}
+		id := apiVersion + "/" + kind + "/" + ns + "/" + name
+		if prev, dup := l.ids[id]; dup {
+			l.add(o.file, o.line("metadata.name"), "%s %s is defined twice (also at %s:%d); kustomize fails on two objects of the same kind, namespace and name", kind, name, prev.file, prev.node.Line)
+		} else {
+			l.ids[id] = o
 		}
 	}
 	switch kind {
 	case "Queue":
-		if _, dup := l.queues[name]; dup {
-			l.add(o.file, o.line("metadata.name"), "Queue %s is defined twice", name)
+		if prev, dup := l.queues[name]; dup {
+			l.add(o.file, o.line("metadata.name"), "Queue %s is defined twice (also at %s:%d)", name, prev.file, prev.node.Line)
+			break
 		}
 		l.queues[name] = o
 		if p := str(o.obj, "spec", "parent"); p != "" {
@@ -327,21 +531,6 @@ func (l *linter) object(o *object) {
 		}
 		if c := str(o.obj, "spec", "priorityClassName"); c != "" {
 			l.refs = append(l.refs, ref{o, "spec.priorityClassName", "PriorityClass", c})
-		}
-	case "AdmissionPolicy":
-		var ap tesserav1.AdmissionPolicy
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.obj, &ap); err != nil {
-			return // the schema check reported it
-		}
-		if _, err := webhooks.NewLocal(l.ctx, []tesserav1.AdmissionPolicy{ap}, nil); err != nil {
-			// The compiler names rows of the Rego source, a block that starts on the
-			// line after spec.rego's key.
-			line := o.line("spec.rego")
-			if m := regoRow.FindStringSubmatch(err.Error()); m != nil {
-				row, _ := strconv.Atoi(m[1])
-				line += row
-			}
-			l.add(o.file, line, "AdmissionPolicy %s: %v", name, err)
 		}
 	}
 }
@@ -405,19 +594,34 @@ func (l *linter) resources(o *object, field string) corev1.ResourceList {
 	return out
 }
 
-// cycle reports a queue whose parents lead back to it.
+// cycle reports a queue whose parents lead back to it, once per cycle; each queue's
+// parents are followed once over all queues (linear in the queues).
 func (l *linter) cycle(name string) {
-	seen := map[string]bool{name: true}
-	for q := str(l.queues[name].obj, "spec", "parent"); q != ""; {
-		if q == name {
-			o := l.queues[name]
-			l.add(o.file, o.line("spec.parent"), "Queue %s is its own ancestor through spec.parent; queues must form a tree", name)
-			return
+	const (
+		following = 1
+		done      = 2
+	)
+	var path []string
+	for q := name; q != "" && l.queues[q] != nil; q = str(l.queues[q].obj, "spec", "parent") {
+		switch l.parents[q] {
+		case done:
+			q = ""
+		case following:
+			// q's ancestors lead back to q; the CEL rule names a queue that is its
+			// own parent.
+			if i := slices.Index(path, q); i >= 0 && len(path)-i > 1 {
+				o := l.queues[q]
+				l.add(o.file, o.line("spec.parent"), "Queue %s is its own ancestor through spec.parent (%s → %s); queues must form a tree", q, strings.Join(path[i:], " → "), q)
+			}
+			q = ""
 		}
-		if seen[q] || l.queues[q] == nil {
-			return
+		if q == "" {
+			break
 		}
-		seen[q] = true
-		q = str(l.queues[q].obj, "spec", "parent")
+		l.parents[q] = following
+		path = append(path, q)
+	}
+	for _, q := range path {
+		l.parents[q] = done
 	}
 }

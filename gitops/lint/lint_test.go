@@ -85,17 +85,18 @@ func TestBadRepositories(t *testing.T) {
 
 // TestUnusableInput: a directory without kustomizations is an error, not a finding.
 func TestUnusableInput(t *testing.T) {
-	if _, err := lint.Lint(context.Background(), t.TempDir(), lint.Options{}); err == nil || !strings.Contains(err.Error(), "no kustomization.yaml") {
+	if _, err := lint.Lint(context.Background(), t.TempDir(), lint.Options{}); err == nil || !strings.Contains(err.Error(), "no kustomization file") {
 		t.Fatalf("got %v", err)
 	}
 }
 
 // TestKustomizeBuildFails: a kustomization whose files all exist but that kustomize
-// cannot build (the same Queue in two files) is a finding on its kustomization.yaml.
+// cannot build (the same Queue in two files, with a name prefix) is a finding on its
+// kustomization.yaml.
 func TestKustomizeBuildFails(t *testing.T) {
 	dir := t.TempDir()
 	for name, content := range map[string]string{
-		"kustomization.yaml": "resources:\n  - a.yaml\n  - b.yaml\n",
+		"kustomization.yaml": "namePrefix: x-\nresources:\n  - a.yaml\n  - b.yaml\n",
 		"a.yaml":             queues,
 		"b.yaml":             queues,
 	} {
