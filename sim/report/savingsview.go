@@ -3,7 +3,6 @@ package report
 import (
 	"fmt"
 	"io"
-	"strings"
 )
 
 // savingsColumns head the autoscaling table, text and HTML alike.
@@ -46,38 +45,42 @@ func writeSavings(w io.Writer, replay []Summary) {
 	io.WriteString(w, savingsKey+"\n")
 }
 
-// savingsHTML writes the autoscaling table and, per policy, its GPU nodes over time
-// always on, under Tessera's autoscaler and under the CA-like rule.
-func savingsHTML(b *strings.Builder, replay []Summary, results []Result) {
+// htmlSavings is the autoscaling part of a replay section.
+type htmlSavings struct {
+	Columns []string
+	Rows    [][]string
+	Key     string
+	Charts  []htmlNodesChart
+}
+
+// htmlNodesChart is a chart with a legend of its own.
+type htmlNodesChart struct {
+	Legend []htmlLegend
+	Chart  svgChart
+}
+
+// savingsSection is the autoscaling table and, per policy, its GPU nodes over time
+// always on, under Tessera's autoscaler and under the CA-like rule; nil when no run
+// was autoscaled.
+func savingsSection(replay []Summary, results []Result) *htmlSavings {
 	rows := savingsRows(replay)
 	if len(rows) == 0 {
-		return
+		return nil
 	}
-	b.WriteString("<h3>Autoscaling</h3>\n<table><thead><tr>")
-	for _, c := range savingsColumns {
-		fmt.Fprintf(b, "<th>%s</th>", esc(c))
-	}
-	b.WriteString("</tr></thead><tbody>\n")
-	for _, r := range rows {
-		b.WriteString("<tr>")
-		for _, c := range r {
-			fmt.Fprintf(b, "<td>%s</td>", esc(c))
-		}
-		b.WriteString("</tr>\n")
-	}
-	fmt.Fprintf(b, "</tbody></table>\n<p class=\"note\">%s</p>\n", esc(savingsKey))
-	b.WriteString(`<div class="charts">`)
+	out := &htmlSavings{Columns: savingsColumns, Rows: rows, Key: savingsKey}
 	for _, s := range replay {
 		if s.Savings != nil {
-			nodesChart(b, s.Policy, runsOf(results, s))
+			if c, ok := nodesChart(s.Policy, runsOf(results, s)); ok {
+				out.Charts = append(out.Charts, c)
+			}
 		}
 	}
-	b.WriteString("</div>\n")
+	return out
 }
 
 // nodesChart draws a policy's GPU nodes over time, mean over seeds, for the three
-// ways of running the cluster.
-func nodesChart(b *strings.Builder, policy string, runs []Result) {
+// ways of running the cluster; false when no run has the figures.
+func nodesChart(policy string, runs []Result) (htmlNodesChart, bool) {
 	lines := []struct {
 		name, color string
 		pick        func(Result) *Replay
@@ -106,15 +109,12 @@ func nodesChart(b *strings.Builder, policy string, runs []Result) {
 		ss = append(ss, series{name: l.name, color: l.color, xs: grid, ys: n})
 	}
 	if len(ss) == 0 {
-		return
+		return htmlNodesChart{}, false
 	}
-	b.WriteString(`<div>`)
-	b.WriteString(`<div class="legend">`)
+	c := htmlNodesChart{Chart: lineChart{title: fmt.Sprintf("GPU nodes paid for over time, %s (mean over seeds)", policy), xLabel: "time, hours", yLabel: "GPU nodes",
+		xMax: tMax, yMax: nMax * 1.1, step: true, series: ss}.svg()}
 	for _, s := range ss {
-		fmt.Fprintf(b, `<span><i style="background:%s"></i>%s</span>`, s.color, esc(s.name))
+		c.Legend = append(c.Legend, htmlLegend{s.color, s.name})
 	}
-	b.WriteString("</div>")
-	lineChart{title: fmt.Sprintf("GPU nodes paid for over time, %s (mean over seeds)", policy), xLabel: "time, hours", yLabel: "GPU nodes",
-		xMax: tMax, yMax: nMax * 1.1, step: true, series: ss}.render(b)
-	b.WriteString("</div>")
+	return c, true
 }

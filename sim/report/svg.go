@@ -2,7 +2,6 @@ package report
 
 import (
 	"fmt"
-	"html"
 	"math"
 	"strconv"
 	"strings"
@@ -53,8 +52,63 @@ func (f frame) y(v float64) float64 {
 	return chartH - padBt - (v-f.yMin)/(f.yMax-f.yMin)*(chartH-padTop-padBt)
 }
 
-// render writes the chart as an inline <svg> element.
-func (c lineChart) render(b *strings.Builder) {
+// svgChart is a chart ready for the "chart" template: positions in SVG user units,
+// text as it is (the template escapes it). A line chart has Guides and Lines, a bar
+// chart (Bar) Groups.
+type svgChart struct {
+	W, H, TitleX int
+	Title        string
+	Axes         svgAxes
+	Guides       []svgGuide
+	Lines        []svgSeries
+	Bar          bool
+	Groups       []svgBarGroup
+}
+
+// svgAxes is a chart's grid with tick labels, its two axes and their titles.
+type svgAxes struct {
+	YTicks, XTicks []svgTick
+	XAxis, YAxis   svgLine
+	// XLabel is centred at (XLabelX, XLabelY); YLabel, turned, at (14, YLabelY).
+	XLabel, YLabel   string
+	XLabelX, YLabelY float64
+	XLabelY          int
+}
+
+// svgTick is a grid line and its label at (X, Y).
+type svgTick struct {
+	Grid  svgLine
+	X, Y  float64
+	Label string
+}
+
+type svgLine struct{ X1, Y1, X2, Y2 float64 }
+
+// svgGuide is a dashed reference line, with a label ending at (LX, LY) if any.
+type svgGuide struct {
+	svgLine
+	Label  string
+	LX, LY float64
+}
+
+// svgSeries is one line of a line chart: its points as the SVG attribute wants them.
+type svgSeries struct{ Name, Color, Points string }
+
+// svgBarGroup is a category's bars and its label at (X, Y).
+type svgBarGroup struct {
+	Bars     []svgBar
+	Category string
+	X, Y     float64
+}
+
+// svgBar is one bar and its tooltip.
+type svgBar struct {
+	X, Y, W, H   float64
+	Color, Title string
+}
+
+// svg lays the chart out for the "chart" template.
+func (c lineChart) svg() svgChart {
 	// The x axis spans the data exactly (ticks past it are dropped); the y axis is
 	// rounded up to the next tick.
 	xt := niceTicks(c.xMin, c.xMax, 7)
@@ -63,30 +117,29 @@ func (c lineChart) render(b *strings.Builder) {
 	}
 	yt := niceTicks(c.yMin, c.yMax, 6)
 	f := frame{c.xMin, math.Max(c.xMax, xt[len(xt)-1]), yt[0], yt[len(yt)-1]}
-	openSVG(b, c.title)
-	axes(b, f, xt, yt, c.xLabel, c.yLabel)
-	b.WriteString(`<g>`)
+	out := newSVGChart(c.title, axes(f, xt, yt, c.xLabel, c.yLabel))
 	for _, g := range c.guides {
-		fmt.Fprintf(b, `<line class="guide" x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f"/>`, f.x(g.x1), f.y(g.y1), f.x(g.x2), f.y(g.y2))
+		sg := svgGuide{svgLine: svgLine{f.x(g.x1), f.y(g.y1), f.x(g.x2), f.y(g.y2)}, Label: g.label}
 		if g.label != "" {
-			fmt.Fprintf(b, `<text class="guide-label" x="%.1f" y="%.1f">%s</text>`, f.x(g.lx)-6, f.y(g.ly)-6, esc(g.label))
+			sg.LX, sg.LY = f.x(g.lx)-6, f.y(g.ly)-6
 		}
+		out.Guides = append(out.Guides, sg)
 	}
 	for _, s := range c.series {
 		if len(s.xs) == 0 {
 			continue
 		}
-		fmt.Fprintf(b, `<polyline class="series" stroke="%s" points="`, s.color)
+		var pts strings.Builder
 		for i := range s.xs {
 			x, y := f.x(clamp(s.xs[i], f.xMin, f.xMax)), f.y(clamp(s.ys[i], f.yMin, f.yMax))
 			if c.step && i > 0 {
-				fmt.Fprintf(b, "%.1f,%.1f ", x, f.y(clamp(s.ys[i-1], f.yMin, f.yMax)))
+				fmt.Fprintf(&pts, "%.1f,%.1f ", x, f.y(clamp(s.ys[i-1], f.yMin, f.yMax)))
 			}
-			fmt.Fprintf(b, "%.1f,%.1f ", x, y)
+			fmt.Fprintf(&pts, "%.1f,%.1f ", x, y)
 		}
-		fmt.Fprintf(b, `"><title>%s</title></polyline>`, esc(s.name))
+		out.Lines = append(out.Lines, svgSeries{Name: s.name, Color: s.color, Points: pts.String()})
 	}
-	b.WriteString(`</g></svg>`)
+	return out
 }
 
 // barChart is a grouped bar chart: one group per category, one bar per series.
@@ -96,7 +149,8 @@ type barChart struct {
 	series                []series // ys[i] is the value for categories[i]
 }
 
-func (c barChart) render(b *strings.Builder) {
+// svg lays the chart out for the "chart" template.
+func (c barChart) svg() svgChart {
 	yMax := 0.0
 	for _, s := range c.series {
 		for _, v := range s.ys {
@@ -108,45 +162,43 @@ func (c barChart) render(b *strings.Builder) {
 	}
 	yt := niceTicks(0, yMax, 6)
 	f := frame{0, float64(len(c.categories)), 0, yt[len(yt)-1]}
-	openSVG(b, c.title)
-	axes(b, f, nil, yt, c.xLabel, c.yLabel)
+	out := newSVGChart(c.title, axes(f, nil, yt, c.xLabel, c.yLabel))
+	out.Bar = true
 	groupW := f.x(1) - f.x(0)
 	barW := groupW * 0.8 / float64(max(len(c.series), 1))
 	for i, cat := range c.categories {
 		x0 := f.x(float64(i)) + groupW*0.1
+		g := svgBarGroup{Category: cat, X: f.x(float64(i) + 0.5), Y: f.y(0) + 16}
 		for j, s := range c.series {
 			v := s.ys[i]
 			top := f.y(v)
-			fmt.Fprintf(b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s"><title>%s %s: %.1f</title></rect>`,
-				x0+float64(j)*barW, top, math.Max(barW-1, 1), f.y(0)-top, s.color, esc(s.name), esc(cat), v)
+			g.Bars = append(g.Bars, svgBar{X: x0 + float64(j)*barW, Y: top, W: math.Max(barW-1, 1), H: f.y(0) - top,
+				Color: s.color, Title: fmt.Sprintf("%s %s: %.1f", s.name, cat, v)})
 		}
-		fmt.Fprintf(b, `<text class="tick" x="%.1f" y="%.1f" text-anchor="middle">%s</text>`, f.x(float64(i)+0.5), f.y(0)+16, esc(cat))
+		out.Groups = append(out.Groups, g)
 	}
-	b.WriteString(`</svg>`)
+	return out
 }
 
-func openSVG(b *strings.Builder, title string) {
-	fmt.Fprintf(b, `<svg class="chart" viewBox="0 0 %d %d" role="img" aria-label="%s">`, chartW, chartH, esc(title))
-	fmt.Fprintf(b, `<text class="chart-title" x="%d" y="20">%s</text>`, padLeft, esc(title))
+func newSVGChart(title string, a svgAxes) svgChart {
+	return svgChart{W: chartW, H: chartH, TitleX: padLeft, Title: title, Axes: a}
 }
 
-// axes draws the grid, tick labels and axis titles; xt nil leaves x ticks to the caller.
-func axes(b *strings.Builder, f frame, xt, yt []float64, xLabel, yLabel string) {
+// axes lays out the grid, tick labels and axis titles; xt nil leaves x ticks to the
+// caller.
+func axes(f frame, xt, yt []float64, xLabel, yLabel string) svgAxes {
 	x0, x1, y0, y1 := f.x(f.xMin), f.x(f.xMax), f.y(f.yMin), f.y(f.yMax)
+	a := svgAxes{XAxis: svgLine{x0, y0, x1, y0}, YAxis: svgLine{x0, y0, x0, y1},
+		XLabel: xLabel, XLabelX: (x0 + x1) / 2, XLabelY: chartH - 8, YLabel: yLabel, YLabelY: (y0 + y1) / 2}
 	for _, v := range yt {
 		y := f.y(v)
-		fmt.Fprintf(b, `<line class="grid" x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f"/>`, x0, y, x1, y)
-		fmt.Fprintf(b, `<text class="tick" x="%.1f" y="%.1f" text-anchor="end">%s</text>`, x0-6, y+4, fmtTick(v))
+		a.YTicks = append(a.YTicks, svgTick{Grid: svgLine{x0, y, x1, y}, X: x0 - 6, Y: y + 4, Label: fmtTick(v)})
 	}
 	for _, v := range xt {
 		x := f.x(v)
-		fmt.Fprintf(b, `<line class="grid" x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f"/>`, x, y0, x, y1)
-		fmt.Fprintf(b, `<text class="tick" x="%.1f" y="%.1f" text-anchor="middle">%s</text>`, x, y0+16, fmtTick(v))
+		a.XTicks = append(a.XTicks, svgTick{Grid: svgLine{x, y0, x, y1}, X: x, Y: y0 + 16, Label: fmtTick(v)})
 	}
-	fmt.Fprintf(b, `<line class="axis" x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f"/>`, x0, y0, x1, y0)
-	fmt.Fprintf(b, `<line class="axis" x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f"/>`, x0, y0, x0, y1)
-	fmt.Fprintf(b, `<text class="axis-label" x="%.1f" y="%d" text-anchor="middle">%s</text>`, (x0+x1)/2, chartH-8, esc(xLabel))
-	fmt.Fprintf(b, `<text class="axis-label" transform="translate(14 %.1f) rotate(-90)" text-anchor="middle">%s</text>`, (y0+y1)/2, esc(yLabel))
+	return a
 }
 
 // niceTicks returns about n evenly spaced round tick values covering [lo, hi].
@@ -183,5 +235,3 @@ func fmtTick(v float64) string {
 }
 
 func clamp(v, lo, hi float64) float64 { return math.Min(math.Max(v, lo), hi) }
-
-func esc(s string) string { return html.EscapeString(s) }
