@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -22,6 +23,7 @@ func newGitOpsCommand() *cobra.Command {
 		Use:   "gitops",
 		Short: "Lint the GitOps repository of queues and policies",
 	}
+	unknownSubcommand(cmd)
 	var opts lint.Options
 	var output string
 	l := &cobra.Command{
@@ -32,7 +34,9 @@ resource passes its CRD's schema and CEL rules (offline, the API server's own ch
 every AdmissionPolicy compiles and passes its tests, and the objects agree with each
 other (referenced queues and priority classes exist, deserved <= capability, queue
 parents exist and form no cycle, the deserved GPUs fit --cluster-gpus). Prints
-file:line: message per finding; exits 1 on findings, 2 on input it cannot check.`,
+file:line: message per finding. Reading is bounded (kustomization cycles and depth,
+files outside their kustomization, file size, objects, YAML aliases); input beyond a
+bound cannot be checked.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if output != "text" && output != "json" {
@@ -65,7 +69,9 @@ file:line: message per finding; exits 1 on findings, 2 on input it cannot check.
 	}
 	l.Flags().Int64Var(&opts.ClusterGPUs, "cluster-gpus", 0, "GPUs of the cluster; the top-level queues' deserved GPUs must fit (0: not checked)")
 	l.Flags().StringVarP(&output, "output", "o", "text", "text or json")
-	cmd.AddCommand(l, newPreviewCommand())
+	cmd.AddCommand(
+		exitCodes(l, nil, "1 findings (printed), 2 input it cannot check (no kustomization, a kustomization cycle, a limit exceeded, bad flags)"),
+		exitCodes(newPreviewCommand(), isPolicyError, "1 a side's admission policies do not compile or fail their tests (the webhook would reject them), 2 unusable input (bad flags, a directory kustomize cannot build, an unreadable or oversized file)"))
 	return cmd
 }
 
@@ -125,6 +131,9 @@ to post on the pull request.`,
 				}
 			} else {
 				load, _ := manifestsSource(cmd.Context(), manifests, live, kubeconfig)
+				if manifests != "" {
+					load = func() (*trace.Manifests, error) { return preview.ReadCluster(manifests) }
+				}
 				cluster, err := load()
 				if err != nil {
 					return err
@@ -171,4 +180,63 @@ func count(conds ...bool) int {
 		}
 	}
 	return n
+}
+
+// exitCodes makes cmd exit as lint, preview and convert do: 0 clean, 1 findings (the
+// errors findings picks, or RunE's own exit code 1), 2 unusable input (bad flags or
+// arguments and every other error); exits (the codes 1 and 2 in words) goes into its
+// help.
+func exitCodes(cmd *cobra.Command, findings func(error) bool, exits string) *cobra.Command {
+	cmd.Long += "\n\nExit codes: 0 clean, " + exits + "."
+	usage := func(err error) error {
+		if err == nil {
+			return nil
+		}
+		return &exitCodeError{code: 2, err: err}
+	}
+	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usage(err) })
+	if args := cmd.Args; args != nil {
+		cmd.Args = func(c *cobra.Command, a []string) error { return usage(args(c, a)) }
+	}
+	if run := cmd.RunE; run != nil {
+		cmd.RunE = func(c *cobra.Command, a []string) error {
+			err := run(c, a)
+			var ec *exitCodeError
+			switch {
+			case err == nil || errors.As(err, &ec):
+				return err
+			case findings != nil && findings(err):
+				return &exitCodeError{code: 1, err: err}
+			}
+			return usage(err)
+		}
+	}
+	return cmd
+}
+
+// isPolicyError picks a preview's broken admission policies.
+func isPolicyError(err error) bool {
+	var pe *preview.PolicyError
+	return errors.As(err, &pe)
+}
+
+// unknownSubcommand makes a command that only groups subcommands refuse an unknown one
+// (exit 2) instead of printing its help and exiting 0, which would let a CI script
+// with a typo pass.
+func unknownSubcommand(cmd *cobra.Command) *cobra.Command {
+	cmd.Args = cobra.ArbitraryArgs
+	cmd.RunE = func(c *cobra.Command, args []string) error {
+		if len(args) == 0 {
+			return c.Help()
+		}
+		msg := fmt.Sprintf("unknown command %q for %q", args[0], c.CommandPath())
+		if c.SuggestionsMinimumDistance <= 0 {
+			c.SuggestionsMinimumDistance = 2 // as cobra's root command
+		}
+		if s := c.SuggestionsFor(args[0]); len(s) > 0 {
+			msg += "; did you mean " + strings.Join(s, " or ") + "?"
+		}
+		return &exitCodeError{code: 2, err: errors.New(msg)}
+	}
+	return cmd
 }

@@ -26,14 +26,19 @@ type Side struct {
 
 // Preview is the base and the head side by side.
 type Preview struct {
-	Base Side `json:"base"`
-	Head Side `json:"head"`
+	// Objects are the objects head adds, removes or changes; none: no change.
+	Objects []ObjectChange `json:"objects"`
+	Base    Side           `json:"base"`
+	Head    Side           `json:"head"`
 }
 
 // Run lays base and head over cluster, admits and schedules each with the policy cfg
 // (seed fixed), and returns both outcomes.
 func Run(ctx context.Context, cluster, base, head *trace.Manifests, admit Admit, policy string, cfg *scheduler.Config, seed int64) (Preview, error) {
-	var p Preview
+	if err := CheckPolicies(ctx, base, head); err != nil {
+		return Preview{}, err
+	}
+	p := Preview{Objects: Diff(base, head)}
 	for _, s := range []struct {
 		repo *trace.Manifests
 		out  *Side
@@ -86,8 +91,12 @@ func (p Preview) Queues() []QueueChange {
 	return out
 }
 
-// WriteText prints the per-queue comparison and the admission differences.
+// WriteText prints the objects that differ, the per-queue comparison and the
+// admission differences.
 func (p Preview) WriteText(w io.Writer) error {
+	if err := writeObjectsText(w, p.Objects); err != nil {
+		return err
+	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "QUEUE\tGPUS HELD\tRUNNING PODS\tPENDING PODS")
 	for _, c := range p.Queues() {
@@ -97,7 +106,7 @@ func (p Preview) WriteText(w io.Writer) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	for _, line := range p.admissionLines() {
+	for _, line := range p.outcomeLines() {
 		if _, err := fmt.Fprintln(w, line); err != nil {
 			return err
 		}
@@ -105,10 +114,22 @@ func (p Preview) WriteText(w io.Writer) error {
 	return nil
 }
 
+// outcomeLines are the admission differences, or a line saying the outcome is the same
+// although objects differ.
+func (p Preview) outcomeLines() []string {
+	lines := p.admissionLines()
+	if len(lines) > 0 || len(p.Objects) == 0 || slices.ContainsFunc(p.Queues(), QueueChange.Changed) {
+		return lines
+	}
+	return []string{"same outcome: on this cluster the change moves no pod and changes no admission decision"}
+}
+
 // WriteMarkdown prints the same as WriteText as markdown, for a pull request comment.
 func (p Preview) WriteMarkdown(w io.Writer) error {
 	var b strings.Builder
-	b.WriteString("### Tessera preview\n\n| queue | GPUs held | running pods | pending pods |\n|---|---|---|---|\n")
+	b.WriteString("### Tessera preview\n\n")
+	writeObjectsMarkdown(&b, p.Objects)
+	b.WriteString("| queue | GPUs held | running pods | pending pods |\n|---|---|---|---|\n")
 	for _, c := range p.Queues() {
 		mark := ""
 		if c.Changed() {
@@ -117,7 +138,7 @@ func (p Preview) WriteMarkdown(w io.Writer) error {
 		fmt.Fprintf(&b, "| `%s`%s | %s | %s | %s |\n", queueName(c.Queue), mark, change(c.Base.AllocatedGPUs, c.Head.AllocatedGPUs),
 			change(float64(c.Base.RunningPods), float64(c.Head.RunningPods)), change(float64(c.Base.PendingPods), float64(c.Head.PendingPods)))
 	}
-	if lines := p.admissionLines(); len(lines) > 0 {
+	if lines := p.outcomeLines(); len(lines) > 0 {
 		b.WriteString("\n")
 		for _, l := range lines {
 			fmt.Fprintf(&b, "- %s\n", l)

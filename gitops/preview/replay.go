@@ -1,6 +1,7 @@
 package preview
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"slices"
@@ -38,9 +39,11 @@ type ReplayPreview struct {
 	Seeds    int    `json:"seeds"`
 	// Scale multiplies the repository's GPU figures so that its deserved shares add up
 	// to the scenario's cluster, as the scenario scales its own queues.
-	Scale float64    `json:"scale"`
-	Base  ReplaySide `json:"base"`
-	Head  ReplaySide `json:"head"`
+	Scale float64 `json:"scale"`
+	// Objects are the objects head adds, removes or changes; none: no change.
+	Objects []ObjectChange `json:"objects"`
+	Base    ReplaySide     `json:"base"`
+	Head    ReplaySide     `json:"head"`
 }
 
 // RunReplay replays the scenario for seeds (from sim.FirstSeed) with the base's and
@@ -49,7 +52,10 @@ type ReplayPreview struct {
 // scenario's GPUs over the base's deserved GPUs (one factor for both sides, so a change
 // of deserved shows); a job whose queue the repository lacks fails the run.
 func RunReplay(scenario string, base, head *trace.Manifests, policy string, cfg *scheduler.Config, seeds int) (ReplayPreview, error) {
-	p := ReplayPreview{Scenario: scenario, Seeds: seeds}
+	if err := CheckPolicies(context.Background(), base, head); err != nil {
+		return ReplayPreview{}, err
+	}
+	p := ReplayPreview{Scenario: scenario, Seeds: seeds, Objects: Diff(base, head)}
 	first, err := trace.BuildScenario(scenario, sim.FirstSeed)
 	if err != nil {
 		return p, err
@@ -160,6 +166,9 @@ func mean(v []float64) float64 {
 
 // WriteText prints the per-queue waits and holdings, base → head.
 func (p ReplayPreview) WriteText(w io.Writer) error {
+	if err := writeObjectsText(w, p.Objects); err != nil {
+		return err
+	}
 	fmt.Fprintf(w, "\nreplay of the %s scenario, %d seed(s), the repository's GPU figures x%.3g:\n", p.Scenario, p.Seeds, p.Scale)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "QUEUE\tMEAN WAIT\tP95 WAIT\tMEAN GPUS HELD")
@@ -175,6 +184,11 @@ func (p ReplayPreview) WriteText(w io.Writer) error {
 
 // WriteMarkdown prints the same as WriteText as a markdown table.
 func (p ReplayPreview) WriteMarkdown(w io.Writer) error {
+	var b strings.Builder
+	writeObjectsMarkdown(&b, p.Objects)
+	if _, err := io.WriteString(w, b.String()); err != nil {
+		return err
+	}
 	fmt.Fprintf(w, "\n#### Replay of the `%s` scenario (%d seeds, GPU figures x%.3g)\n\n| queue | mean wait | p95 wait | mean GPUs held |\n|---|---|---|---|\n", p.Scenario, p.Seeds, p.Scale)
 	for _, r := range p.rows() {
 		fmt.Fprintf(w, "| `%s` | %s | %s | %s |\n", r[0], r[1], r[2], r[3])
