@@ -1,14 +1,14 @@
-# Control-plane image (scheduler, webhook, autoscaler): a static binary on distroless,
-# running as the distroless nonroot user (65532). NVML is not used here, so cgo is off.
+# Control-plane image (scheduler, webhook, autoscaler): the tessera binary, pure Go and
+# static (cgo off), on distroless, running as the distroless nonroot user (65532).
 #   docker build -t ghcr.io/tessera-gpu/tessera:$(git describe --tags --always) .
-# The node agent needs NVML (cgo, glibc): see Dockerfile.node-agent.
+# The node agent is its own binary, built with cgo for NVML: see Dockerfile.node-agent.
 FROM golang:1.26 AS build
 WORKDIR /src
 COPY go.mod go.sum ./
 RUN go mod download
 COPY . .
 ARG VERSION=dev
-RUN CGO_ENABLED=0 go build -trimpath -tags kustomize_disable_go_plugin_support \
+RUN CGO_ENABLED=0 go build -trimpath \
       -ldflags "-s -w -X github.com/tessera-gpu/tessera/internal/version.Version=${VERSION}" \
       -o /out/tessera ./cmd/tessera
 

@@ -1,16 +1,14 @@
 # Tessera. `make demo` and `make test` work on a fresh machine with Go installed.
 GO            ?= go
 BIN           := bin/tessera
+AGENT_BIN     := bin/tessera-node-agent
 VERSION       ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS       := -X github.com/tessera-gpu/tessera/internal/version.Version=$(VERSION)
-# go-nvml's cgo bindings call NVML functions the header marks deprecated; gcc's
-# -Wdeprecated-declarations warnings flood the first build. go-nvml is the only cgo
-# package of the build that calls deprecated C functions, so this silences nothing else.
+# go-nvml's cgo bindings (the node agent's) call NVML functions the header marks
+# deprecated; gcc's -Wdeprecated-declarations warnings flood the first build. go-nvml is
+# the only cgo package of the build that calls deprecated C functions, so this silences
+# nothing else.
 export CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
-# kustomize's API (gitops lint, preview) imports Go's plugin package unless built with
-# this tag; with cgo on, the Go linker then binds every symbol at start, and the binary
-# fails on the NVML symbols go-nvml resolves only once libnvidia-ml is loaded.
-export GOFLAGS += -tags=kustomize_disable_go_plugin_support
 CONTROLLER_GEN := $(GO) run sigs.k8s.io/controller-tools/cmd/controller-gen@v0.23.0
 STATICCHECK   := $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 GENERATED     := api deploy/crds deploy/helm/tessera/crds deploy/kustomize/base
@@ -20,8 +18,11 @@ CHART         := deploy/helm/tessera
 
 all: build
 
+## build: bin/tessera, the control plane (pure Go, static: cgo off), and
+## bin/tessera-node-agent, the node agent (cgo: go-nvml loads NVML at run time)
 build:
-	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/tessera
+	CGO_ENABLED=0 $(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/tessera
+	CGO_ENABLED=1 $(GO) build -ldflags "$(LDFLAGS)" -o $(AGENT_BIN) ./cmd/tessera-node-agent
 
 ## k8s-binaries: build kube-apiserver and etcd from the module proxy (cached in ~/.cache/tessera)
 k8s-binaries:

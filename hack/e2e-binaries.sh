@@ -17,7 +17,7 @@
 # instead of building.
 #
 # Each wrapper module has its own go.mod, so Tessera's go.mod is never touched, and the builds
-# run without the caller's GOFLAGS (the Makefile exports build tags meant for Tessera itself).
+# run without the caller's GOFLAGS (flags meant for Tessera itself).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cache="${TESSERA_CACHE:-$HOME/.cache/tessera}/e2e"

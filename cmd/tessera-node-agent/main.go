@@ -7,8 +7,10 @@ import (
 	"maps"
 	"net/http"
 	"os"
+	"os/signal"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/go-logr/logr/funcr"
@@ -25,20 +27,30 @@ import (
 	"k8s.io/client-go/tools/record"
 	pb "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 
+	"github.com/tessera-gpu/tessera/internal/cli"
 	"github.com/tessera-gpu/tessera/nodeagent"
 	"github.com/tessera-gpu/tessera/nodeagent/nvidia"
 	"github.com/tessera-gpu/tessera/nodeagent/nvidia/nvidiatest"
 )
 
-func init() { register(newNodeAgentCommand) }
+func main() {
+	if err := newRootCommand().Execute(); err != nil {
+		fmt.Fprintln(os.Stderr, "tessera-node-agent:", err)
+		os.Exit(1)
+	}
+}
 
-func newNodeAgentCommand() *cobra.Command {
+// newRootCommand is the agent: the flags and behaviour of what was `tessera node-agent`,
+// plus --version and a version subcommand.
+func newRootCommand() *cobra.Command {
 	cfg := nodeagent.Config{NodeName: os.Getenv("NODE_NAME")}
 	var kubeconfig, metricsAddr, fakeGPUs string
 	var verbosity int
 	cmd := &cobra.Command{
-		Use:   "node-agent",
-		Short: "Discover GPUs through NVML, publish GPUNode, serve the device plugin",
+		Use:           "tessera-node-agent",
+		Short:         "Discover GPUs through NVML, publish GPUNode, serve the device plugin",
+		SilenceUsage:  true,
+		SilenceErrors: true,
 		Long: `Runs on every GPU node (DaemonSet). Discovers the GPUs through NVML and publishes them in
 the node's GPUNode and on the Node (labels tessera.dev/gpu-model and tessera.dev/gpu-count,
 capacity tessera.dev/gpu-memory in MiB); serves the kubelet device plugin for tessera.dev/gpu,
@@ -79,7 +91,7 @@ retried; it never stops the agent.`,
 			if err != nil {
 				return err
 			}
-			ctx, stop := signalContext(cmd.Context())
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			mux := http.NewServeMux()
 			mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
@@ -118,6 +130,8 @@ retried; it never stops the agent.`,
 	f.StringVar(&metricsAddr, "metrics-addr", ":9400", "address of the Prometheus /metrics and /healthz endpoint")
 	f.StringVar(&fakeGPUs, "fake-gpus", "", "simulate the node's GPUs with go-nvml's mocks instead of loading NVML ("+strings.Join(fakeGPUModels(), ", ")+"), to try Tessera or test it without GPUs")
 	f.IntVarP(&verbosity, "v", "v", 0, "log verbosity")
+	cli.AddVersion(cmd)
+	cli.PlainBoolFlags(cmd)
 	return cmd
 }
 

@@ -2,6 +2,7 @@ package chart
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	"helm.sh/helm/v4/pkg/chart/v2/lint"
@@ -109,6 +110,37 @@ func TestRBACLeastPrivilege(t *testing.T) {
 				if slices.Contains(res, any("secrets")) {
 					if o.id() != "Role/tessera-webhook" || str(o.obj, "metadata", "namespace") != namespace {
 						t.Errorf("%s: %s (namespace %q) touches Secrets", s.name, o.id(), str(o.obj, "metadata", "namespace"))
+					}
+				}
+			}
+		}
+	}
+}
+
+// The node agent is its own binary (tessera-node-agent, the cgo one, in its own image):
+// its container runs it with flags only; every other container runs a subcommand of the
+// tessera image's entrypoint.
+func TestContainersRunTheirBinary(t *testing.T) {
+	for _, s := range valuesSets {
+		for _, o := range render(t, s) {
+			cs, _ := get(o.obj, "spec", "template", "spec", "containers").([]any)
+			for _, c := range cs {
+				c := c.(map[string]any)
+				where := s.name + ": " + o.id() + " container " + str(c, "name")
+				command, _ := c["command"].([]any)
+				args, _ := c["args"].([]any)
+				if o.id() != "DaemonSet/tessera-node-agent" {
+					if len(command) > 0 || len(args) == 0 || !slices.Contains([]any{"scheduler", "webhook", "autoscaler"}, args[0]) {
+						t.Errorf("%s: command %v args %v, want the image's entrypoint with a tessera subcommand", where, command, args)
+					}
+					continue
+				}
+				if !slices.Equal(command, []any{"/usr/local/bin/tessera-node-agent"}) {
+					t.Errorf("%s: command %v, want [/usr/local/bin/tessera-node-agent]", where, command)
+				}
+				for _, a := range args {
+					if a, _ := a.(string); !strings.HasPrefix(a, "--") {
+						t.Errorf("%s: argument %q: tessera-node-agent takes flags only (no node-agent subcommand)", where, a)
 					}
 				}
 			}

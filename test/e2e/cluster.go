@@ -35,7 +35,7 @@ type Options struct {
 	Nodes int
 	// MinNodes is the MachineDeployment's min size for autoscalers (default 2).
 	MinNodes int
-	// GPUs is the simulated node model of every node (node-agent --fake-gpus).
+	// GPUs is the simulated node model of every node (tessera-node-agent --fake-gpus).
 	GPUs string
 	// Dir holds the logs, certificates and state; empty: a new temporary directory.
 	Dir string
@@ -68,7 +68,8 @@ type Cluster struct {
 	opts    Options
 	env     *testenv.Env
 	bins    Binaries
-	tessera string
+	tessera string // the control-plane binary (cmd/tessera)
+	agent   string // the node agent's binary (cmd/tessera-node-agent)
 	logDir  string
 	cancel  context.CancelFunc
 	done    []func()
@@ -257,6 +258,9 @@ func (c *Cluster) startTessera(ctx context.Context, root string) error {
 	if c.tessera, err = testenv.BuildTesseraTo(dir); err != nil {
 		return err
 	}
+	if c.agent, err = testenv.BuildNodeAgentTo(dir); err != nil {
+		return err
+	}
 	if err := c.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: Namespace, Name: webhookSecret}}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return err
 	}
@@ -406,7 +410,7 @@ func (c *Cluster) StartAgent(node string) error {
 		return p.Start()
 	}
 	port := freePort()
-	if _, err := c.run(name, c.tessera, []string{"node-agent", "--node-name=" + node, "--kubeconfig=" + c.Kubeconfig,
+	if _, err := c.run(name, c.agent, []string{"--node-name=" + node, "--kubeconfig=" + c.Kubeconfig,
 		"--fake-gpus=" + c.opts.GPUs, "--device-plugin-dir=", "--sample-interval=5s",
 		"--metrics-addr=127.0.0.1:" + strconv.Itoa(port)}); err != nil {
 		return err

@@ -7,7 +7,9 @@
 // with deploy/'s rules. Every component is a process the harness starts and stops by
 // PID; their logs are kept for a failed run.
 //
-// The binaries are built by hack/e2e-binaries.sh and cached under $HOME/.cache/tessera.
+// The other projects' binaries are built by hack/e2e-binaries.sh and cached under
+// $HOME/.cache/tessera; Tessera's two, tessera (static, cgo off) and tessera-node-agent
+// (cgo), are built from this checkout at start, as `make build` builds them.
 // `make e2e` runs the scenario; `make dev-cluster` brings the same cluster up to try.
 // Without TESSERA_E2E=1 the tests skip.
 package e2e

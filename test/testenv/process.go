@@ -29,10 +29,6 @@ func (e *Env) WriteKubeconfig(path string) error {
 	return nil
 }
 
-// BuildTags are the build tags the tessera binary needs (the Makefile's GOFLAGS):
-// kustomize's API without Go plugin support, see cmd/tessera/buildtags.go.
-const BuildTags = "kustomize_disable_go_plugin_support"
-
 // BuildTessera builds the tessera binary from this checkout into a temporary
 // directory and returns its path.
 func BuildTessera(tb testing.TB) string {
@@ -45,18 +41,37 @@ func BuildTessera(tb testing.TB) string {
 }
 
 // BuildTesseraTo builds the tessera binary from this checkout into dir and returns its
-// path.
+// path: static, with cgo off, as `make build` and the image build it.
 func BuildTesseraTo(dir string) (string, error) {
+	return buildTo(dir, "tessera", false)
+}
+
+// BuildNodeAgentTo builds the tessera-node-agent binary from this checkout into dir and
+// returns its path: with cgo, as `make build` and the image build it (go-nvml).
+func BuildNodeAgentTo(dir string) (string, error) {
+	return buildTo(dir, "tessera-node-agent", true)
+}
+
+// buildTo runs `go build -o dir/name ./cmd/name` in the repository.
+func buildTo(dir, name string, cgo bool) (string, error) {
 	root, err := RepoRoot()
 	if err != nil {
 		return "", err
 	}
-	bin := filepath.Join(dir, "tessera")
-	cmd := exec.Command("go", "build", "-tags", BuildTags, "-o", bin, "./cmd/tessera")
+	bin := filepath.Join(dir, name)
+	cmd := exec.Command("go", "build", "-o", bin, "./cmd/"+name)
 	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if cgo {
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=1")
+		if os.Getenv("CGO_CFLAGS") == "" {
+			// go-nvml's bindings call NVML functions the header marks deprecated (see the Makefile).
+			cmd.Env = append(cmd.Env, "CGO_CFLAGS=-O2 -g -Wno-deprecated-declarations")
+		}
+	}
 	cmd.Stderr = os.Stderr
 	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("build tessera: %w", err)
+		return "", fmt.Errorf("build %s: %w", name, err)
 	}
 	return bin, nil
 }
