@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tesserav1 "github.com/tessera-gpu/tessera/api/v1alpha1"
@@ -60,7 +61,9 @@ type ClusterSource interface {
 
 // ClusterDoc builds the input.cluster document:
 //
-//	queues:          {name: {capability, deserved, guarantee, priorityClassName, runtime, parent}}
+//	queues:          {name: {capability, deserved, guarantee, priorityClassName, runtime, parent,
+//	                  namespaceSelector: {matchLabels, matchExpressions: [{key, operator, values}]},
+//	                  namespaceSelectorError, allowedPriorityClasses}}
 //	maxGPUMemoryMiB: the largest GPU's memory over all GPUNodes (0: none known)
 //	capacity:        {tessera.dev/gpu, nvidia.com/gpu: healthy GPUs; tessera.dev/gpu-memory: their MiB}
 //	priorityClasses: {name: value}
@@ -78,6 +81,7 @@ func ClusterDoc(queues []tesserav1.Queue, nodes []tesserav1.GPUNode, classes []s
 		setString(info, "priorityClassName", q.Annotations[AnnotationPriorityClass])
 		setString(info, "runtime", q.Annotations[AnnotationRuntime])
 		setString(info, "parent", q.Spec.Parent)
+		queueAccess(info, &q.Spec)
 		qs[q.Name] = info
 	}
 	var maxMiB, gpus, memMiB int64
@@ -107,6 +111,33 @@ func ClusterDoc(queues []tesserav1.Queue, nodes []tesserav1.GPUNode, classes []s
 		"priorityClasses": pcDoc,
 	}
 	return doc, pcs
+}
+
+// queueAccess adds who may use the queue to its document: namespaceSelector (absent:
+// every namespace), namespaceSelectorError when the selector is not valid (the policies
+// then let no namespace use the queue), allowedPriorityClasses (absent: any).
+func queueAccess(info map[string]any, spec *tesserav1.QueueSpec) {
+	if sel := spec.NamespaceSelector; sel != nil {
+		exprs := make([]any, len(sel.MatchExpressions))
+		for i, e := range sel.MatchExpressions {
+			values := make([]any, len(e.Values))
+			for j, v := range e.Values {
+				values[j] = v
+			}
+			exprs[i] = map[string]any{"key": e.Key, "operator": string(e.Operator), "values": values}
+		}
+		info["namespaceSelector"] = map[string]any{"matchLabels": stringMap(sel.MatchLabels), "matchExpressions": exprs}
+		if _, err := metav1.LabelSelectorAsSelector(sel); err != nil {
+			info["namespaceSelectorError"] = err.Error()
+		}
+	}
+	if len(spec.AllowedPriorityClasses) > 0 {
+		classes := make([]any, len(spec.AllowedPriorityClasses))
+		for i, c := range spec.AllowedPriorityClasses {
+			classes[i] = c
+		}
+		info["allowedPriorityClasses"] = classes
+	}
 }
 
 // StaticCluster is a ClusterSource over fixed data (benchmarks, the simulator, tests).

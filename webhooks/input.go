@@ -41,7 +41,8 @@ type Namespace struct {
 //	namespace: {name, labels, annotations}
 //	workload:  {name, labels, annotations, queue, schedulerName, nodeName, priorityClassName,
 //	            replicas, minAvailable, containers: [{name, image, init, requests, limits}],
-//	            podRequests, gangRequests, deserved, capability}
+//	            podRequests, gangRequests, deserved, capability, guarantee, parent,
+//	            namespaceSelector, namespaceSelectorError, allowedPriorityClasses}
 //
 // Quantities become numbers (int64 when whole, else float64; GPU memory in MiB).
 // Fields a workload does not have are left out. ns may be nil.
@@ -177,6 +178,7 @@ func queueWorkload(raw []byte) (map[string]any, error) {
 	w["capability"] = resources(q.Spec.Capability)
 	w["guarantee"] = resources(q.Spec.Guarantee)
 	setString(w, "parent", q.Spec.Parent)
+	queueAccess(w, &q.Spec)
 	return w, nil
 }
 

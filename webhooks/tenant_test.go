@@ -9,7 +9,9 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	tesserav1 "github.com/tessera-gpu/tessera/api/v1alpha1"
 	"github.com/tessera-gpu/tessera/policy"
 )
 
@@ -65,5 +67,64 @@ func TestTenantBypassesDenied(t *testing.T) {
 	}
 	if resp := admit(pod(func(p *corev1.Pod) { p.Spec.SchedulerName = "volcano" }), guardTenant); !resp.Allowed {
 		t.Errorf("allowed scheduler: %+v", resp.Result)
+	}
+}
+
+// Queues' namespaceSelector and allowedPriorityClasses reach the policies as the Queue
+// says: a workload from a namespace the selector does not select, or with a class the
+// queue does not list, is denied; an invalid selector lets no namespace in.
+func TestQueueAccess(t *testing.T) {
+	queues := []tesserav1.Queue{
+		{ObjectMeta: metav1.ObjectMeta{Name: "team-a"}, Spec: tesserav1.QueueSpec{
+			NamespaceSelector: &metav1.LabelSelector{
+				MatchLabels:      map[string]string{"team": "a"},
+				MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "tier", Operator: metav1.LabelSelectorOpNotIn, Values: []string{"scratch"}}},
+			},
+			AllowedPriorityClasses: []string{"batch-normal", "offline-low"},
+		}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "broken"}, Spec: tesserav1.QueueSpec{NamespaceSelector: &metav1.LabelSelector{
+			MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "team", Operator: metav1.LabelSelectorOpIn}},
+		}}},
+	}
+	c, err := NewStaticCluster(queues, testNodes(), testClasses(),
+		&Namespace{Name: "a", Labels: map[string]string{"team": "a"}},
+		&Namespace{Name: "a-scratch", Labels: map[string]string{"team": "a", "tier": "scratch"}},
+		&Namespace{Name: "b", Labels: map[string]string{"team": "b"}},
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mut := &Handler{Mutating: true, ValidateOnMutate: map[string]bool{KindPod: true}, Evaluator: defaultEngine(t), Cluster: c}
+	admit := func(ns, queue, class string) *admissionv1.AdmissionResponse {
+		p := guardPod(nil)
+		p.Namespace, p.Labels, p.Spec.PriorityClassName = ns, map[string]string{tesserav1.LabelQueue: queue}, class
+		p.Spec.Containers[0].Resources.Limits = corev1.ResourceList{"tessera.dev/gpu": resource.MustParse("1")}
+		return mut.Admit(context.Background(), request(t, admissionv1.Create, p))
+	}
+	for _, c := range []struct {
+		ns, queue, class, want string
+	}{
+		{"a", "team-a", "", ""},
+		{"a", "team-a", "offline-low", ""},
+		{"b", "team-a", "", `queue "team-a" does not take workloads from namespace "b"`},
+		{"a-scratch", "team-a", "", `queue "team-a" does not take workloads from namespace "a-scratch"`},
+		{"a", "team-a", "production-high", `priorityClassName "production-high" is not allowed in queue "team-a"`},
+		{"a", "broken", "", `queue "broken" has an invalid spec.namespaceSelector`},
+	} {
+		resp := admit(c.ns, c.queue, c.class)
+		switch {
+		case c.want == "" && !resp.Allowed:
+			t.Errorf("%s/%s/%s denied: %s", c.ns, c.queue, c.class, resp.Result.Message)
+		case c.want != "" && (resp.Allowed || !strings.Contains(resp.Result.Message, c.want)):
+			t.Errorf("%s/%s/%s: allowed %v %+v; want denied with %q", c.ns, c.queue, c.class, resp.Allowed, resp.Result, c.want)
+		}
+	}
+	// The Queue itself: the invalid selector is named when the Queue is applied.
+	_, val := handlers(t)
+	q := queues[1].DeepCopy()
+	q.TypeMeta = metav1.TypeMeta{APIVersion: tesserav1.GroupVersion.String(), Kind: KindQueue}
+	resp := val.Admit(context.Background(), request(t, admissionv1.Create, q))
+	if resp.Allowed || !strings.Contains(resp.Result.Message, "spec.namespaceSelector is invalid") {
+		t.Errorf("Queue with an invalid selector: allowed %v %+v", resp.Allowed, resp.Result)
 	}
 }

@@ -49,6 +49,25 @@ type QueueSpec struct {
 	// +kubebuilder:validation:Maximum=1000000
 	// +optional
 	Priority int32 `json:"priority,omitempty"`
+
+	// NamespaceSelector selects the namespaces whose workloads may use the queue; the
+	// admission webhook denies the others. Unset: every namespace (an empty selector
+	// also selects every namespace). Namespaces carry the label
+	// kubernetes.io/metadata.name, so a list of names is
+	// {matchExpressions: [{key: kubernetes.io/metadata.name, operator: In, values: [...]}]}.
+	// +kubebuilder:validation:XValidation:rule="!has(self.matchExpressions) || self.matchExpressions.all(e, (e.operator in ['In', 'NotIn'] && has(e.values) && size(e.values) > 0) || (e.operator in ['Exists', 'DoesNotExist'] && (!has(e.values) || size(e.values) == 0)))",message="spec.namespaceSelector.matchExpressions: operator must be In or NotIn with values, or Exists or DoesNotExist without values"
+	// +optional
+	NamespaceSelector *metav1.LabelSelector `json:"namespaceSelector,omitempty"`
+
+	// AllowedPriorityClasses are the PriorityClasses the queue's workloads may use; the
+	// admission webhook denies others, and picks the default class among them. Empty:
+	// any class.
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:items:MaxLength=253
+	// +kubebuilder:validation:items:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	// +listType=set
+	// +optional
+	AllowedPriorityClasses []string `json:"allowedPriorityClasses,omitempty"`
 }
 
 // QueueStatus reports what the queue holds and how many jobs wait in it.

@@ -20,6 +20,7 @@ import (
 	"go.yaml.in/yaml/v3"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	tesserav1 "github.com/tessera-gpu/tessera/api/v1alpha1"
@@ -458,6 +459,10 @@ func (l *linter) prepare(o *object) {
 			o.finding(o.line(e.Field), "%s %s: %s", kind, name, e.Error())
 		}
 	}
+	if kind == "Queue" {
+		prepareQueue(o, name)
+		return
+	}
 	if kind != "AdmissionPolicy" {
 		return
 	}
@@ -520,6 +525,9 @@ func (l *linter) object(o *object) {
 		if p := str(o.obj, "spec", "parent"); p != "" {
 			l.refs = append(l.refs, ref{o, "spec.parent", "Queue", p})
 		}
+		for i, c := range allowedClasses(o) {
+			l.refs = append(l.refs, ref{o, fmt.Sprintf("spec.allowedPriorityClasses[%d]", i), "PriorityClass", c})
+		}
 	case "PriorityClass":
 		l.classes[name] = true
 	case "Namespace":
@@ -533,6 +541,49 @@ func (l *linter) object(o *object) {
 			l.refs = append(l.refs, ref{o, "spec.priorityClassName", "PriorityClass", c})
 		}
 	}
+}
+
+// prepareQueue checks who may use the queue (the schema checked the types and the CEL
+// rules): spec.namespaceSelector is a valid label selector (keys and values as labels
+// spell them), and the queue's default class, annotation tessera.dev/priority-class,
+// is one of spec.allowedPriorityClasses. The admission webhook lets no namespace use a
+// queue whose selector is invalid.
+func prepareQueue(o *object, name string) {
+	var q tesserav1.Queue
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.obj, &q); err != nil {
+		return // the schema check reported it
+	}
+	if sel := q.Spec.NamespaceSelector; sel != nil {
+		if _, err := metav1.LabelSelectorAsSelector(sel); err != nil {
+			o.finding(o.line("spec.namespaceSelector"), "Queue %s: spec.namespaceSelector is not a valid label selector: %v; no namespace could use the queue", name, err)
+		}
+	}
+	allowed := q.Spec.AllowedPriorityClasses
+	seen := map[string]bool{}
+	for _, c := range allowed {
+		if seen[c] {
+			o.finding(o.line("spec.allowedPriorityClasses"), "Queue %s: spec.allowedPriorityClasses lists %q twice", name, c)
+		}
+		seen[c] = true
+	}
+	key := webhooks.AnnotationPriorityClass
+	if c := q.Annotations[key]; c != "" && len(allowed) > 0 && !seen[c] {
+		o.finding(o.line("metadata.annotations["+key+"]"), "Queue %s: its default priority class %q (annotation %s) is not in spec.allowedPriorityClasses [%s]; add it there or pick one of them",
+			name, c, key, strings.Join(allowed, ", "))
+	}
+}
+
+// allowedClasses is a Queue's spec.allowedPriorityClasses, as far as they are strings.
+func allowedClasses(o *object) []string {
+	spec, _ := o.obj["spec"].(map[string]any)
+	list, _ := spec["allowedPriorityClasses"].([]any)
+	var out []string
+	for _, v := range list {
+		if s, ok := v.(string); ok && s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 func (l *linter) refAnnotation(o *object, key, kind string) {

@@ -69,3 +69,56 @@ from_scheduler if {
 
 # from_node: a kubelet's request (mirror pods of static pods are created bound).
 from_node if "system:nodes" in object.get(object.get(input, "user", {}), "groups", [])
+
+# selector_matches(sel, labels): the label selector sel (as the webhook writes a
+# metav1.LabelSelector: matchLabels, matchExpressions [{key, operator, values}]) selects
+# labels. An empty selector selects everything.
+selector_matches(sel, labels) if {
+	every k, v in object.get(sel, "matchLabels", {}) {
+		object.get(labels, k, null) == v
+	}
+	every e in object.get(sel, "matchExpressions", []) {
+		expression_matches(e, labels)
+	}
+}
+
+expression_matches(e, labels) if {
+	e.operator == "In"
+	value_in(labels, e.key, e.values)
+}
+
+# NotIn selects labels without the key too.
+expression_matches(e, labels) if {
+	e.operator == "NotIn"
+	not value_in(labels, e.key, e.values)
+}
+
+expression_matches(e, labels) if {
+	e.operator == "Exists"
+	_ = labels[e.key]
+}
+
+expression_matches(e, labels) if {
+	e.operator == "DoesNotExist"
+	not has_key(labels, e.key)
+}
+
+has_key(obj, k) if _ = obj[k]
+
+value_in(labels, k, values) if labels[k] in values
+
+# namespace_labels: the request namespace's labels, with kubernetes.io/metadata.name,
+# which the API server sets on every namespace.
+namespace_labels := object.union(
+	object.get(input.namespace, "labels", {}),
+	{"kubernetes.io/metadata.name": object.get(input.namespace, "name", "")},
+)
+
+# queue_takes_namespace(info): the queue (its cluster document) takes workloads from the
+# request's namespace: it has no namespaceSelector, or a valid one that selects it.
+queue_takes_namespace(info) if not info.namespaceSelector
+
+queue_takes_namespace(info) if {
+	not info.namespaceSelectorError
+	selector_matches(info.namespaceSelector, namespace_labels)
+}

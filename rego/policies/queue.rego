@@ -1,5 +1,7 @@
 # Queue: the workload's tessera.dev/queue label, else its namespace's tessera.dev/queue
-# annotation, else Volcano's or Kueue's queue name, else "default". Unknown queues are denied.
+# annotation, else Volcano's or Kueue's queue name, else "default". Unknown queues are
+# denied, and so are queues whose spec.namespaceSelector does not select the workload's
+# namespace.
 package tessera.queue
 
 import data.tessera.lib
@@ -26,4 +28,21 @@ deny contains msg if {
 	lib.queue_info(resolved) == null
 	known := concat(", ", sort([n | some n, _ in object.get(input.cluster, "queues", {})]))
 	msg := sprintf("queue %q does not exist (known queues: [%s]); create the Queue or set label tessera.dev/queue to an existing one", [resolved, known])
+}
+
+deny contains msg if {
+	lib.managed
+	info := lib.queue_info(resolved)
+	info != null
+	not info.namespaceSelectorError
+	not lib.queue_takes_namespace(info)
+	ns := object.get(input.namespace, "name", "")
+	usable := sort([n | some n, q in object.get(input.cluster, "queues", {}); lib.queue_takes_namespace(q)])
+	msg := sprintf("queue %q does not take workloads from namespace %q: its spec.namespaceSelector does not select the namespace; set label tessera.dev/queue to a queue this namespace may use ([%s]), or ask the operator to add the namespace to the queue's namespaceSelector", [resolved, ns, concat(", ", usable)])
+}
+
+deny contains msg if {
+	lib.managed
+	e := lib.queue_info(resolved).namespaceSelectorError
+	msg := sprintf("queue %q has an invalid spec.namespaceSelector (%s), so no namespace may use it; the operator must fix the Queue", [resolved, e])
 }

@@ -1,5 +1,6 @@
 package tessera.queue_test
 
+import data.tessera.lib
 import data.tessera.queue
 
 cluster := {"queues": {"train": {}, "infer": {}, "ns-queue": {}}}
@@ -45,4 +46,53 @@ test_unknown_queue_denied if {
 	some msg in msgs
 	contains(msg, `queue "nope" does not exist`)
 	contains(msg, "infer, ns-queue, train")
+}
+
+restricted := {"queues": {
+	"team-a": {"namespaceSelector": {"matchLabels": {"team": "a"}, "matchExpressions": []}},
+	"by-name": {"namespaceSelector": {"matchLabels": {}, "matchExpressions": [{"key": "kubernetes.io/metadata.name", "operator": "In", "values": ["team", "other"]}]}},
+	"not-scratch": {"namespaceSelector": {"matchLabels": {}, "matchExpressions": [{"key": "scratch", "operator": "DoesNotExist", "values": []}]}},
+	"broken": {"namespaceSelector": {"matchLabels": {}, "matchExpressions": []}, "namespaceSelectorError": "values: Invalid value"},
+	"open": {},
+}}
+
+in_ns(q, labels) := {
+	"kind": "Pod",
+	"namespace": {"name": "team", "labels": labels, "annotations": {}},
+	"workload": {"queue": q, "podRequests": {"nvidia.com/gpu": 1}},
+	"cluster": restricted,
+}
+
+test_namespace_selector_admits_selected if {
+	count(queue.deny) == 0 with input as in_ns("team-a", {"team": "a"})
+	count(queue.deny) == 0 with input as in_ns("by-name", {})
+	count(queue.deny) == 0 with input as in_ns("not-scratch", {"team": "b"})
+	count(queue.deny) == 0 with input as in_ns("open", {"team": "b"})
+}
+
+test_namespace_selector_denies_others if {
+	msgs := queue.deny with input as in_ns("team-a", {"team": "b"})
+	some msg in msgs
+	contains(msg, `queue "team-a" does not take workloads from namespace "team"`)
+	contains(msg, "spec.namespaceSelector")
+	contains(msg, "[by-name, not-scratch, open]")
+	count(queue.deny) == 1 with input as in_ns("not-scratch", {"scratch": ""})
+}
+
+test_invalid_namespace_selector_takes_nobody if {
+	msgs := queue.deny with input as in_ns("broken", {"team": "a"})
+	count(msgs) == 1
+	some msg in msgs
+	contains(msg, `queue "broken" has an invalid spec.namespaceSelector`)
+}
+
+test_not_in_selects_namespaces_without_the_key if {
+	sel := {"matchLabels": {"team": "a"}, "matchExpressions": [{"key": "tier", "operator": "NotIn", "values": ["scratch"]}]}
+	lib.selector_matches(sel, {"team": "a"})
+	lib.selector_matches(sel, {"team": "a", "tier": "prod"})
+	not lib.selector_matches(sel, {"team": "a", "tier": "scratch"})
+	not lib.selector_matches(sel, {"team": "b"})
+	lib.selector_matches({}, {})
+	lib.selector_matches({"matchExpressions": [{"key": "x", "operator": "Exists", "values": []}]}, {"x": ""})
+	not lib.selector_matches({"matchExpressions": [{"key": "x", "operator": "In", "values": ["1"]}]}, {})
 }

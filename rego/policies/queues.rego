@@ -1,5 +1,7 @@
 # Queues: deserved must not exceed capability; warn when the queues together deserve
-# more than the cluster has.
+# more than the cluster has. spec.namespaceSelector must be a valid selector, and the
+# queue's default priority class (annotation tessera.dev/priority-class) one of its
+# spec.allowedPriorityClasses.
 package tessera.queues
 
 deny contains msg if {
@@ -19,3 +21,26 @@ warn contains msg if {
 	total > have
 	msg := sprintf("queues together deserve %v %s but the cluster has %v; deserved shares will not all be met", [total, r, have])
 }
+
+deny contains msg if {
+	e := input.workload.namespaceSelectorError
+	msg := sprintf("spec.namespaceSelector is invalid: %s; fix the selector (no namespace could use the queue)", [e])
+}
+
+deny contains msg if {
+	allowed := object.get(input.workload, "allowedPriorityClasses", [])
+	count(allowed) > 0
+	c := object.get(object.get(input.workload, "annotations", {}), "tessera.dev/priority-class", "")
+	c != ""
+	not c in allowed
+	msg := sprintf("annotation tessera.dev/priority-class %q (the queue's default priority class) is not in spec.allowedPriorityClasses [%s]; add it there or pick one of them", [c, concat(", ", allowed)])
+}
+
+warn contains msg if {
+	classes := object.get(input.cluster, "priorityClasses", {})
+	some c in object.get(input.workload, "allowedPriorityClasses", [])
+	not has_class(classes, c)
+	msg := sprintf("spec.allowedPriorityClasses names %q, which is not a PriorityClass of the cluster; workloads cannot use it until it exists", [c])
+}
+
+has_class(classes, c) if _ = classes[c]

@@ -26,3 +26,29 @@ test_update_replaces_own_share if {
 	count(queues.warn) == 0 with input as inp
 	count(queues.deny) == 0 with input as inp
 }
+
+test_invalid_namespace_selector_denied if {
+	inp := {"kind": "Queue", "workload": {"name": "c", "namespaceSelectorError": "key: Invalid value: \"bad key\""}, "cluster": cluster}
+	msgs := queues.deny with input as inp
+	some msg in msgs
+	contains(msg, "spec.namespaceSelector is invalid")
+	contains(msg, "bad key")
+}
+
+test_default_class_outside_allowed_denied if {
+	w := {"name": "c", "annotations": {"tessera.dev/priority-class": "production-high"}, "allowedPriorityClasses": ["batch-normal", "offline-low"]}
+	msgs := queues.deny with input as {"kind": "Queue", "workload": w, "cluster": cluster}
+	some msg in msgs
+	contains(msg, `annotation tessera.dev/priority-class "production-high"`)
+	contains(msg, "[batch-normal, offline-low]")
+	ok := json.patch(w, [{"op": "replace", "path": "/annotations/tessera.dev~1priority-class", "value": "offline-low"}])
+	count(queues.deny) == 0 with input as {"kind": "Queue", "workload": ok, "cluster": cluster}
+}
+
+test_unknown_allowed_class_warns if {
+	inp := {"kind": "Queue", "workload": {"name": "c", "allowedPriorityClasses": ["offline-low", "nope"]}, "cluster": object.union(cluster, {"priorityClasses": {"offline-low": 0}})}
+	msgs := queues.warn with input as inp
+	count(msgs) == 1
+	some msg in msgs
+	contains(msg, `"nope"`)
+}

@@ -55,6 +55,10 @@ spec:
   deserved: {tessera.dev/gpu: "15"}
   capability: {tessera.dev/gpu: "20", cpu: "400"}
   guarantee: {tessera.dev/gpu: "4"}
+  namespaceSelector:
+    matchLabels: {team: prod}
+    matchExpressions: [{key: kubernetes.io/metadata.name, operator: NotIn, values: [scratch]}, {key: tier, operator: Exists}]
+  allowedPriorityClasses: [production-high, batch-normal]
 ---
 apiVersion: tessera.dev/v1alpha1
 kind: PodGroup

@@ -506,3 +506,104 @@ func TestTenantOtherSchedulerName(t *testing.T) {
 	grantScheduler(t, e)
 	must(t, "scheduler creates a GPU pod with another scheduler", sched.Create(ctx, pod.DeepCopy()))
 }
+
+// tenantQueues creates team-a's queue (namespaces labelled team=a; classes batch-normal
+// and offline-low) and team-b's (namespaces labelled team=b), and waits until the
+// webhook knows them: a pod in each, from a namespace it takes, is admitted.
+func tenantQueues(t *testing.T, e *testenv.Env) {
+	t.Helper()
+	ctx := testenv.Context(t, 30*time.Second)
+	for _, o := range []client.Object{
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tenant-b", Labels: map[string]string{"team": "b"}}},
+		&tesserav1.Queue{ObjectMeta: metav1.ObjectMeta{Name: "team-a"}, Spec: tesserav1.QueueSpec{
+			NamespaceSelector:      &metav1.LabelSelector{MatchLabels: map[string]string{"team": "a"}},
+			AllowedPriorityClasses: []string{"batch-normal", "offline-low"},
+		}},
+		&tesserav1.Queue{ObjectMeta: metav1.ObjectMeta{Name: "team-b"}, Spec: tesserav1.QueueSpec{
+			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"team": "b"}},
+		}},
+	} {
+		if err := e.Client.Create(ctx, o); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatal(err)
+		}
+	}
+	for _, probe := range []struct{ ns, queue string }{{tenantNS, "team-a"}, {"tenant-b", "team-b"}} {
+		for {
+			p := tenantPod("", 1)
+			p.GenerateName, p.Namespace, p.Labels = "probe-", probe.ns, map[string]string{tesserav1.LabelQueue: probe.queue}
+			err := e.Client.Create(ctx, p, client.DryRunAll)
+			if err == nil {
+				break
+			}
+			if ctx.Err() != nil {
+				t.Fatalf("the webhook never took queue %s: %v", probe.queue, err)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+}
+
+func inQueue(p *corev1.Pod, queue string) *corev1.Pod {
+	if p.Labels == nil {
+		p.Labels = map[string]string{}
+	}
+	p.Labels[tesserav1.LabelQueue] = queue
+	return p
+}
+
+// TestTenantQueueFromOtherNamespace: team-b's queue takes only namespaces labelled
+// team=b; the tenant of tenant-a (team=a) cannot submit to it, by Tessera's label or by
+// Volcano's or Kueue's queue names, as a pod, a Job or a PodGroup. Its own queue works.
+func TestTenantQueueFromOtherNamespace(t *testing.T) {
+	e := tenantEnv(t)
+	tenantQueues(t, e)
+	ctx := testenv.Context(t, 60*time.Second)
+	tenant := asTenant(t, e)
+	want := []string{`queue "team-b" does not take workloads from namespace "` + tenantNS + `"`, "spec.namespaceSelector", "[team-a]"}
+
+	refused(t, "tenant pod in another team's queue", tenant.Create(ctx, inQueue(tenantPod("other-queue", 1), "team-b")), want...)
+	volcano := tenantPod("other-queue-volcano", 1)
+	volcano.Annotations = map[string]string{tesserav1.VolcanoQueueName: "team-b"}
+	refused(t, "tenant pod naming the queue the Volcano way", tenant.Create(ctx, volcano), want...)
+	kueue := tenantPod("other-queue-kueue", 1)
+	kueue.Labels = map[string]string{tesserav1.KueueQueueName: "team-b"}
+	refused(t, "tenant pod naming the queue the Kueue way", tenant.Create(ctx, kueue), want...)
+	refused(t, "tenant Job in another team's queue", tenant.Create(ctx, tenantJob("other-queue", inQueue(tenantPod("", 1), "team-b"))), want...)
+	pg := &tesserav1.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: tenantNS, Name: "other-queue"}, Spec: tesserav1.PodGroupSpec{MinMember: 1, Queue: "team-b"}}
+	refused(t, "tenant PodGroup in another team's queue", tenant.Create(ctx, pg), want...)
+
+	must(t, "tenant pod in its own queue", tenant.Create(ctx, inQueue(tenantPod("own-queue", 1), "team-a")))
+	must(t, "pod of team b in its queue", e.Client.Create(ctx, func() *corev1.Pod {
+		p := inQueue(tenantPod("team-b-pod", 1), "team-b")
+		p.Namespace = "tenant-b"
+		return p
+	}()))
+}
+
+// TestTenantPriorityClassNotAllowed: team-a's queue allows batch-normal and offline-low;
+// a tenant pod, Job or PodGroup in it asking for production-high (which preempts
+// everybody's work) is refused. The allowed classes and the default work.
+func TestTenantPriorityClassNotAllowed(t *testing.T) {
+	e := tenantEnv(t)
+	tenantQueues(t, e)
+	ctx := testenv.Context(t, 60*time.Second)
+	tenant := asTenant(t, e)
+	want := []string{`priorityClassName "production-high" is not allowed in queue "team-a"`, "[batch-normal, offline-low]"}
+
+	high := inQueue(tenantPod("high", 1), "team-a")
+	high.Spec.PriorityClassName = "production-high"
+	refused(t, "tenant pod with a class its queue does not allow", tenant.Create(ctx, high.DeepCopy()), want...)
+	refused(t, "tenant Job with a class its queue does not allow", tenant.Create(ctx, tenantJob("high", high)), want...)
+	pg := &tesserav1.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: tenantNS, Name: "high"},
+		Spec: tesserav1.PodGroupSpec{MinMember: 1, Queue: "team-a", PriorityClassName: "production-high"}}
+	refused(t, "tenant PodGroup with a class its queue does not allow", tenant.Create(ctx, pg), want...)
+
+	low := inQueue(tenantPod("low", 1), "team-a")
+	low.Spec.PriorityClassName = "offline-low"
+	must(t, "tenant pod with an allowed class", tenant.Create(ctx, low))
+	def := inQueue(tenantPod("default-class", 1), "team-a")
+	must(t, "tenant pod with no class", tenant.Create(ctx, def))
+	if def.Spec.PriorityClassName != "batch-normal" {
+		t.Errorf("default class %q, want batch-normal", def.Spec.PriorityClassName)
+	}
+}
