@@ -1,8 +1,10 @@
 package volcano
 
 import (
+	"context"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strings"
 
@@ -13,8 +15,10 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	tesserav1 "github.com/tessera-gpu/tessera/api/v1alpha1"
+	"github.com/tessera-gpu/tessera/deploy/crds"
 )
 
 // Options tune the conversion.
@@ -35,26 +39,43 @@ func (n Note) String() string { return n.Object + ": " + n.Field + ": " + n.Text
 // volcanoGPUMemory is Volcano's GPU-sharing resource (MiB of one GPU).
 const volcanoGPUMemory corev1.ResourceName = "volcano.sh/gpu-memory"
 
-// Convert converts the objects; objects of other kinds pass through unchanged. Errors
-// are objects that cannot be read at all.
+// versions are the Volcano kinds Convert reads, at the one version it reads each.
+var versions = map[schema.GroupKind]string{
+	{Group: "scheduling.volcano.sh", Kind: "Queue"}:    "v1beta1",
+	{Group: "scheduling.volcano.sh", Kind: "PodGroup"}: "v1beta1",
+	{Group: "batch.volcano.sh", Kind: "Job"}:           "v1alpha1",
+}
+
+// Convert converts the objects; objects of other kinds pass through unchanged, other
+// Volcano kinds (volcano.sh API groups) are left out with a note. Errors are objects
+// that cannot be read, or would become objects the API server rejects: an apiVersion
+// Convert does not read, a number out of range, a gang larger than its Job, a Job
+// without containers.
 func Convert(objs []*unstructured.Unstructured, opts Options) ([]runtime.Object, []Note, error) {
 	c := &converter{opts: opts}
 	var out []runtime.Object
 	for _, u := range objs {
 		gv, err := schema.ParseGroupVersion(u.GetAPIVersion())
 		if err != nil {
-			return nil, nil, fmt.Errorf("%s %s: apiVersion: %w", u.GetKind(), u.GetName(), err)
+			return nil, nil, fmt.Errorf("%s %s: apiVersion: %w", u.GetKind(), name(u), err)
+		}
+		gk := gv.WithKind(u.GetKind()).GroupKind()
+		if want, ok := versions[gk]; ok && gv.Version != want {
+			return nil, nil, fmt.Errorf("%s %s: apiVersion %s: convert reads %s only; convert the object to %s/%s first",
+				u.GetKind(), name(u), u.GetAPIVersion(), gk.Group+"/"+want, gk.Group, want)
 		}
 		var got []runtime.Object
 		switch {
-		case gv.Group == "scheduling.volcano.sh" && u.GetKind() == "Queue":
+		case gk == schema.GroupKind{Group: "scheduling.volcano.sh", Kind: "Queue"}:
 			got, err = c.queue(u)
-		case gv.Group == "scheduling.volcano.sh" && u.GetKind() == "PodGroup":
+		case gk == schema.GroupKind{Group: "scheduling.volcano.sh", Kind: "PodGroup"}:
 			got, err = c.podGroup(u)
-		case gv.Group == "batch.volcano.sh" && u.GetKind() == "Job":
+		case gk == schema.GroupKind{Group: "batch.volcano.sh", Kind: "Job"}:
 			got, err = c.volcanoJob(u)
-		case gv.Group == "batch" && u.GetKind() == "Job":
+		case gk == schema.GroupKind{Group: "batch", Kind: "Job"}:
 			got, err = c.batchJob(u)
+		case gv.Group == "volcano.sh" || strings.HasSuffix(gv.Group, ".volcano.sh"):
+			c.note(u, "kind", "Volcano's %s (%s) has no Tessera equivalent; left out", u.GetKind(), u.GetAPIVersion())
 		default:
 			got = []runtime.Object{u}
 		}
@@ -82,11 +103,24 @@ func (c *converter) note(u *unstructured.Unstructured, field, format string, arg
 	c.notes = append(c.notes, Note{Object: u.GetKind() + " " + name(u), Field: field, Text: fmt.Sprintf(format, args...)})
 }
 
-// noteUnknown notes every spec field not in known.
-func (c *converter) noteUnknown(u *unstructured.Unstructured, spec map[string]any, known ...string) {
-	for _, k := range slices.Sorted(maps.Keys(spec)) {
+// noteUnknown notes every field of m (at field, "spec" or "spec.tasks[0]") not in known.
+func (c *converter) noteUnknown(u *unstructured.Unstructured, field string, m map[string]any, known ...string) {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
 		if !slices.Contains(known, k) {
-			c.note(u, "spec."+k, "Tessera has no equivalent; left out")
+			c.note(u, field+"."+k, "Tessera has no equivalent; left out")
+		}
+	}
+}
+
+// understood are the Volcano annotations the conversion turns into Tessera's.
+var understood = []string{tesserav1.VolcanoQueueName, tesserav1.VolcanoGroupName, tesserav1.VolcanoGroupMinMember}
+
+// noteAnnotations notes the Volcano annotations (volcano.sh/...) that Tessera does not
+// read; they are kept as they are.
+func (c *converter) noteAnnotations(u *unstructured.Unstructured, field string, annotations map[string]string) {
+	for _, k := range slices.Sorted(maps.Keys(annotations)) {
+		if strings.Contains(k, "volcano.sh/") && !slices.Contains(understood, k) {
+			c.note(u, field+"["+k+"]", "Volcano's annotation, which Tessera does not read; kept as it is, with no effect")
 		}
 	}
 }
@@ -107,10 +141,13 @@ func (c *converter) resources(u *unstructured.Unstructured, field string, v any)
 		return nil, nil
 	}
 	rl := corev1.ResourceList{}
-	for k, q := range m {
-		qty, err := resource.ParseQuantity(fmt.Sprint(q))
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		qty, err := resource.ParseQuantity(fmt.Sprint(m[k]))
 		if err != nil {
 			return nil, fmt.Errorf("%s[%s]: %w", field, k, err)
+		}
+		if qty.Sign() < 0 {
+			return nil, fmt.Errorf("%s[%s]: %s is negative", field, k, qty.String())
 		}
 		rl[c.resourceName(u, field, corev1.ResourceName(k))] = qty
 	}
@@ -128,12 +165,71 @@ func (c *converter) resourceName(u *unstructured.Unstructured, field string, n c
 	return n
 }
 
+// number reads an optional whole number of field in [lo, hi]; set is false when the
+// field is absent.
+func number(m map[string]any, key, field string, lo, hi int64) (n int32, set bool, err error) {
+	v, ok := m[key]
+	if !ok || v == nil {
+		return 0, false, nil
+	}
+	x, ok := intOf(v)
+	if !ok {
+		return 0, false, fmt.Errorf("%s: %v is not a whole number", field, v)
+	}
+	if x < lo || x > hi {
+		return 0, false, fmt.Errorf("%s: %d is out of range; use %d to %d", field, x, lo, hi)
+	}
+	return int32(x), true, nil
+}
+
+// intOf reads a whole number decoded from YAML or JSON; numbers beyond int64 read as
+// its bounds, so that range checks refuse them.
+func intOf(v any) (int64, bool) {
+	switch x := v.(type) {
+	case int64:
+		return x, true
+	case int:
+		return int64(x), true
+	case int32:
+		return int64(x), true
+	case float64:
+		switch {
+		case math.IsNaN(x) || x != math.Trunc(x):
+			return 0, false
+		case x >= math.MaxInt64:
+			return math.MaxInt64, true
+		case x <= math.MinInt64:
+			return math.MinInt64, true
+		}
+		return int64(x), true
+	}
+	return 0, false
+}
+
+func mapOf(v any) map[string]any {
+	m, _ := v.(map[string]any)
+	return m
+}
+
+// validate checks a converted Tessera object as the API server would (the CRD's
+// schema and CEL rules).
+func validate(obj runtime.Object, apiVersion, kind string) error {
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		return err
+	}
+	if errs := crds.DefaultAndValidate(context.Background(), apiVersion, kind, m); len(errs) > 0 {
+		return fmt.Errorf("the Tessera %s it becomes would be rejected: %v", kind, errs.ToAggregate())
+	}
+	return nil
+}
+
 func (c *converter) queue(u *unstructured.Unstructured) ([]runtime.Object, error) {
 	spec, _, _ := unstructured.NestedMap(u.Object, "spec")
 	q := &tesserav1.Queue{TypeMeta: metav1.TypeMeta{APIVersion: tesserav1.GroupVersion.String(), Kind: "Queue"}, ObjectMeta: meta(u, false)}
 	var err error
-	if w, ok := intOf(spec["weight"]); ok {
-		q.Spec.Weight = int32(w)
+	if q.Spec.Weight, _, err = number(spec, "weight", "spec.weight", 1, math.MaxInt32); err != nil {
+		return nil, fmt.Errorf("%w (a queue's weight is at least 1)", err)
 	}
 	if q.Spec.Capability, err = c.resources(u, "spec.capability", spec["capability"]); err != nil {
 		return nil, err
@@ -152,27 +248,83 @@ func (c *converter) queue(u *unstructured.Unstructured) ([]runtime.Object, error
 	if p, ok := spec["parent"].(string); ok && p != "root" {
 		q.Spec.Parent = p
 	}
-	if p, ok := intOf(spec["priority"]); ok {
-		q.Spec.Priority = int32(p)
+	if q.Spec.Priority, _, err = number(spec, "priority", "spec.priority", math.MinInt32, math.MaxInt32); err != nil {
+		return nil, err
 	}
-	c.noteUnknown(u, spec, "weight", "capability", "deserved", "guarantee", "reclaimable", "parent", "priority")
+	c.noteUnknown(u, "spec", spec, "weight", "capability", "deserved", "guarantee", "reclaimable", "parent", "priority")
+	c.noteAnnotations(u, "metadata.annotations", u.GetAnnotations())
+	if err := validate(q, q.APIVersion, q.Kind); err != nil {
+		return nil, err
+	}
 	return []runtime.Object{q}, nil
 }
 
 func (c *converter) podGroup(u *unstructured.Unstructured) ([]runtime.Object, error) {
 	spec, _, _ := unstructured.NestedMap(u.Object, "spec")
 	pg := &tesserav1.PodGroup{TypeMeta: metav1.TypeMeta{APIVersion: tesserav1.GroupVersion.String(), Kind: "PodGroup"}, ObjectMeta: meta(u, true)}
-	if m, ok := intOf(spec["minMember"]); ok {
-		pg.Spec.MinMember = int32(m)
+	var err error
+	if pg.Spec.MinMember, _, err = number(spec, "minMember", "spec.minMember", 1, math.MaxInt32); err != nil {
+		return nil, fmt.Errorf("%w (a gang has at least one member)", err)
 	}
 	pg.Spec.Queue, _ = spec["queue"].(string)
 	pg.Spec.PriorityClassName, _ = spec["priorityClassName"].(string)
-	var err error
 	if pg.Spec.MinResources, err = c.resources(u, "spec.minResources", spec["minResources"]); err != nil {
 		return nil, err
 	}
-	c.noteUnknown(u, spec, "minMember", "queue", "priorityClassName", "minResources")
+	c.noteUnknown(u, "spec", spec, "minMember", "queue", "priorityClassName", "minResources")
+	c.noteAnnotations(u, "metadata.annotations", u.GetAnnotations())
+	if err := validate(pg, pg.APIVersion, pg.Kind); err != nil {
+		return nil, err
+	}
 	return []runtime.Object{pg}, nil
+}
+
+// policies prints Volcano lifecycle policies as the file spells them:
+// "PodEvicted: RestartJob, exitCode 3: AbortJob".
+func policies(v any) string {
+	list, _ := v.([]any)
+	var out []string
+	for _, p := range list {
+		m := mapOf(p)
+		var when []string
+		if e, ok := m["event"].(string); ok {
+			when = append(when, e)
+		}
+		if es, ok := m["events"].([]any); ok {
+			for _, e := range es {
+				when = append(when, fmt.Sprint(e))
+			}
+		}
+		if code, ok := m["exitCode"]; ok {
+			when = append(when, fmt.Sprintf("exitCode %v", code))
+		}
+		if len(when) == 0 {
+			when = []string{"*"}
+		}
+		action, _ := m["action"].(string)
+		s := strings.Join(when, "|") + ": " + action
+		if t, ok := m["timeout"]; ok {
+			s += fmt.Sprintf(" after %v", t)
+		}
+		out = append(out, s)
+	}
+	return strings.Join(out, ", ")
+}
+
+// dependsOn prints a task's dependsOn: "master, ps (all)".
+func dependsOn(v any) string {
+	m := mapOf(v)
+	var names []string
+	if ns, ok := m["name"].([]any); ok {
+		for _, n := range ns {
+			names = append(names, fmt.Sprint(n))
+		}
+	}
+	s := strings.Join(names, ", ")
+	if it, ok := m["iteration"].(string); ok && it != "" {
+		s += " (" + it + ")"
+	}
+	return s
 }
 
 // volcanoJob becomes one PodGroup (minAvailable, queue, priority) and one batch/v1 Job
@@ -183,71 +335,110 @@ func (c *converter) volcanoJob(u *unstructured.Unstructured) ([]runtime.Object, 
 	pg.Spec.Queue, _ = spec["queue"].(string)
 	pg.Spec.PriorityClassName, _ = spec["priorityClassName"].(string)
 	tasks, _ := spec["tasks"].([]any)
+	if len(tasks) == 0 {
+		return nil, fmt.Errorf("spec.tasks: a Volcano Job has at least one task")
+	}
+	maxRetry, retrySet, err := number(spec, "maxRetry", "spec.maxRetry", 0, math.MaxInt32)
+	if err != nil {
+		return nil, err
+	}
+	ttl, ttlSet, err := number(spec, "ttlSecondsAfterFinished", "spec.ttlSecondsAfterFinished", 0, math.MaxInt32)
+	if err != nil {
+		return nil, err
+	}
 	total := int64(0)
 	out := []runtime.Object{pg}
+	taskNames := map[string]bool{}
 	for i, t := range tasks {
-		task, _ := t.(map[string]any)
-		replicas, _ := intOf(task["replicas"])
-		total += replicas
+		field := fmt.Sprintf("spec.tasks[%d]", i)
+		task, ok := t.(map[string]any)
+		if !ok {
+			return nil, fmt.Errorf("%s: a task is an object", field)
+		}
+		replicas, _, err := number(task, "replicas", field+".replicas", 0, math.MaxInt32)
+		if err != nil {
+			return nil, err
+		}
+		total += int64(replicas)
 		taskName, _ := task["name"].(string)
 		if taskName == "" {
 			taskName = fmt.Sprintf("task%d", i)
 		}
+		if taskNames[taskName] {
+			return nil, fmt.Errorf("%s.name: two tasks are named %s", field, taskName)
+		}
+		taskNames[taskName] = true
+		jobName := u.GetName() + "-" + taskName
+		if errs := validation.IsDNS1123Label(jobName); len(errs) > 0 {
+			return nil, fmt.Errorf("%s.name: the batch/v1 Job it becomes, %s, is not a valid Job name: %s", field, jobName, strings.Join(errs, "; "))
+		}
 		var tmpl corev1.PodTemplateSpec
 		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(mapOf(task["template"]), &tmpl); err != nil {
-			return nil, fmt.Errorf("spec.tasks[%d].template: %w", i, err)
+			return nil, fmt.Errorf("%s.template: %w", field, err)
 		}
-		field := fmt.Sprintf("spec.tasks[%d]", i)
-		if _, ok := task["policies"]; ok {
-			c.note(u, field+".policies", "Volcano job policies (e.g. PodFailed: RestartJob) have no Tessera equivalent; use the Job's podFailurePolicy and backoffLimit")
+		if len(tmpl.Spec.Containers) == 0 {
+			return nil, fmt.Errorf("%s.template.spec.containers: a task's pods need at least one container", field)
+		}
+		if p, ok := task["policies"]; ok {
+			c.note(u, field+".policies", "Volcano task policies [%s] have no Tessera equivalent; use the Job's podFailurePolicy and backoffLimit", policies(p))
 		}
 		if mr, ok := task["minAvailable"]; ok {
 			c.note(u, field+".minAvailable", "per-task minAvailable (%v) is not carried; the gang's minMember counts all tasks", mr)
 		}
-		r := int32(replicas)
+		if d, ok := task["dependsOn"]; ok {
+			c.note(u, field+".dependsOn", "left out: the task's Job starts with the others instead of after %s; start it when they finish (a workflow tool, or an init container that waits)", dependsOn(d))
+		}
+		taskRetry, taskRetrySet, err := number(task, "maxRetry", field+".maxRetry", 0, math.MaxInt32)
+		if err != nil {
+			return nil, err
+		}
+		c.noteUnknown(u, field, task, "name", "replicas", "template", "policies", "minAvailable", "dependsOn", "maxRetry")
+		r := replicas
 		job := &batchv1.Job{TypeMeta: metav1.TypeMeta{APIVersion: "batch/v1", Kind: "Job"},
-			ObjectMeta: metav1.ObjectMeta{Name: u.GetName() + "-" + taskName, Namespace: u.GetNamespace(), Labels: u.GetLabels()},
+			ObjectMeta: metav1.ObjectMeta{Name: jobName, Namespace: u.GetNamespace(), Labels: u.GetLabels()},
 			Spec:       batchv1.JobSpec{Parallelism: &r, Completions: &r, Template: tmpl}}
-		if mr, ok := intOf(spec["maxRetry"]); ok {
-			br := int32(mr)
-			job.Spec.BackoffLimit = &br
+		switch {
+		case taskRetrySet:
+			job.Spec.BackoffLimit = &taskRetry
+		case retrySet:
+			job.Spec.BackoffLimit = &maxRetry
+		}
+		if ttlSet {
+			job.Spec.TTLSecondsAfterFinished = &ttl
 		}
 		c.podTemplate(u, field+".template", &job.Spec.Template, u.GetName(), pg.Spec.Queue)
 		out = append(out, job)
 	}
-	pg.Spec.MinMember = int32(total)
-	if m, ok := intOf(spec["minAvailable"]); ok {
-		pg.Spec.MinMember = int32(m)
+	if total > math.MaxInt32 {
+		return nil, fmt.Errorf("spec.tasks: %d replicas together, more than a gang can hold (%d)", total, math.MaxInt32)
 	}
-	if _, ok := spec["policies"]; ok {
-		c.note(u, "spec.policies", "Volcano job policies (e.g. PodEvicted: RestartJob) have no Tessera equivalent; evicted pods are recreated by their Job and the gang restarts whole")
+	pg.Spec.MinMember = int32(total)
+	if m, set, err := number(spec, "minAvailable", "spec.minAvailable", 1, math.MaxInt32); err != nil {
+		return nil, fmt.Errorf("%w (a gang has at least one member)", err)
+	} else if set {
+		if int64(m) > total {
+			return nil, fmt.Errorf("spec.minAvailable: %d is more than the %d replicas of the tasks together; the gang could never start: lower minAvailable or raise replicas", m, total)
+		}
+		pg.Spec.MinMember = m
+	}
+	if total == 0 {
+		return nil, fmt.Errorf("spec.tasks: no task has replicas, so the Job would run no pod")
+	}
+	if p, ok := spec["policies"]; ok {
+		c.note(u, "spec.policies", "Volcano job policies [%s] have no Tessera equivalent; evicted pods are recreated by their Job and the gang restarts whole", policies(p))
 	}
 	if _, ok := spec["plugins"]; ok {
-		c.note(u, "spec.plugins", "Volcano job plugins (ssh, svc, env) are not carried; add a headless Service and the environment the tasks need")
+		c.note(u, "spec.plugins", "Volcano job plugins (%s) are not carried; add a headless Service and the environment the tasks need", strings.Join(slices.Sorted(maps.Keys(mapOf(spec["plugins"]))), ", "))
 	}
-	if _, ok := spec["maxRetry"]; ok {
+	if retrySet {
 		c.note(u, "spec.maxRetry", "became each Job's backoffLimit")
 	}
-	c.noteUnknown(u, spec, "minAvailable", "queue", "priorityClassName", "tasks", "schedulerName", "policies", "plugins", "maxRetry")
-	return out, nil
-}
-
-// intOf reads a whole number decoded from YAML or JSON.
-func intOf(v any) (int64, bool) {
-	switch x := v.(type) {
-	case int64:
-		return x, true
-	case int:
-		return int64(x), true
-	case float64:
-		return int64(x), x == float64(int64(x))
+	c.noteUnknown(u, "spec", spec, "minAvailable", "queue", "priorityClassName", "tasks", "schedulerName", "policies", "plugins", "maxRetry", "ttlSecondsAfterFinished")
+	c.noteAnnotations(u, "metadata.annotations", u.GetAnnotations())
+	if err := validate(pg, pg.APIVersion, pg.Kind); err != nil {
+		return nil, err
 	}
-	return 0, false
-}
-
-func mapOf(v any) map[string]any {
-	m, _ := v.(map[string]any)
-	return m
+	return out, nil
 }
 
 // batchJob moves Volcano's annotations on a batch/v1 Job onto Tessera's labels.
@@ -264,26 +455,52 @@ func (c *converter) batchJob(u *unstructured.Unstructured) ([]runtime.Object, er
 	if queue == "" && group == "" && job.Spec.Template.Spec.SchedulerName != "volcano" {
 		return []runtime.Object{u}, nil
 	}
+	parallelism := int32(1)
+	if p := job.Spec.Parallelism; p != nil {
+		if *p < 0 {
+			return nil, fmt.Errorf("spec.parallelism: %d is negative", *p)
+		}
+		parallelism = *p
+	}
 	if min := job.Spec.Template.Annotations[tesserav1.VolcanoGroupMinMember]; min != "" {
+		var n int64
+		if _, err := fmt.Sscan(min, &n); err != nil || fmt.Sprint(n) != min || n < 1 {
+			return nil, fmt.Errorf("spec.template.metadata.annotations[%s]: %q is not a whole number of at least 1", tesserav1.VolcanoGroupMinMember, min)
+		}
+		if n > int64(parallelism) {
+			return nil, fmt.Errorf("spec.template.metadata.annotations[%s]: %d is more than the Job's parallelism %d; the gang could never start", tesserav1.VolcanoGroupMinMember, n, parallelism)
+		}
 		if job.Annotations == nil {
 			job.Annotations = map[string]string{}
 		}
 		job.Annotations[tesserav1.AnnotationMinAvailable] = min
 	}
+	if len(job.Spec.Template.Spec.Containers) == 0 {
+		return nil, fmt.Errorf("spec.template.spec.containers: a Job's pods need at least one container")
+	}
+	c.noteAnnotations(u, "metadata.annotations", job.Annotations)
+	c.noteAnnotations(u, "spec.template.metadata.annotations", job.Spec.Template.Annotations)
 	c.podTemplate(u, "spec.template", &job.Spec.Template, group, queue)
 	job.TypeMeta = metav1.TypeMeta{APIVersion: "batch/v1", Kind: "Job"}
 	delete(job.Annotations, tesserav1.VolcanoQueueName)
 	return []runtime.Object{&job}, nil
 }
 
-// podTemplate points a pod template at Tessera: scheduler, gang label, queue label, and
-// GPU resources renamed.
+// podTemplate points a pod template at Tessera: scheduler, gang label, queue label,
+// GPU resources renamed, and a restart policy a batch/v1 Job accepts.
 func (c *converter) podTemplate(u *unstructured.Unstructured, field string, t *corev1.PodTemplateSpec, group, queue string) {
-	if t.Spec.SchedulerName != "" && t.Spec.SchedulerName != tesserav1.SchedulerName {
-		t.Spec.SchedulerName = tesserav1.SchedulerName
+	t.Spec.SchedulerName = tesserav1.SchedulerName
+	switch t.Spec.RestartPolicy {
+	case corev1.RestartPolicyOnFailure, corev1.RestartPolicyNever:
+	case "":
+		t.Spec.RestartPolicy = corev1.RestartPolicyOnFailure
+		c.note(u, field+".spec.restartPolicy", "not set (Volcano does not need it; a batch/v1 Job does): set to OnFailure, so a failed container restarts in place as it would under Volcano; use Never to let the Job make a new pod instead")
+	default:
+		c.note(u, field+".spec.restartPolicy", "%s is not allowed in a batch/v1 Job: set to OnFailure", t.Spec.RestartPolicy)
+		t.Spec.RestartPolicy = corev1.RestartPolicyOnFailure
 	}
-	if t.Spec.SchedulerName == "" {
-		t.Spec.SchedulerName = tesserav1.SchedulerName
+	if u.GetKind() == "Job" && u.GetAPIVersion() != "batch/v1" {
+		c.noteAnnotations(u, field+".metadata.annotations", t.Annotations)
 	}
 	if t.Labels == nil {
 		t.Labels = map[string]string{}
@@ -294,7 +511,7 @@ func (c *converter) podTemplate(u *unstructured.Unstructured, field string, t *c
 	if queue != "" {
 		t.Labels[tesserav1.LabelQueue] = queue
 	}
-	for _, k := range []string{tesserav1.VolcanoQueueName, tesserav1.VolcanoGroupName, tesserav1.VolcanoGroupMinMember} {
+	for _, k := range understood {
 		delete(t.Annotations, k)
 	}
 	for _, cs := range [][]corev1.Container{t.Spec.InitContainers, t.Spec.Containers} {
@@ -311,8 +528,8 @@ func (c *converter) rename(u *unstructured.Unstructured, field string, rl corev1
 		return nil
 	}
 	out := corev1.ResourceList{}
-	for n, q := range rl {
-		out[c.resourceName(u, field, n)] = q
+	for _, n := range slices.Sorted(maps.Keys(rl)) {
+		out[c.resourceName(u, field, n)] = rl[n]
 	}
 	return out
 }

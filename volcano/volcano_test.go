@@ -1,9 +1,6 @@
 package volcano_test
 
 import (
-	"bytes"
-	"errors"
-	"io"
 	"os"
 	"strings"
 	"testing"
@@ -12,7 +9,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/yaml"
 
@@ -26,17 +22,11 @@ func readFixture(t *testing.T, path string) []*unstructured.Unstructured {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []*unstructured.Unstructured
-	d := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(b), 4096)
-	for {
-		u := &unstructured.Unstructured{}
-		if err := d.Decode(&u.Object); errors.Is(err, io.EOF) {
-			return out
-		} else if err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, u)
+	out, err := volcano.Read(b, path)
+	if err != nil {
+		t.Fatal(err)
 	}
+	return out
 }
 
 // TestConvert converts a Volcano Queue, PodGroup, Volcano Job and annotated batch Job,
@@ -47,24 +37,7 @@ func TestConvert(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	scheme := runtime.NewScheme()
-	_ = clientgoscheme.AddToScheme(scheme)
-	_ = tesserav1.AddToScheme(scheme)
-	strict := serializer.NewCodecFactory(scheme, serializer.EnableStrict).UniversalDeserializer()
-	byName := map[string]runtime.Object{}
-	for _, o := range objs {
-		b, err := yaml.Marshal(o)
-		if err != nil {
-			t.Fatal(err)
-		}
-		decoded, gvk, err := strict.Decode(b, nil, nil)
-		if err != nil && !strings.Contains(string(b), "ConfigMap") {
-			t.Fatalf("output does not decode strictly: %v\n%s", err, b)
-		}
-		if decoded != nil {
-			byName[gvk.Kind+"/"+decoded.(interface{ GetName() string }).GetName()] = decoded
-		}
-	}
+	byName := strictDecode(t, objs)
 	q := byName["Queue/train-prod"].(*tesserav1.Queue)
 	if q.Spec.Weight != 2 || q.Spec.Capability.Name(tesserav1.ResourceGPU, "").Value() != 20 || q.Spec.Deserved.Name(tesserav1.ResourceGPU, "").Value() != 15 ||
 		q.Spec.Guarantee.Name(tesserav1.ResourceGPU, "").Value() != 4 || q.Spec.Reclaimable == nil || !*q.Spec.Reclaimable {
@@ -101,4 +74,27 @@ func TestConvert(t *testing.T) {
 			t.Errorf("no note %q in:\n%s", want, text)
 		}
 	}
+}
+
+// strictDecode checks that every output decodes strictly as Tessera's or Kubernetes'
+// kind and returns them by kind/name.
+func strictDecode(t *testing.T, objs []runtime.Object) map[string]runtime.Object {
+	t.Helper()
+	scheme := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(scheme)
+	_ = tesserav1.AddToScheme(scheme)
+	strict := serializer.NewCodecFactory(scheme, serializer.EnableStrict).UniversalDeserializer()
+	byName := map[string]runtime.Object{}
+	for _, o := range objs {
+		b, err := yaml.Marshal(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		decoded, gvk, err := strict.Decode(b, nil, nil)
+		if err != nil {
+			t.Fatalf("output does not decode strictly: %v\n%s", err, b)
+		}
+		byName[gvk.Kind+"/"+decoded.(interface{ GetName() string }).GetName()] = decoded
+	}
+	return byName
 }

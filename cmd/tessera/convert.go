@@ -1,15 +1,12 @@
 package main
 
 import (
-	"bytes"
-	"errors"
 	"fmt"
 	"io"
 	"os"
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
 	"github.com/tessera-gpu/tessera/volcano"
@@ -22,14 +19,17 @@ func newConvertCommand() *cobra.Command {
 		Use:   "convert",
 		Short: "Convert Volcano objects into Tessera's",
 	}
+	unknownSubcommand(cmd)
 	var opts volcano.Options
 	v := &cobra.Command{
 		Use:   "volcano FILE...",
 		Short: "Convert Volcano Queues, PodGroups and Jobs (and Volcano-annotated batch Jobs) into Tessera's objects",
 		Long: `Read Volcano objects from YAML files ("-" for standard input) and write Tessera's on
-standard output: ` + volcano.Names() + `. Other objects pass through. Every field that
-cannot be carried over is noted on standard error with the object, the field and what
-to do instead.`,
+standard output: ` + volcano.Names() + `. Other objects pass through; other Volcano
+kinds are left out. Every field that cannot be carried over is noted on standard error
+with the object, the field and what to do instead. Objects the API server would reject
+(an apiVersion convert does not read, a number out of range, a gang larger than its
+Job) are errors, and nothing is written.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var objs []*unstructured.Unstructured
@@ -64,37 +64,19 @@ to do instead.`,
 		},
 	}
 	v.Flags().BoolVar(&opts.RewriteNvidiaGPU, "rewrite-nvidia-gpu", false, "turn nvidia.com/gpu requests into tessera.dev/gpu")
-	cmd.AddCommand(v)
+	cmd.AddCommand(exitCodes(v, nil, "1 is not used (what is not carried over is noted, and the output is still complete), 2 input it cannot convert (an empty or unreadable file, an object the API server would reject, bad flags)"))
 	return cmd
 }
 
-// readObjects reads every YAML document of a file ("-": in) as an object.
+// readObjects reads every object of a file ("-": in).
 func readObjects(in io.Reader, path string) ([]*unstructured.Unstructured, error) {
-	var data []byte
-	var err error
 	if path == "-" {
-		data, err = io.ReadAll(in)
-	} else {
-		data, err = os.ReadFile(path)
+		return volcano.ReadFrom(in, "standard input")
 	}
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
-	var out []*unstructured.Unstructured
-	d := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
-	for i := 0; ; i++ {
-		u := &unstructured.Unstructured{}
-		if err := d.Decode(&u.Object); errors.Is(err, io.EOF) {
-			return out, nil
-		} else if err != nil {
-			return nil, fmt.Errorf("%s: document %d: %w", path, i+1, err)
-		}
-		if len(u.Object) == 0 {
-			continue
-		}
-		if u.GetKind() == "" || u.GetAPIVersion() == "" {
-			return nil, fmt.Errorf("%s: document %d: apiVersion and kind are required", path, i+1)
-		}
-		out = append(out, u)
-	}
+	defer f.Close()
+	return volcano.ReadFrom(f, path)
 }
