@@ -1,7 +1,6 @@
 package chart
 
 import (
-	"github.com/tessera-gpu/tessera/autoscale/actuator"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -23,10 +22,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 	"sigs.k8s.io/yaml"
 
-	"github.com/tessera-gpu/tessera/autoscale"
+	"github.com/tessera-gpu/tessera/autoscale/actuator"
+	agentmetrics "github.com/tessera-gpu/tessera/nodeagent/metrics"
 	"github.com/tessera-gpu/tessera/policy"
 	schedk8s "github.com/tessera-gpu/tessera/scheduler/daemon"
-	agentmetrics "github.com/tessera-gpu/tessera/nodeagent/metrics"
 	"github.com/tessera-gpu/tessera/webhooks"
 )
 
