@@ -97,8 +97,8 @@ verify:
 ## trace (bestfit vs fgd vs tessera, 3 seeds), with HTML reports in out/
 demo: build
 	@mkdir -p out
-	./$(BIN) simulate --scenario operator --policy kube-default,volcano,tessera --seeds 3 --report out/demo-operator.html
-	./$(BIN) simulate --trace default --policy bestfit,fgd,tessera --seeds 3 --report out/demo-openb.html
+	./$(BIN) simulate --scenario operator --profile kube-default,volcano,tessera --seeds 3 --report out/demo-operator.html
+	./$(BIN) simulate --trace default --profile bestfit,fgd,tessera --seeds 3 --report out/demo-openb.html
 
 ## bench-scheduler: pods bound per second on a real API server (1,000 nodes x 8 GPUs,
 ## 7,000 one-GPU pods, alone and in gangs of 8): Tessera, kube-scheduler and the API
@@ -108,12 +108,12 @@ bench-scheduler: k8s-binaries
 	  -kube-scheduler "$$(hack/kube-scheduler.sh)" -o out/bench-scheduler.json $(BENCH_SCHEDULER_FLAGS)
 
 ## bench: the performance targets' benchmarks (scheduler core, admission, pod-create
-## overhead through the real API server) and one timed fill-up run per policy
+## overhead through the real API server) and one timed fill-up run per profile
 bench: k8s-binaries build
 	$(GO) test ./scheduler/ -run '^$$' -bench BenchmarkAllocate -benchtime 1x -count 3 -benchmem
 	KUBEBUILDER_ASSETS="$$(hack/k8s-binaries.sh)" TESSERA_REQUIRE_K8S=1 $(GO) test ./webhooks/ -run '^$$' \
 	  -bench 'BenchmarkAdmission|BenchmarkPodCreateOverhead' -benchtime 2000x -count 3
-	./$(BIN) simulate --trace default --policy bestfit,fgd,tessera --seeds 3
+	./$(BIN) simulate --trace default --profile bestfit,fgd,tessera --seeds 3
 
 clean:
 	rm -rf bin

@@ -37,7 +37,7 @@ func BenchmarkAllocate(b *testing.B) {
 			gang int
 		}{{"single", 1}, {"gang8", 8}} {
 			b.Run(fmt.Sprintf("nodes=%d/%s", nodes, kind.name), func(b *testing.B) {
-				cfg, err := scheduler.Policy("tessera")
+				cfg, err := scheduler.Profile("tessera")
 				if err != nil {
 					b.Fatal(err)
 				}

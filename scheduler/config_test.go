@@ -137,13 +137,13 @@ func TestLoadConfigErrors(t *testing.T) {
 	}
 }
 
-func TestPolicies(t *testing.T) {
-	names := scheduler.PolicyNames()
+func TestProfiles(t *testing.T) {
+	names := scheduler.ProfileNames()
 	if names[0] != "tessera" || len(names) != 9 {
-		t.Fatalf("policies %v", names)
+		t.Fatalf("profiles %v", names)
 	}
 	for _, name := range names {
-		cfg, err := scheduler.Policy(name)
+		cfg, err := scheduler.Profile(name)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -151,14 +151,14 @@ func TestPolicies(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		// Every policy schedules, with or without an enqueue action.
+		// Every profile schedules, with or without an enqueue action.
 		j := testutil.MakeJob("j").GPU(1).Obj()
 		if r := s.RunSession(testutil.Snapshot(0, nodes(1, 8), []*framework.Job{j})); boundTasks(r, j) != 1 {
 			t.Fatalf("%s: job not placed: %v", name, j.Pending)
 		}
 	}
-	if _, err := scheduler.Policy("slurm"); err == nil || !strings.Contains(err.Error(), "known: tessera, volcano, kube-default") {
-		t.Fatalf("unknown policy: %v", err)
+	if _, err := scheduler.Profile("slurm"); err == nil || !strings.Contains(err.Error(), "known: tessera, volcano, kube-default") {
+		t.Fatalf("unknown profile: %v", err)
 	}
 }
 

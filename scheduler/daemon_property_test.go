@@ -38,7 +38,7 @@ var apiModels = map[string]int64{"A100-80GB": 81920, "T4": 15360}
 
 func newAPIWorld(t *testing.T, seed uint64) *apiWorld {
 	rng := rand.New(rand.NewPCG(seed, 0xda3e39cb))
-	cfg, err := scheduler.Policy("tessera")
+	cfg, err := scheduler.Profile("tessera")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,8 +7,8 @@ import (
 	"time"
 )
 
-// Policies are the named scoring strategies: Tessera's own and the baselines the
-// simulator compares against.
+// presets are the profiles: named scheduler configurations, Tessera's own and the
+// baselines the simulator compares against.
 var presets = map[string]Config{
 	"tessera": {
 		Actions: DefaultActions,
@@ -67,17 +67,17 @@ func init() {
 	}
 }
 
-// Policy returns the named policy's configuration.
-func Policy(name string) (Config, error) {
+// Profile returns the named profile's configuration.
+func Profile(name string) (Config, error) {
 	c, ok := presets[name]
 	if !ok {
-		return Config{}, fmt.Errorf("unknown policy %q; known: %s", name, strings.Join(PolicyNames(), ", "))
+		return Config{}, fmt.Errorf("unknown profile %q; known: %s", name, strings.Join(ProfileNames(), ", "))
 	}
 	return c, nil
 }
 
-// PolicyNames lists the policies, Tessera's first.
-func PolicyNames() []string {
+// ProfileNames lists the profiles, Tessera's first.
+func ProfileNames() []string {
 	names := []string{"tessera", "volcano", "kube-default"}
 	rest := append([]string(nil), baselines...)
 	sort.Strings(rest)

@@ -19,13 +19,13 @@ var propModels = []string{"A100-80GB", "T4", "V100M32"}
 
 // propWorld is one random cluster and the workload that arrives over several sessions.
 type propWorld struct {
-	rng    *rand.Rand
-	sched  *scheduler.Scheduler
-	policy string
-	snap   *framework.Snapshot
-	leaves []*framework.Queue
-	jobs   int
-	now    time.Duration
+	rng     *rand.Rand
+	sched   *scheduler.Scheduler
+	profile string
+	snap    *framework.Snapshot
+	leaves  []*framework.Queue
+	jobs    int
+	now     time.Duration
 	// evicted records (preemptor, victim) pairs seen so far.
 	evicted map[[2]*framework.Job]bool
 	// stats counts what the sessions did, so the test proves it exercised them.
@@ -36,19 +36,19 @@ type propStats struct{ bindings, evictions, reclaims, pending int }
 
 func newPropWorld(t *testing.T, seed uint64, stats *propStats) *propWorld {
 	rng := rand.New(rand.NewPCG(seed, 0x9e3779b9))
-	policies := scheduler.PolicyNames()
+	profiles := scheduler.ProfileNames()
 	w := &propWorld{rng: rng, evicted: map[[2]*framework.Job]bool{}, stats: stats}
-	// Tessera's own policy most of the time; the baselines share the invariants.
-	w.policy = "tessera"
+	// Tessera's own profile most of the time; the baselines share the invariants.
+	w.profile = "tessera"
 	if rng.IntN(3) == 0 {
-		w.policy = policies[rng.IntN(len(policies))]
+		w.profile = profiles[rng.IntN(len(profiles))]
 	}
-	cfg, err := scheduler.Policy(w.policy)
+	cfg, err := scheduler.Profile(w.profile)
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg.Seed = int64(seed)
-	if w.policy == "tessera" {
+	if w.profile == "tessera" {
 		cfg.ReservationAfter = scheduler.Duration{Duration: time.Duration(rng.IntN(3)) * 10 * time.Minute}
 	}
 	if w.sched, err = scheduler.New(cfg); err != nil {
@@ -164,7 +164,7 @@ func (w *propWorld) session(t *testing.T, label string) {
 	t.Helper()
 	w.snap.Now = testutil.Epoch.Add(w.now)
 	r := w.sched.RunSession(w.snap)
-	checkInvariants(t, label, w.policy == "tessera", w.snap, r)
+	checkInvariants(t, label, w.profile == "tessera", w.snap, r)
 	w.stats.bindings += len(r.Bindings)
 	w.stats.evictions += len(r.Evictions)
 	for _, j := range w.snap.Jobs {
@@ -355,7 +355,7 @@ func checkInvariants(t *testing.T, label string, gang bool, snap *framework.Snap
 }
 
 // TestPropertyInvariants runs several sessions over thousands of random clusters and
-// workloads (Tessera's policy and the baselines, which share every invariant but gangs
+// workloads (Tessera's profile and the baselines, which share every invariant but gangs
 // and queue capabilities) and checks the invariants after each session. Longer
 // campaigns: TESSERA_PROPERTY_CLUSTERS clusters from seed TESSERA_PROPERTY_FIRST_SEED,
 // TESSERA_PROPERTY_SESSIONS sessions each.
@@ -370,7 +370,7 @@ func TestPropertyInvariants(t *testing.T) {
 		seed := uint64(first + c)
 		w := newPropWorld(t, seed, &stats)
 		for s := range sessions {
-			w.session(t, fmt.Sprintf("seed %d (%s) session %d", seed, w.policy, s))
+			w.session(t, fmt.Sprintf("seed %d (%s) session %d", seed, w.profile, s))
 		}
 	}
 	t.Logf("%d clusters x %d sessions: %+v", clusters, sessions, stats)

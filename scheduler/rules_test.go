@@ -417,7 +417,7 @@ func TestTopology(t *testing.T) {
 			// Racks interleave so that a spread placement is as easy as a packed one.
 			ns := rackNodes("r1", "r2", "r1", "r2", "r3")
 			j := testutil.MakeJob("j").Tasks(2).GPU(8).PreferredTopology("tessera.dev/rack").Obj()
-			cfg, _ := scheduler.Policy("tessera")
+			cfg, _ := scheduler.Profile("tessera")
 			cfg.Seed = int64(seed)
 			s, err := scheduler.New(cfg)
 			if err != nil {
@@ -457,7 +457,7 @@ func TestTopology(t *testing.T) {
 // reservationAfter.
 func runBackfill(t *testing.T, reservationAfter time.Duration, sessions int) (big *framework.Job, smallRan int, bigAt int) {
 	t.Helper()
-	cfg, _ := scheduler.Policy("tessera")
+	cfg, _ := scheduler.Profile("tessera")
 	cfg.ReservationAfter = scheduler.Duration{Duration: reservationAfter}
 	cfg.ReservationDeadline = scheduler.Duration{Duration: 3 * reservationAfter}
 	cfg.ReservationDrain = scheduler.Duration{Duration: reservationAfter}
@@ -524,7 +524,7 @@ func TestBackfillAndReservation(t *testing.T) {
 // later) until the drain before the deadline, and at the deadline that work on them is
 // preempted so that the gang starts.
 func TestReservationDeadline(t *testing.T) {
-	cfg, _ := scheduler.Policy("tessera")
+	cfg, _ := scheduler.Profile("tessera")
 	cfg.ReservationAfter = scheduler.Duration{Duration: time.Hour}
 	cfg.ReservationDeadline = scheduler.Duration{Duration: 3 * time.Hour}
 	cfg.ReservationDrain = scheduler.Duration{Duration: time.Hour}

@@ -33,7 +33,7 @@ func buildNodes(specs []trace.NodeSpec) []*framework.Node {
 }
 
 // gpuRequest is a trace pod's GPU ask: whole GPUs, or a share of one (a whole GPU when
-// the policy cannot share GPUs).
+// the profile cannot share GPUs).
 func gpuRequest(p *trace.PodSpec, wholeGPUs bool) framework.GPURequest {
 	r := framework.GPURequest{Models: p.GPUModels}
 	switch {

@@ -17,11 +17,11 @@ const TypicalCoverage = 0.95
 
 // FillUp describes one fill-up run.
 type FillUp struct {
-	Trace  string // name for reports
-	Nodes  []trace.NodeSpec
-	Pods   []trace.PodSpec
-	Policy string
-	// Config, when set, replaces the named policy's configuration (Policy still names
+	Trace   string // name for reports
+	Nodes   []trace.NodeSpec
+	Pods    []trace.PodSpec
+	Profile string
+	// Config, when set, replaces the named profile's configuration (Profile still names
 	// the run in reports).
 	Config *scheduler.Config
 	Seed   int64
@@ -31,14 +31,14 @@ type FillUp struct {
 	OnPod func()
 }
 
-// RunFillUp runs the FGD paper's fill-up protocol with the named policy: pods arrive one
+// RunFillUp runs the FGD paper's fill-up protocol with the named profile: pods arrive one
 // by one in a seeded resample of the pod list and never leave; a pod that does not fit
 // fails and is not retried. Every node is scored for every pod; the nodes are in the
 // run's seeded order (trace.FillUpNodes), which a first-in-order tie break follows as
 // the reference simulator breaks ties.
 func RunFillUp(f FillUp) (report.Result, error) {
 	start := time.Now()
-	cfg, err := configFor(f.Policy, f.Config, f.Seed)
+	cfg, err := configFor(f.Profile, f.Config, f.Seed)
 	if err != nil {
 		return report.Result{}, err
 	}
@@ -92,7 +92,7 @@ func RunFillUp(f FillUp) (report.Result, error) {
 			f.OnPod()
 		}
 	}
-	res := report.NewFillUpResult(f.Policy, f.Trace, f.Seed, curve, time.Since(start))
+	res := report.NewFillUpResult(f.Profile, f.Trace, f.Seed, curve, time.Since(start))
 	res.OfflineUnallocatedPctAt100 = offlineUnallocatedPct(arrivals, gpusByModel(f.Nodes))
 	return res, nil
 }

@@ -16,15 +16,15 @@ func openb(t testing.TB, pods string) FillUp {
 	return FillUp{Trace: in.Name, Nodes: in.Nodes, Pods: in.Pods, Arrive: 1.3, Seed: 42}
 }
 
-// TestFillUpPolicies runs the FGD protocol on openb default with seed 42 and checks the
+// TestFillUpProfiles runs the FGD protocol on openb default with seed 42 and checks the
 // curve's invariants and the published ordering: tessera < fgd < bestfit, each baseline
 // within a point of the published reproduction (fgd 4.77, bestfit 7.14).
-func TestFillUpPolicies(t *testing.T) {
+func TestFillUpProfiles(t *testing.T) {
 	f := openb(t, "default")
 	unalloc := map[string]float64{}
 	var ref float64
 	for _, p := range []string{"fgd", "bestfit", "tessera"} {
-		f.Policy = p
+		f.Profile = p
 		r, err := RunFillUp(f)
 		if err != nil {
 			t.Fatal(err)
@@ -32,7 +32,7 @@ func TestFillUpPolicies(t *testing.T) {
 		t.Logf("%-10s unallocated@100=%.2f alloc@130=%.2f frag@90=%.2f wall=%.2fs", p, *r.UnallocatedPctAt100, r.AllocPctAt["130"], *r.FragPctAt90, r.WallSeconds)
 		unalloc[p] = *r.UnallocatedPctAt100
 		if ref != 0 && r.OfflineUnallocatedPctAt100 != ref {
-			t.Errorf("%s: offline reference %.3f, another policy had %.3f for the same arrivals", p, r.OfflineUnallocatedPctAt100, ref)
+			t.Errorf("%s: offline reference %.3f, another profile had %.3f for the same arrivals", p, r.OfflineUnallocatedPctAt100, ref)
 		}
 		ref = r.OfflineUnallocatedPctAt100
 		last := -1.0
@@ -98,7 +98,7 @@ func TestOfflineUnallocatedPctModels(t *testing.T) {
 
 func TestFillUpDeterministic(t *testing.T) {
 	f := openb(t, "gpushare40")
-	f.Policy = "tessera"
+	f.Profile = "tessera"
 	a, err := RunFillUp(f)
 	if err != nil {
 		t.Fatal(err)
@@ -127,7 +127,7 @@ func TestFillUpConstrained(t *testing.T) {
 			got := map[string]float64{}
 			var ref float64
 			for _, p := range []string{"fgd", "tessera"} {
-				f.Policy = p
+				f.Profile = p
 				r, err := RunFillUp(f)
 				if err != nil {
 					t.Fatal(err)
@@ -147,7 +147,7 @@ func BenchmarkFillUpTessera(b *testing.B) {
 	for _, list := range []string{"default", "gpuspec20"} {
 		b.Run(list, func(b *testing.B) {
 			f := openb(b, list)
-			f.Policy = "tessera"
+			f.Profile = "tessera"
 			for b.Loop() {
 				if _, err := RunFillUp(f); err != nil {
 					b.Fatal(err)

@@ -110,11 +110,11 @@ func queueUse(snap *framework.Snapshot) []QueueUse {
 }
 
 // RunManifests builds a snapshot from the manifests and runs scheduler sessions (the
-// named policy, or cfg when not nil) until a session binds nothing, at most 10 times;
+// named profile, or cfg when not nil) until a session binds nothing, at most 10 times;
 // bound pods count as running in the next session. The clock is the latest timestamp
 // in the manifests, so results depend only on the input and the seed.
-func RunManifests(m *trace.Manifests, policy string, cfg *scheduler.Config, seed int64) (ManifestsResult, error) {
-	c, err := configFor(policy, cfg, seed)
+func RunManifests(m *trace.Manifests, profile string, cfg *scheduler.Config, seed int64) (ManifestsResult, error) {
+	c, err := configFor(profile, cfg, seed)
 	if err != nil {
 		return ManifestsResult{}, err
 	}

@@ -82,7 +82,7 @@ func TestRunManifests(t *testing.T) {
 	}
 }
 
-func TestRunManifestsPolicies(t *testing.T) {
+func TestRunManifestsProfiles(t *testing.T) {
 	m := readSmallManifests(t)
 	// Without gangs and queues the huge gang's pods are tried one by one; with whole
 	// GPUs only, the notebook takes a whole GPU.
@@ -98,12 +98,12 @@ func TestRunManifestsPolicies(t *testing.T) {
 			t.Errorf("%s: %s, want Unschedulable", p.Pod, p.Reason)
 		}
 	}
-	cfg, _ := scheduler.Policy("fgd")
+	cfg, _ := scheduler.Profile("fgd")
 	if _, err := RunManifests(m, "ignored", &cfg, 3); err != nil {
 		t.Errorf("explicit config: %v", err)
 	}
-	if _, err := RunManifests(m, "no-such-policy", nil, 1); err == nil || !strings.Contains(err.Error(), `unknown policy "no-such-policy"`) {
-		t.Errorf("unknown policy: %v", err)
+	if _, err := RunManifests(m, "no-such-profile", nil, 1); err == nil || !strings.Contains(err.Error(), `unknown profile "no-such-profile"`) {
+		t.Errorf("unknown profile: %v", err)
 	}
 	if _, err := RunManifests(&trace.Manifests{Pods: m.Pods}, "tessera", nil, 1); err == nil {
 		t.Errorf("manifests without nodes accepted")

@@ -93,10 +93,10 @@ func PodTraceInput(name string, nodes []trace.NodeSpec, pods []trace.PodSpec) (R
 
 // Replay describes one replay run.
 type Replay struct {
-	Input  ReplayInput
-	Policy string
-	Config *scheduler.Config // replaces the policy's configuration when set
-	Seed   int64
+	Input   ReplayInput
+	Profile string
+	Config  *scheduler.Config // replaces the profile's configuration when set
+	Seed    int64
 	// OnJob is called as each job arrives (progress bars); may be nil.
 	OnJob func()
 	// Autoscale turns nodes off and on; nil keeps every node on.

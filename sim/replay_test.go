@@ -21,7 +21,7 @@ func TestReplayOperatorScenario(t *testing.T) {
 	in := ScenarioInput(sc)
 	util := map[string]float64{}
 	for _, p := range []string{"kube-default", "tessera"} {
-		r, err := RunReplay(Replay{Input: in, Policy: p, Seed: 42})
+		r, err := RunReplay(Replay{Input: in, Profile: p, Seed: 42})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -57,9 +57,9 @@ func oneNode(gpus int) []trace.NodeSpec {
 	return []trace.NodeSpec{{Name: "n0", MilliCPU: 128000, MemoryMiB: 1 << 20, GPUs: gpus, Model: "A100-80GB", GPUMemoryMiB: 81920}}
 }
 
-func replay(t *testing.T, policy string, in ReplayInput) *report.Replay {
+func replay(t *testing.T, profile string, in ReplayInput) *report.Replay {
 	t.Helper()
-	r, err := RunReplay(Replay{Input: in, Policy: policy, Seed: 42})
+	r, err := RunReplay(Replay{Input: in, Profile: profile, Seed: 42})
 	if err != nil {
 		t.Fatal(err)
 	}

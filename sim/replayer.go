@@ -22,7 +22,7 @@ func RunReplay(rp Replay) (report.Result, error) {
 		return report.Result{}, err
 	}
 	r.run()
-	res := report.Result{Policy: rp.Policy, Seed: rp.Seed, Trace: rp.Input.Name, WallSeconds: time.Since(wall).Seconds(), Replay: r.out}
+	res := report.Result{Policy: rp.Profile, Seed: rp.Seed, Trace: rp.Input.Name, WallSeconds: time.Since(wall).Seconds(), Replay: r.out}
 	return res, nil
 }
 
@@ -71,7 +71,7 @@ func (r *running) waiting() bool { return !r.started || r.since < 0 }
 
 // newReplayer checks the input and builds the cluster, its queues and the clock.
 func newReplayer(rp Replay) (*replayer, error) {
-	cfg, err := configFor(rp.Policy, rp.Config, rp.Seed)
+	cfg, err := configFor(rp.Profile, rp.Config, rp.Seed)
 	if err != nil {
 		return nil, err
 	}

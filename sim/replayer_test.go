@@ -20,7 +20,7 @@ func twoJobs() ReplayInput {
 // The steps one at a time: arrivals join at their time, a session starts them, the
 // next instant is the next arrival or completion, and completion frees the node.
 func TestReplayerSteps(t *testing.T) {
-	r, err := newReplayer(Replay{Input: twoJobs(), Policy: "tessera", Seed: 42})
+	r, err := newReplayer(Replay{Input: twoJobs(), Profile: "tessera", Seed: 42})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +66,7 @@ func TestReplayerSteps(t *testing.T) {
 
 // An evicted job keeps the work up to its last checkpoint: stopProgress rounds down.
 func TestReplayerStopKeepsCheckpoint(t *testing.T) {
-	r, err := newReplayer(Replay{Input: twoJobs(), Policy: "tessera", Seed: 42})
+	r, err := newReplayer(Replay{Input: twoJobs(), Profile: "tessera", Seed: 42})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +83,7 @@ func TestReplayerStopKeepsCheckpoint(t *testing.T) {
 func TestReplayerRejectsUnknownQueue(t *testing.T) {
 	in := twoJobs()
 	in.Jobs[1].Queue = "nosuch"
-	if _, err := newReplayer(Replay{Input: in, Policy: "tessera"}); err == nil {
+	if _, err := newReplayer(Replay{Input: in, Profile: "tessera"}); err == nil {
 		t.Fatal("a job naming an undefined queue was accepted")
 	}
 }

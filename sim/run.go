@@ -22,7 +22,7 @@ const (
 // FirstSeed is the seed of the first run; run i uses FirstSeed+i, as the FGD paper.
 const FirstSeed = 42
 
-// MaxSeeds bounds the runs per policy.
+// MaxSeeds bounds the runs per profile.
 const MaxSeeds = 1000
 
 // Options selects the input, the mode and the runs of a simulation.
@@ -34,12 +34,12 @@ type Options struct {
 	Scenario            string
 	Mode                string
 	Arrive              float64
-	Policies            []string
+	Profiles            []string
 	Seeds               int
 	// FirstSeed is the seed of the first run, FirstSeed+i of run i; 0 means the
 	// package's FirstSeed.
 	FirstSeed int64
-	// Custom configurations run besides the named policies, under their map keys.
+	// Custom configurations run besides the named profiles, under their map keys.
 	Custom map[string]scheduler.Config
 	// Progress receives a progress bar; nil for none.
 	Progress io.Writer
@@ -71,14 +71,14 @@ func (o Options) replayUnits(jobs int) int {
 	return jobs
 }
 
-// configFor is cfg when set, else the named policy's configuration, with the run's seed.
-func configFor(policy string, cfg *scheduler.Config, seed int64) (scheduler.Config, error) {
+// configFor is cfg when set, else the named profile's configuration, with the run's seed.
+func configFor(profile string, cfg *scheduler.Config, seed int64) (scheduler.Config, error) {
 	c := scheduler.Config{}
 	if cfg != nil {
 		c = *cfg
 	} else {
 		var err error
-		if c, err = scheduler.Policy(policy); err != nil {
+		if c, err = scheduler.Profile(profile); err != nil {
 			return c, err
 		}
 	}
@@ -86,15 +86,15 @@ func configFor(policy string, cfg *scheduler.Config, seed int64) (scheduler.Conf
 	return c, nil
 }
 
-// run is one (policy, seed) pair.
+// run is one (profile or configuration, seed) pair.
 type run struct {
-	policy string
-	cfg    *scheduler.Config
-	seed   int64
+	profile string
+	cfg     *scheduler.Config
+	seed    int64
 }
 
-// Run performs every (policy, seed) run of the options, two at a time per core, and
-// returns the results in policy order, then seed order.
+// Run performs every (profile, seed) run of the options, two at a time per core, and
+// returns the results in profile order, then seed order.
 func Run(o Options) ([]report.Result, error) {
 	if o.Seeds < 1 || o.Seeds > MaxSeeds {
 		return nil, fmt.Errorf("--seeds: must be between 1 and %d, got %d", MaxSeeds, o.Seeds)
@@ -105,28 +105,28 @@ func Run(o Options) ([]report.Result, error) {
 	}
 	var runs []run
 	named := map[string]bool{}
-	for _, p := range o.Policies {
-		if _, err := scheduler.Policy(p); err != nil {
+	for _, p := range o.Profiles {
+		if _, err := scheduler.Profile(p); err != nil {
 			return nil, err
 		}
 		if named[p] {
-			return nil, fmt.Errorf("policy %s is named twice; each policy runs once per seed", p)
+			return nil, fmt.Errorf("profile %s is named twice; each profile runs once per seed", p)
 		}
 		named[p] = true
 		for i := 0; i < o.Seeds; i++ {
-			runs = append(runs, run{policy: p, seed: first + int64(i)})
+			runs = append(runs, run{profile: p, seed: first + int64(i)})
 		}
 	}
 	for name, cfg := range o.Custom {
 		if named[name] {
-			return nil, fmt.Errorf("configuration %s has the name of a policy that also runs; rename it", name)
+			return nil, fmt.Errorf("configuration %s has the name of a profile that also runs; rename it", name)
 		}
 		for i := 0; i < o.Seeds; i++ {
-			runs = append(runs, run{policy: name, cfg: &cfg, seed: first + int64(i)})
+			runs = append(runs, run{profile: name, cfg: &cfg, seed: first + int64(i)})
 		}
 	}
 	if len(runs) == 0 {
-		return nil, fmt.Errorf("no policy to run; name one with --policy (%s)", strings.Join(scheduler.PolicyNames(), ", "))
+		return nil, fmt.Errorf("no profile to run; name one with --profile (%s)", strings.Join(scheduler.ProfileNames(), ", "))
 	}
 	one, units, label, err := o.runner()
 	if err != nil {
@@ -179,7 +179,7 @@ func (o Options) runner() (func(run, func()) (report.Result, error), func(int64)
 			if err != nil {
 				return report.Result{}, err
 			}
-			return o.replay(Replay{Input: ScenarioInput(s), Policy: r.policy, Config: r.cfg, Seed: r.seed, OnJob: tick})
+			return o.replay(Replay{Input: ScenarioInput(s), Profile: r.profile, Config: r.cfg, Seed: r.seed, OnJob: tick})
 		}
 		units := func(seed int64) int {
 			s, _ := trace.BuildScenario(o.Scenario, seed)
@@ -206,7 +206,7 @@ func (o Options) runner() (func(run, func()) (report.Result, error), func(int64)
 				return nil, nil, "", err
 			}
 			return func(r run, tick func()) (report.Result, error) {
-				return o.replay(Replay{Input: rin, Policy: r.policy, Config: r.cfg, Seed: r.seed, OnJob: tick})
+				return o.replay(Replay{Input: rin, Profile: r.profile, Config: r.cfg, Seed: r.seed, OnJob: tick})
 			}, func(int64) int { return o.replayUnits(len(rin.Jobs)) }, "pods", nil
 		}
 		if o.Autoscale {
@@ -222,7 +222,7 @@ func (o Options) runner() (func(run, func()) (report.Result, error), func(int64)
 		}
 		units := func(seed int64) int { return len(trace.FillUp(in.Pods, capacity, arrive, seed)) }
 		return func(r run, tick func()) (report.Result, error) {
-			return RunFillUp(FillUp{Trace: in.Name, Nodes: in.Nodes, Pods: in.Pods, Policy: r.policy, Config: r.cfg, Seed: r.seed, Arrive: arrive, OnPod: tick})
+			return RunFillUp(FillUp{Trace: in.Name, Nodes: in.Nodes, Pods: in.Pods, Profile: r.profile, Config: r.cfg, Seed: r.seed, Arrive: arrive, OnPod: tick})
 		}, units, "pods", nil
 	}
 	return nil, nil, "", fmt.Errorf("no input: give --trace (%s), --nodes and --pods, or --scenario (%s)",

@@ -9,7 +9,7 @@ import (
 // DefaultBootDelay is how long a GPU node added back takes before pods can use it.
 const DefaultBootDelay = 5 * time.Minute
 
-// RunAutoscaled replays the same jobs with the same policy and seed three times: on
+// RunAutoscaled replays the same jobs with the same profile and seed three times: on
 // the always-on cluster, under Tessera's autoscaler (RuleTessera) and under the
 // Cluster-Autoscaler-like rule (RuleCALike), both adding removed nodes back after
 // a.BootDelay through the same scale-up. The result is the run under Tessera's
@@ -32,5 +32,5 @@ func RunAutoscaled(rp Replay, a Autoscaling) (report.Result, error) {
 	ts := runs[RuleTessera]
 	s := report.NewSavings(runs[""], ts, runs[RuleCALike])
 	ts.GPUNodeHoursSaved = s.GPUNodeHoursAlwaysOn - s.GPUNodeHours
-	return report.Result{Policy: rp.Policy, Seed: rp.Seed, Trace: rp.Input.Name, WallSeconds: time.Since(wall).Seconds(), Replay: ts, Savings: s}, nil
+	return report.Result{Policy: rp.Profile, Seed: rp.Seed, Trace: rp.Input.Name, WallSeconds: time.Since(wall).Seconds(), Replay: ts, Savings: s}, nil
 }

@@ -31,7 +31,7 @@ func burstsInput() ReplayInput {
 // jobs then wait for the boot; always on, nobody waits and all 32 node-hours are paid.
 func TestAutoscaledReplayRemovesAndBootsNodes(t *testing.T) {
 	const boot = 5 * time.Minute
-	res, err := RunAutoscaled(Replay{Input: burstsInput(), Policy: "tessera", Seed: 42}, Autoscaling{BootDelay: boot})
+	res, err := RunAutoscaled(Replay{Input: burstsInput(), Profile: "tessera", Seed: 42}, Autoscaling{BootDelay: boot})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +67,7 @@ func TestAutoscaledReplayRemovesAndBootsNodes(t *testing.T) {
 func TestAutoscaledAlwaysOnIsThePlainReplay(t *testing.T) {
 	in := burstsInput()
 	plain := replay(t, "tessera", in)
-	res, err := RunAutoscaled(Replay{Input: in, Policy: "tessera", Seed: 42}, Autoscaling{BootDelay: time.Minute})
+	res, err := RunAutoscaled(Replay{Input: in, Profile: "tessera", Seed: 42}, Autoscaling{BootDelay: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +78,7 @@ func TestAutoscaledAlwaysOnIsThePlainReplay(t *testing.T) {
 }
 
 func TestAutoscalingRejectsUnknownRule(t *testing.T) {
-	if _, err := RunReplay(Replay{Input: burstsInput(), Policy: "tessera", Autoscale: &Autoscaling{Rule: "karpenter"}}); err == nil {
+	if _, err := RunReplay(Replay{Input: burstsInput(), Profile: "tessera", Autoscale: &Autoscaling{Rule: "karpenter"}}); err == nil {
 		t.Error("an unknown rule was accepted")
 	}
 }
@@ -91,7 +91,7 @@ func TestScaleUpBootsTheFewestNodes(t *testing.T) {
 		{Name: "small", MinMember: 1, Tasks: 1, GPU: framework.GPURequest{Count: 2}, MilliCPU: 1000, Duration: 3600},
 		{Name: "big", MinMember: 1, Tasks: 1, GPU: framework.GPURequest{Count: 8}, MilliCPU: 1000, Arrival: 60, Duration: 3600},
 	}
-	r, err := newReplayer(Replay{Input: in, Policy: "tessera", Seed: 42, Autoscale: &Autoscaling{Rule: RuleTessera, BootDelay: time.Minute}})
+	r, err := newReplayer(Replay{Input: in, Profile: "tessera", Seed: 42, Autoscale: &Autoscaling{Rule: RuleTessera, BootDelay: time.Minute}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -158,7 +158,7 @@ func newActWorld(t *testing.T, spec tesserav1.ScaleDownPolicySpec) *actWorld {
 
 // build makes a new actuator, as a restarted process would.
 func (w *actWorld) build(infra actuator.Infrastructure) {
-	cfg, err := scheduler.Policy("tessera")
+	cfg, err := scheduler.Profile("tessera")
 	if err != nil {
 		w.t.Fatal(err)
 	}

@@ -53,7 +53,7 @@ func TestPlanCluster(t *testing.T) {
 	}
 	_ = policyv1.AddToScheme(scheme)
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).Build()
-	cfg, err := scheduler.Policy("tessera")
+	cfg, err := scheduler.Profile("tessera")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -264,7 +264,7 @@ func (h *harness) pod(name, n string, gpus int64, mut ...func(*apitest.PodWrappe
 // (workload cluster) and mgmt (management cluster; here the same API server).
 func (h *harness) actuator(c, mgmt client.Client) *actuator.Actuator {
 	h.t.Helper()
-	cfg, err := scheduler.Policy("tessera")
+	cfg, err := scheduler.Profile("tessera")
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -378,7 +378,7 @@ func (h *harness) status() tesserav1.ScaleDownPolicyStatus {
 
 func mustPolicy(t *testing.T) scheduler.Config {
 	t.Helper()
-	cfg, err := scheduler.Policy("tessera")
+	cfg, err := scheduler.Profile("tessera")
 	if err != nil {
 		t.Fatal(err)
 	}

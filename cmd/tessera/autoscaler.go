@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/tessera-gpu/tessera/autoscale/actuator"
@@ -22,6 +23,7 @@ import (
 
 	"github.com/tessera-gpu/tessera/autoscale"
 	"github.com/tessera-gpu/tessera/autoscale/capi"
+	"github.com/tessera-gpu/tessera/scheduler"
 )
 
 func init() { register(newAutoscalerCommand) }
@@ -30,7 +32,7 @@ type autoscalerFlags struct {
 	kubeconfig           string
 	managementKubeconfig string
 	config               string
-	policy               string
+	profile              string
 	period               time.Duration
 	revalidateAfter      time.Duration
 	stepTimeout          time.Duration
@@ -56,8 +58,8 @@ or newly elected replica carries on. "tessera autoscaler plan" shows the decisio
 	fs := cmd.Flags()
 	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig file of the workload cluster (nodes, pods); empty: $KUBECONFIG or the in-cluster config")
 	fs.StringVar(&f.managementKubeconfig, "management-kubeconfig", "", "kubeconfig file of the Cluster API management cluster (Machines); empty: the workload cluster")
-	fs.StringVar(&f.config, "config", "", "scheduler configuration the cluster's scheduler runs; empty: --policy")
-	fs.StringVar(&f.policy, "policy", "tessera", "built-in scheduler policy used when --config is empty")
+	fs.StringVar(&f.config, "config", "", "scheduler configuration the cluster's scheduler runs; empty: --profile")
+	profileFlag(cmd, &f.profile, "tessera", "built-in scheduler profile the cluster's scheduler runs, used when --config is empty: "+strings.Join(scheduler.ProfileNames(), ", "))
 	fs.DurationVar(&f.period, "period", 10*time.Second, "time between planning rounds")
 	fs.DurationVar(&f.revalidateAfter, "revalidate-after", 30*time.Second, "wait between tainting a candidate and planning again before cordoning it")
 	fs.DurationVar(&f.stepTimeout, "step-timeout", 10*time.Minute, "a drain or Machine removal step that has not completed by then fails and is undone")
@@ -72,7 +74,7 @@ or newly elected replica carries on. "tessera autoscaler plan" shows the decisio
 func runAutoscaler(ctx context.Context, f autoscalerFlags) error {
 	log := klog.NewKlogr()
 	ctrl.SetLogger(log)
-	scfg, err := schedulerConfig(f.config, f.policy)
+	scfg, err := schedulerConfig(f.config, f.profile)
 	if err != nil {
 		return err
 	}
@@ -135,7 +137,7 @@ func managementCluster(kubeconfig string, workload *rest.Config, log logr.Logger
 }
 
 func newAutoscalerPlanCommand() *cobra.Command {
-	var kubeconfig, management, config, policy, output string
+	var kubeconfig, management, config, profile, output string
 	cmd := &cobra.Command{
 		Use:   "plan",
 		Short: "Print every GPU node, whether it is a scale-down candidate, and why or why not",
@@ -145,7 +147,7 @@ rule that keeps it, including the min size of its Cluster API node group. A node
 idle from its GPUNode's lastActiveTime. Changes nothing.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, scfg, err := liveClient(kubeconfig, config, policy, output)
+			c, scfg, err := liveClient(kubeconfig, config, profile, output)
 			if err != nil {
 				return err
 			}
@@ -175,7 +177,7 @@ idle from its GPUNode's lastActiveTime. Changes nothing.`,
 			return nil
 		},
 	}
-	liveFlags(cmd, "kubeconfig file of the workload cluster; empty: $KUBECONFIG or the in-cluster config", &kubeconfig, &config, &policy, &output)
+	liveFlags(cmd, "kubeconfig file of the workload cluster; empty: $KUBECONFIG or the in-cluster config", &kubeconfig, &config, &profile, &output)
 	cmd.Flags().StringVar(&management, "management-kubeconfig", "", "kubeconfig file of the Cluster API management cluster, for the node groups' min size; empty: the workload cluster")
 	return cmd
 }

@@ -11,7 +11,7 @@ import (
 func init() { register(newExplainCommand) }
 
 func newExplainCommand() *cobra.Command {
-	var kubeconfig, config, policy, output string
+	var kubeconfig, config, profile, output string
 	cmd := &cobra.Command{
 		Use:   "explain (pod NAMESPACE/NAME | podgroup NAMESPACE/NAME | queue NAME)",
 		Short: "Explain why a job is pending, or where it runs and on which GPUs",
@@ -22,7 +22,7 @@ and its pending jobs with their reasons. It runs one scheduling session over a s
 of the cluster and changes nothing.`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, scfg, err := liveClient(kubeconfig, config, policy, output)
+			c, scfg, err := liveClient(kubeconfig, config, profile, output)
 			if err != nil {
 				return err
 			}
@@ -36,6 +36,6 @@ of the cluster and changes nothing.`,
 			return e.WriteText(cmd.OutOrStdout())
 		},
 	}
-	liveFlags(cmd, "kubeconfig file; empty: $KUBECONFIG or the in-cluster config", &kubeconfig, &config, &policy, &output)
+	liveFlags(cmd, "kubeconfig file; empty: $KUBECONFIG or the in-cluster config", &kubeconfig, &config, &profile, &output)
 	return cmd
 }

@@ -76,7 +76,7 @@ bound cannot be checked.`,
 }
 
 func newPreviewCommand() *cobra.Command {
-	var base, head, manifests, kubeconfig, policy, output, scenario string
+	var base, head, manifests, kubeconfig, profile, output, scenario string
 	var live bool
 	var seeds int
 	cmd := &cobra.Command{
@@ -112,7 +112,7 @@ to post on the pull request.`,
 			if seeds < 1 || seeds > sim.MaxSeeds {
 				return fmt.Errorf("--seeds %d: use 1 to %d", seeds, sim.MaxSeeds)
 			}
-			scfg, err := schedulerConfig("", policy)
+			scfg, err := schedulerConfig("", profile)
 			if err != nil {
 				return err
 			}
@@ -126,7 +126,7 @@ to post on the pull request.`,
 			}
 			var result previewResult
 			if scenario != "" {
-				if result, err = preview.RunReplay(scenario, b, h, policy, &scfg, seeds); err != nil {
+				if result, err = preview.RunReplay(scenario, b, h, profile, &scfg, seeds); err != nil {
 					return err
 				}
 			} else {
@@ -138,7 +138,7 @@ to post on the pull request.`,
 				if err != nil {
 					return err
 				}
-				if result, err = preview.Run(cmd.Context(), cluster, b, h, admitManifests, policy, &scfg, sim.FirstSeed); err != nil {
+				if result, err = preview.Run(cmd.Context(), cluster, b, h, admitManifests, profile, &scfg, sim.FirstSeed); err != nil {
 					return err
 				}
 			}
@@ -160,7 +160,7 @@ to post on the pull request.`,
 	f.StringVar(&kubeconfig, "kubeconfig", "", "--from-cluster: kubeconfig file (default: $KUBECONFIG, ~/.kube/config or in-cluster)")
 	f.StringVar(&scenario, "scenario", "", "replay this built-in scenario's job mix under each version's queues: "+strings.Join(trace.ScenarioNames(), ", "))
 	f.IntVar(&seeds, "seeds", 1, "--scenario: runs per version, seeds 42, 43, ...")
-	f.StringVar(&policy, "policy", "tessera", "built-in scheduling policy: "+strings.Join(scheduler.PolicyNames(), ", "))
+	profileFlag(cmd, &profile, "tessera", "built-in scheduler profile: "+strings.Join(scheduler.ProfileNames(), ", "))
 	f.StringVarP(&output, "output", "o", "text", "text, markdown or json")
 	return cmd
 }

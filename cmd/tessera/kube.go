@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -47,12 +48,12 @@ func newScheme() (*runtime.Scheme, error) {
 }
 
 // liveClient checks -o and returns a client of the cluster in kubeconfig and the
-// scheduler configuration (--config, else the built-in --policy) for read-only commands.
-func liveClient(kubeconfig, config, policy, output string) (client.Client, scheduler.Config, error) {
+// scheduler configuration (--config, else the built-in --profile) for read-only commands.
+func liveClient(kubeconfig, config, profile, output string) (client.Client, scheduler.Config, error) {
 	if output != "text" && output != "json" {
 		return nil, scheduler.Config{}, fmt.Errorf("-o %q: use text or json", output)
 	}
-	scfg, err := schedulerConfig(config, policy)
+	scfg, err := schedulerConfig(config, profile)
 	if err != nil {
 		return nil, scfg, err
 	}
@@ -74,11 +75,11 @@ func kubeClient(kubeconfig string) (client.Client, error) {
 }
 
 // liveFlags declares the flags of liveClient.
-func liveFlags(cmd *cobra.Command, kubeconfigHelp string, kubeconfig, config, policy, output *string) {
+func liveFlags(cmd *cobra.Command, kubeconfigHelp string, kubeconfig, config, profile, output *string) {
 	fs := cmd.Flags()
 	fs.StringVar(kubeconfig, "kubeconfig", "", kubeconfigHelp)
-	fs.StringVar(config, "config", "", "scheduler configuration the cluster's scheduler runs; empty: --policy")
-	fs.StringVar(policy, "policy", "tessera", "built-in policy used when --config is empty")
+	fs.StringVar(config, "config", "", "scheduler configuration the cluster's scheduler runs; empty: --profile")
+	profileFlag(cmd, profile, "tessera", "built-in scheduler profile used when --config is empty: "+strings.Join(scheduler.ProfileNames(), ", "))
 	fs.StringVarP(output, "output", "o", "text", "text or json")
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -22,7 +23,7 @@ func init() { register(newSchedulerCommand) }
 type schedulerFlags struct {
 	kubeconfig    string
 	config        string
-	policy        string
+	profile       string
 	schedulerName string
 	period        time.Duration
 	bindWorkers   int
@@ -45,8 +46,8 @@ device plugin reads. Run two replicas: one is elected leader and schedules.`,
 	}
 	fs := cmd.Flags()
 	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig file; empty: $KUBECONFIG or the in-cluster config")
-	fs.StringVar(&f.config, "config", "", "scheduler configuration file (actions and plugin tiers, as tessera simulate --config); empty: --policy")
-	fs.StringVar(&f.policy, "policy", "tessera", "built-in policy used when --config is empty")
+	fs.StringVar(&f.config, "config", "", "scheduler configuration file (actions and plugin tiers, as tessera simulate --config); empty: --profile")
+	profileFlag(cmd, &f.profile, "tessera", "built-in scheduler profile used when --config is empty: "+strings.Join(scheduler.ProfileNames(), ", "))
 	fs.StringVar(&f.schedulerName, "scheduler-name", tesserav1.SchedulerName, "spec.schedulerName of the pods to schedule")
 	fs.DurationVar(&f.period, "period", time.Second, "time between sessions when nothing changes")
 	fs.IntVar(&f.bindWorkers, "bind-workers", 32, "concurrent binds and evictions")
@@ -59,14 +60,14 @@ device plugin reads. Run two replicas: one is elected leader and schedules.`,
 	return cmd
 }
 
-// schedulerConfig is the configuration file's, or the named policy's.
-func schedulerConfig(path, policy string) (scheduler.Config, error) {
+// schedulerConfig is the configuration file's, or the named profile's.
+func schedulerConfig(path, profile string) (scheduler.Config, error) {
 	if path != "" {
 		return scheduler.LoadConfig(path)
 	}
-	c, err := scheduler.Policy(policy)
+	c, err := scheduler.Profile(profile)
 	if err != nil {
-		return c, fmt.Errorf("--policy: %w", err)
+		return c, fmt.Errorf("--profile: %w", err)
 	}
 	return c, nil
 }
@@ -74,7 +75,7 @@ func schedulerConfig(path, policy string) (scheduler.Config, error) {
 func runScheduler(ctx context.Context, f schedulerFlags) error {
 	log := klog.NewKlogr()
 	ctrl.SetLogger(log)
-	scfg, err := schedulerConfig(f.config, f.policy)
+	scfg, err := schedulerConfig(f.config, f.profile)
 	if err != nil {
 		return err
 	}

@@ -26,7 +26,7 @@ func init() { register(newSimulateCommand) }
 func newSimulateCommand() *cobra.Command {
 	var (
 		o         sim.Options
-		policies  string
+		profiles  string
 		format    string
 		htmlPath  string
 		configs   []string
@@ -37,9 +37,9 @@ func newSimulateCommand() *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "simulate",
-		Short: "Replay a cluster trace through the scheduler and compare policies",
+		Short: "Replay a cluster trace through the scheduler and compare profiles",
 		Long: `Runs the real scheduler core on a virtual clock over a cluster trace and compares
-scheduling policies.
+scheduler profiles (--profile).
 
   --mode fillup   the FGD paper's protocol: pods arrive until their GPU request reaches
                   --arrive x the cluster's GPUs and never leave; reports allocation and
@@ -51,7 +51,7 @@ Inputs: a shipped openb trace (--trace default), your own node and pod lists in 
 openb CSV format (--nodes, --pods), a built-in scenario (--scenario operator or diurnal), or your
 cluster in YAML (--manifests): its objects pass the admission policies, then every
 pending pod is placed or told why not.
---config runs a scheduler configuration file as one more policy, to preview a change.
+--config runs a scheduler configuration file as one more profile, to preview a change.
 --autoscale (replay) runs each replay also under Tessera's autoscaler and under a
 Cluster-Autoscaler-like rule, removed nodes coming back after --boot-delay when jobs
 wait, and reports GPU-node-hours and waits against the always-on cluster;
@@ -66,33 +66,33 @@ Replay columns: "wait" is arrival to start; a job that never started counts unti
 end of the run (a censored wait). "starved" counts the jobs of the worst run that never
 started or waited more than 12 hours. "util" is the GPU share doing useful work: held
 by jobs that can make progress (a whole gang), a memory slice as its share of the GPU.`,
-		Example: `  tessera simulate --trace default --policy bestfit,fgd,tessera --seeds 3 --report report.html
-  tessera simulate --scenario operator --policy kube-default,tessera
-  tessera simulate --scenario diurnal --policy tessera --autoscale --seeds 5 --report autoscale.html
+		Example: `  tessera simulate --trace default --profile bestfit,fgd,tessera --seeds 3 --report report.html
+  tessera simulate --scenario operator --profile kube-default,tessera
+  tessera simulate --scenario diurnal --profile tessera --autoscale --seeds 5 --report autoscale.html
   tessera simulate --nodes nodes.csv --pods pods.csv --config my-scheduler.yaml --format json
-  tessera simulate --manifests my-cluster.yaml --policy tessera,kube-default`,
+  tessera simulate --manifests my-cluster.yaml --profile tessera,kube-default`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := checkSimulateFlags(cmd, &o, manifests, format); err != nil {
 				return err
 			}
 			load, source := manifestsSource(cmd.Context(), manifests, live, kubecfg)
-			if policies == "" {
+			if profiles == "" {
 				switch {
 				case load != nil:
-					policies = defaultManifestsPolicies
+					profiles = defaultManifestsProfiles
 				case o.Mode == sim.ModeReplay:
-					policies = defaultReplayPolicies
+					profiles = defaultReplayProfiles
 				default:
-					policies = defaultFillUpPolicies
+					profiles = defaultFillUpProfiles
 				}
 			}
 			var err error
-			if o.Policies, o.Custom, err = simulatePolicies(policies, configs); err != nil {
+			if o.Profiles, o.Custom, err = simulateProfiles(profiles, configs); err != nil {
 				return err
 			}
 			if load != nil {
-				return simulateManifests(cmd, source, load, admission, o.Policies, o.Custom, format)
+				return simulateManifests(cmd, source, load, admission, o.Profiles, o.Custom, format)
 			}
 			var html *os.File
 			if htmlPath != "" {
@@ -142,24 +142,24 @@ by jobs that can make progress (a whole gang), a memory slice as its share of th
 	f.BoolVar(&admission, "admission", true, "manifests: pass Queues, PodGroups, Jobs and unbound Pods through the admission policies (the defaults plus the manifests' AdmissionPolicies) first, as the webhooks would")
 	f.StringVar(&o.Mode, "mode", "", "fillup or replay (default: fillup for --trace and --pods, replay for --scenario)")
 	f.Float64Var(&o.Arrive, "arrive", 1.3, fmt.Sprintf("fill-up: GPU request to arrive, as a multiple of cluster GPUs (0 to %d)", trace.MaxArrive))
-	f.StringVar(&policies, "policy", "", "comma-separated policies: "+strings.Join(scheduler.PolicyNames(), ", ")+
-		" (default: "+defaultFillUpPolicies+" in fill-up, "+defaultReplayPolicies+" in replay, "+defaultManifestsPolicies+" for --manifests)")
-	f.IntVar(&o.Seeds, "seeds", 1, fmt.Sprintf("runs per policy, with seeds --first-seed, --first-seed + 1, ... (1 to %d)", sim.MaxSeeds))
+	profileFlag(cmd, &profiles, "", "comma-separated scheduler profiles: "+strings.Join(scheduler.ProfileNames(), ", ")+
+		" (default: "+defaultFillUpProfiles+" in fill-up, "+defaultReplayProfiles+" in replay, "+defaultManifestsProfiles+" for --manifests)")
+	f.IntVar(&o.Seeds, "seeds", 1, fmt.Sprintf("runs per profile, with seeds --first-seed, --first-seed + 1, ... (1 to %d)", sim.MaxSeeds))
 	f.Int64Var(&o.FirstSeed, "first-seed", sim.FirstSeed, "seed of the first run, to check figures on seeds other than the published ones (1 or more)")
 	f.StringVar(&format, "format", "table", "table or json")
 	f.StringVar(&htmlPath, "report", "", "write a self-contained HTML report with charts to this file")
 	f.BoolVar(&o.Autoscale, "autoscale", false, "replay: run each replay also under Tessera's autoscaler and a Cluster-Autoscaler-like rule, and report GPU-node-hours saved and waits against always-on")
 	f.DurationVar(&o.BootDelay, "boot-delay", sim.DefaultBootDelay, "with --autoscale: how long a GPU node added back takes before pods can use it")
 	f.Float64Var(&o.UnderusedShare, "underused-share", 0, "with --autoscale: Tessera's autoscaler also removes nodes whose allocated GPU share stayed at or below this (0 to 1) when the scheduler places their pods elsewhere; 0 removes empty nodes only")
-	f.StringArrayVar(&configs, "config", nil, "scheduler configuration file to run as an extra policy (repeatable)")
+	f.StringArrayVar(&configs, "config", nil, "scheduler configuration file to run besides the profiles, under its file name without the extension (repeatable)")
 	return cmd
 }
 
-// Default policies per input.
+// Default profiles per input.
 const (
-	defaultFillUpPolicies    = "bestfit,fgd,tessera"
-	defaultReplayPolicies    = "kube-default,volcano,tessera"
-	defaultManifestsPolicies = "tessera"
+	defaultFillUpProfiles    = "bestfit,fgd,tessera"
+	defaultReplayProfiles    = "kube-default,volcano,tessera"
+	defaultManifestsProfiles = "tessera"
 )
 
 // checkSimulateFlags rejects conflicting and out-of-range flags, naming them, and
@@ -223,27 +223,30 @@ func checkSimulateFlags(cmd *cobra.Command, o *sim.Options, manifests, format st
 	return nil
 }
 
-// simulatePolicies reads --policy (or the input's default) and the --config files, and
+// simulateProfiles reads --profile (or the input's default) and the --config files, and
 // rejects a name given twice: two runs under one name would be averaged into one row.
 // A configuration runs under its file name without the extension.
-func simulatePolicies(policies string, configs []string) ([]string, map[string]scheduler.Config, error) {
+func simulateProfiles(profiles string, configs []string) ([]string, map[string]scheduler.Config, error) {
 	var names []string
 	seen := map[string]string{}
-	for _, p := range strings.Split(policies, ",") {
+	for _, p := range strings.Split(profiles, ",") {
 		if p = strings.TrimSpace(p); p == "" {
 			continue
 		}
-		if _, dup := seen[p]; dup {
-			return nil, nil, fmt.Errorf("--policy: %s is named twice; each policy runs once per seed", p)
+		if _, err := scheduler.Profile(p); err != nil {
+			return nil, nil, fmt.Errorf("--profile: %w", err)
 		}
-		seen[p] = "--policy"
+		if _, dup := seen[p]; dup {
+			return nil, nil, fmt.Errorf("--profile: %s is named twice; each profile runs once per seed", p)
+		}
+		seen[p] = "--profile"
 		names = append(names, p)
 	}
 	custom := map[string]scheduler.Config{}
 	for _, path := range configs {
 		name := strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
-		if _, err := scheduler.Policy(name); err == nil {
-			return nil, nil, fmt.Errorf("--config %s: runs as %q, the name of a built-in policy; rename the file", path, name)
+		if _, err := scheduler.Profile(name); err == nil {
+			return nil, nil, fmt.Errorf("--config %s: runs as %q, the name of a built-in profile; rename the file", path, name)
 		}
 		if by, dup := seen[name]; dup {
 			return nil, nil, fmt.Errorf("--config %s: runs as %q, a name %s already gives; rename the file", path, name, by)
@@ -277,9 +280,10 @@ func manifestsSource(ctx context.Context, path string, live bool, kubeconfig str
 }
 
 // simulateManifests schedules the pending pods of a cluster description (source names
-// it) with each policy and prints the placements and the reasons of pods left pending;
-// with admission, the objects first pass the admission policies as the webhooks would.
-func simulateManifests(cmd *cobra.Command, path string, load func() (*trace.Manifests, error), admission bool, policies []string, custom map[string]scheduler.Config, format string) error {
+// it) with each profile and --config configuration and prints the placements and the
+// reasons of pods left pending; with admission, the objects first pass the admission
+// policies as the webhooks would.
+func simulateManifests(cmd *cobra.Command, path string, load func() (*trace.Manifests, error), admission bool, profiles []string, custom map[string]scheduler.Config, format string) error {
 	m, err := load()
 	if err != nil {
 		return err
@@ -297,7 +301,7 @@ func simulateManifests(cmd *cobra.Command, path string, load func() (*trace.Mani
 		Result sim.ManifestsResult `json:"result"`
 	}
 	var runs []run
-	for _, p := range policies {
+	for _, p := range profiles {
 		r, err := sim.RunManifests(m, p, nil, sim.FirstSeed)
 		if err != nil {
 			return err

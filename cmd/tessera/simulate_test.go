@@ -29,7 +29,7 @@ func TestSimulateScenarioJSONAndReport(t *testing.T) {
 	var out, errOut bytes.Buffer
 	root.SetOut(&out)
 	root.SetErr(&errOut)
-	root.SetArgs([]string{"simulate", "--scenario", "operator", "--policy", "kube-default,tessera", "--first-seed", "100", "--format", "json", "--report", html})
+	root.SetArgs([]string{"simulate", "--scenario", "operator", "--profile", "kube-default,tessera", "--first-seed", "100", "--format", "json", "--report", html})
 	if err := root.Execute(); err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +60,7 @@ func TestSimulateRejectsBadFlags(t *testing.T) {
 	for args, want := range map[string]string{
 		"simulate --trace default --mode sometimes":                        "--mode",
 		"simulate --trace nosuch":                                          "unknown openb pod list",
-		"simulate --trace default --policy best":                           "unknown policy",
+		"simulate --trace default --profile best":                          `--profile: unknown profile "best"`,
 		"simulate --nodes n.csv":                                           "--nodes and --pods go together",
 		"simulate":                                                         "no input",
 		"simulate --trace default --arrive NaN":                            "--arrive: must be a finite number between 0 and 10, got NaN",
@@ -90,8 +90,8 @@ func TestSimulateRejectsBadFlags(t *testing.T) {
 		"simulate --scenario operator --autoscale --underused-share 2":     "--underused-share 2: must be a share between 0 and 1",
 		"simulate --scenario operator --underused-share 0.5":               "--underused-share applies with --autoscale only",
 		"simulate --manifests m.yaml --autoscale":                          "--autoscale does not apply to --manifests",
-		"simulate --trace default --policy tessera,tessera":                "--policy: tessera is named twice",
-		"simulate --trace default --config " + tesseraYAML:                 `runs as "tessera", the name of a built-in policy; rename the file`,
+		"simulate --trace default --profile tessera,tessera":               "--profile: tessera is named twice",
+		"simulate --trace default --config " + tesseraYAML:                 `runs as "tessera", the name of a built-in profile; rename the file`,
 		"simulate --trace default --config " + mine + " --config " + other: `runs as "mine", a name --config ` + mine + " already gives",
 	} {
 		if _, err := execute(strings.Fields(args)...); err == nil || !strings.Contains(err.Error(), want) {
@@ -234,7 +234,7 @@ func TestSimulateAutoscaleJSON(t *testing.T) {
 	writeFile(t, nodes, "sn,cpu_milli,memory_mib,gpu,model\nn0,64000,262144,8,A100\nn1,64000,262144,8,A100\n")
 	writeFile(t, pods, "name,cpu_milli,memory_mib,num_gpu,gpu_milli,creation_time,deletion_time\n"+
 		"a,1000,1024,8,1000,0,3600\nb,1000,1024,8,1000,0,3600\nc,1000,1024,8,1000,21600,25200\n")
-	out, err := execute("simulate", "--nodes", nodes, "--pods", pods, "--mode", "replay", "--policy", "tessera", "--autoscale", "--boot-delay", "2m", "--format", "json")
+	out, err := execute("simulate", "--nodes", nodes, "--pods", pods, "--mode", "replay", "--profile", "tessera", "--autoscale", "--boot-delay", "2m", "--format", "json")
 	if err != nil {
 		t.Fatal(err)
 	}

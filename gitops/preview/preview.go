@@ -32,9 +32,9 @@ type Preview struct {
 	Head    Side           `json:"head"`
 }
 
-// Run lays base and head over cluster, admits and schedules each with the policy cfg
-// (seed fixed), and returns both outcomes.
-func Run(ctx context.Context, cluster, base, head *trace.Manifests, admit Admit, policy string, cfg *scheduler.Config, seed int64) (Preview, error) {
+// Run lays base and head over cluster, admits and schedules each with the named
+// profile, or cfg when not nil (seed fixed), and returns both outcomes.
+func Run(ctx context.Context, cluster, base, head *trace.Manifests, admit Admit, profile string, cfg *scheduler.Config, seed int64) (Preview, error) {
 	if err := CheckPolicies(ctx, base, head); err != nil {
 		return Preview{}, err
 	}
@@ -48,7 +48,7 @@ func Run(ctx context.Context, cluster, base, head *trace.Manifests, admit Admit,
 		if err != nil {
 			return p, fmt.Errorf("%s: %w", s.name, err)
 		}
-		res, err := sim.RunManifests(m, policy, cfg, seed)
+		res, err := sim.RunManifests(m, profile, cfg, seed)
 		if err != nil {
 			return p, fmt.Errorf("%s: %w", s.name, err)
 		}

@@ -51,7 +51,7 @@ type ReplayPreview struct {
 // proportions of a cluster, so the repository's GPU figures are scaled by the
 // scenario's GPUs over the base's deserved GPUs (one factor for both sides, so a change
 // of deserved shows); a job whose queue the repository lacks fails the run.
-func RunReplay(scenario string, base, head *trace.Manifests, policy string, cfg *scheduler.Config, seeds int) (ReplayPreview, error) {
+func RunReplay(scenario string, base, head *trace.Manifests, profile string, cfg *scheduler.Config, seeds int) (ReplayPreview, error) {
 	if err := CheckPolicies(context.Background(), base, head); err != nil {
 		return ReplayPreview{}, err
 	}
@@ -91,7 +91,7 @@ func RunReplay(scenario string, base, head *trace.Manifests, policy string, cfg 
 					return p, fmt.Errorf("%s: the scenario's jobs use queue %s, which the repository does not define", side.name, j.Queue)
 				}
 			}
-			res, err := sim.RunReplay(sim.Replay{Input: in, Policy: policy, Config: cfg, Seed: seed})
+			res, err := sim.RunReplay(sim.Replay{Input: in, Profile: profile, Config: cfg, Seed: seed})
 			if err != nil {
 				return p, fmt.Errorf("%s: %w", side.name, err)
 			}

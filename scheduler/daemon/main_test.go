@@ -93,7 +93,7 @@ func (h *harness) daemon(c client.Client) *daemon.Daemon {
 	if c == nil {
 		c = h.c
 	}
-	cfg, err := scheduler.Policy("tessera")
+	cfg, err := scheduler.Profile("tessera")
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -254,7 +254,7 @@ func isExists(err error) bool { return apierrors.IsAlreadyExists(err) }
 // explain runs tessera explain's logic against the API server.
 func (h *harness) explain(kind, name string) daemon.Explanation {
 	h.t.Helper()
-	cfg, err := scheduler.Policy("tessera")
+	cfg, err := scheduler.Profile("tessera")
 	if err != nil {
 		h.t.Fatal(err)
 	}

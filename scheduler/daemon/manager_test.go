@@ -29,7 +29,7 @@ const leaseNamespace = "tessera-system"
 // until the returned stop is called or the test ends.
 func (h *harness) startManager(cfg *rest.Config, id string) (stop func()) {
 	h.t.Helper()
-	sc, err := scheduler.Policy("tessera")
+	sc, err := scheduler.Profile("tessera")
 	if err != nil {
 		h.t.Fatal(err)
 	}

@@ -31,7 +31,7 @@ type Options struct {
 	// PriorityClasses resolves a PodGroup's spec.priorityClassName; a PodGroup whose
 	// class is not listed takes the highest priority among its pods.
 	PriorityClasses map[string]int32
-	// WholeGPUs turns tessera.dev/gpu-memory slices into one whole GPU, for policies
+	// WholeGPUs turns tessera.dev/gpu-memory slices into one whole GPU, for profiles
 	// that cannot share GPUs (scheduler.Config.WholeGPUs).
 	WholeGPUs bool
 }

@@ -115,7 +115,7 @@ func randomObjects(r *rand.Rand, b *Builder) {
 // TestBuildNeverPanics builds many random, often malformed clusters, checks the
 // snapshot's invariants, and runs a scheduling session over each.
 func TestBuildNeverPanics(t *testing.T) {
-	cfg, err := scheduler.Policy("tessera")
+	cfg, err := scheduler.Profile("tessera")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,10 +6,10 @@ import (
 	"github.com/tessera-gpu/tessera/scheduler"
 )
 
-// Scheduler builds a scheduler running the named policy ("tessera", "kube-default" ...).
-func Scheduler(t testing.TB, policy string) *scheduler.Scheduler {
+// Scheduler builds a scheduler running the named profile ("tessera", "kube-default" ...).
+func Scheduler(t testing.TB, profile string) *scheduler.Scheduler {
 	t.Helper()
-	cfg, err := scheduler.Policy(policy)
+	cfg, err := scheduler.Profile(profile)
 	if err != nil {
 		t.Fatal(err)
 	}

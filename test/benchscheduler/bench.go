@@ -252,7 +252,7 @@ func (b *bench) ceiling() runner {
 // tessera runs Tessera's scheduler in this process, as `tessera scheduler` runs it.
 func (b *bench) tessera() runner {
 	return runner{schedulerName: tesserav1.SchedulerName, start: func(ctx context.Context, _ string) (func(), error) {
-		sc, err := scheduler.Policy("tessera")
+		sc, err := scheduler.Profile("tessera")
 		if err != nil {
 			return nil, err
 		}
