@@ -12,6 +12,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -85,6 +86,9 @@ const (
 	ReasonGPUUnhealthy    = "GPUUnhealthy"
 	ReasonAllGPUsHealthy  = "AllGPUsHealthy"
 	ReasonNoGPUs          = "NoGPUs"
+	// ReasonGPUAssignmentRefused: the device plugin refused the pod's GPU allocation (no
+	// assignment, another scheduler, an assignment the scheduler did not write).
+	ReasonGPUAssignmentRefused = "GPUAssignmentRefused"
 )
 
 // Agent is the node agent.
@@ -127,10 +131,19 @@ func New(cfg Config, deps Deps) (*Agent, error) {
 	if cfg.DevicePluginDir != "" {
 		a.plugin = deviceplugin.New(deviceplugin.Options{
 			NodeName: cfg.NodeName, SharesPerGPU: cfg.SharesPerGPU, MPS: cfg.MPS,
-			PluginDir: cfg.DevicePluginDir, Pods: deps.Pods, Log: deps.Log.WithName("device-plugin"),
+			PluginDir: cfg.DevicePluginDir, Pods: deps.Pods, OnRefusal: a.refused, Log: deps.Log.WithName("device-plugin"),
 		})
 	}
 	return a, nil
+}
+
+// refused reports an allocation the device plugin refused: a metric, and a Warning
+// event on the pod (the kubelet fails the pod with the plugin's error as well).
+func (a *Agent) refused(r *deviceplugin.Refusal) {
+	a.metrics.Refused(r.Reason).Inc()
+	if a.deps.Recorder != nil {
+		a.deps.Recorder.Event(r.Pod, corev1.EventTypeWarning, ReasonGPUAssignmentRefused, r.Error())
+	}
 }
 
 // Run runs until ctx ends. NVML failures never end it.

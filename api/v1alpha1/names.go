@@ -34,12 +34,18 @@ const (
 	AnnotationMinAvailable = "tessera.dev/min-available"
 	AnnotationGPUAssign    = "tessera.dev/gpu-assignment"
 	AnnotationQueue        = "tessera.dev/queue"
+	// AnnotationBoundPodUID is written by the scheduler with the GPU assignment, through
+	// the Binding that places the pod: the pod's UID. The node agent hands out an
+	// assignment only to the pod whose UID it names, so a pod created with both
+	// annotations forged is refused even if admission let it through: the API server
+	// picks the UID when it stores the pod.
+	AnnotationBoundPodUID = "tessera.dev/bound-pod-uid"
 )
 
 // SchedulingStateAnnotations are the pod annotations only the scheduler writes (through
 // the Binding that places the pod); the admission webhook refuses them from anybody
 // else, on create and on update, and the node agent trusts them for that reason.
-var SchedulingStateAnnotations = []string{AnnotationGPUAssign}
+var SchedulingStateAnnotations = []string{AnnotationGPUAssign, AnnotationBoundPodUID}
 
 // Labels and annotations of other batch systems that Tessera reads (never requires).
 const (

@@ -86,11 +86,42 @@ func nextContainer(pod *corev1.Pod, resource corev1.ResourceName, allocated map[
 	return nil, false
 }
 
+// Reasons of a Refusal: the metric label and the event's reason.
+const (
+	// RefusedNoAssignment: the pod has no tessera.dev/gpu-assignment.
+	RefusedNoAssignment = "NoAssignment"
+	// RefusedOtherScheduler: the pod names another scheduler than Tessera's.
+	RefusedOtherScheduler = "OtherScheduler"
+	// RefusedNotBound: the assignment does not carry the pod's own UID in
+	// tessera.dev/bound-pod-uid, which the scheduler writes when it binds the pod: it was
+	// written by somebody else.
+	RefusedNotBound = "NotBoundByScheduler"
+	// RefusedInvalid: the assignment is malformed, for another node or another container.
+	RefusedInvalid = "InvalidAssignment"
+)
+
+// Refusal is an Allocate refused because of the pod it is for: the pod was not placed by
+// the tessera scheduler, or its assignment cannot be used here. The plugin reports it
+// (Options.OnRefusal) besides returning it to the kubelet, which fails the pod.
+type Refusal struct {
+	Pod    *corev1.Pod
+	Reason string
+	msg    string
+}
+
+func (r *Refusal) Error() string { return r.msg }
+
+func refuse(pod *corev1.Pod, reason, format string, args ...any) *Refusal {
+	return &Refusal{Pod: pod, Reason: reason, msg: fmt.Sprintf(format, args...)}
+}
+
 // findCandidate picks the container an Allocate of count devices is for and reads its
 // assignment. The kubelet admits pods oldest first and allocates a pod's containers in
 // order, so the oldest pending pod whose next unallocated container asks for count
-// devices is the one.
-func findCandidate(pods []corev1.Pod, node string, resource corev1.ResourceName, count int64, allocated map[containerKey]bool) (candidate, error) {
+// devices is the one. That pod must have been bound by the tessera scheduler (its
+// schedulerName is scheduler and its assignment carries its own UID), else the
+// allocation is refused (*Refusal): a pod never gets another pod's GPUs in its place.
+func findCandidate(pods []corev1.Pod, node string, resource corev1.ResourceName, count int64, allocated map[containerKey]bool, scheduler string) (candidate, error) {
 	var cands []candidate
 	for i := range pods {
 		pod := &pods[i]
@@ -106,7 +137,7 @@ func findCandidate(pods []corev1.Pod, node string, resource corev1.ResourceName,
 	if len(cands) == 0 {
 		return candidate{}, fmt.Errorf("no pending pod on node %s has an unallocated container asking for %d %s; "+
 			"pods that use %s must be scheduled by the tessera scheduler (schedulerName: %s), which records %s",
-			node, count, resource, resource, tesserav1.SchedulerName, tesserav1.AnnotationGPUAssign)
+			node, count, resource, resource, scheduler, tesserav1.AnnotationGPUAssign)
 	}
 	slices.SortFunc(cands, func(a, b candidate) int {
 		if c := a.pod.CreationTimestamp.Compare(b.pod.CreationTimestamp.Time); c != 0 {
@@ -116,22 +147,33 @@ func findCandidate(pods []corev1.Pod, node string, resource corev1.ResourceName,
 	})
 	c := cands[0]
 	name := c.pod.Namespace + "/" + c.pod.Name
-	ann, ok := c.pod.Annotations[tesserav1.AnnotationGPUAssign]
+	pod := c.pod
+	ann, ok := pod.Annotations[tesserav1.AnnotationGPUAssign]
 	if !ok {
-		return c, fmt.Errorf("pod %s asks for %d %s but has no %s annotation: it was not placed by the tessera scheduler "+
-			"(set schedulerName: %s); refusing to hand out an arbitrary GPU", name, count, resource, tesserav1.AnnotationGPUAssign, tesserav1.SchedulerName)
+		return c, refuse(pod, RefusedNoAssignment, "pod %s asks for %d %s but has no %s annotation: it was not placed by the tessera scheduler "+
+			"(set schedulerName: %s); refusing to hand out an arbitrary GPU", name, count, resource, tesserav1.AnnotationGPUAssign, scheduler)
+	}
+	if pod.Spec.SchedulerName != scheduler {
+		return c, refuse(pod, RefusedOtherScheduler, "pod %s has a %s annotation but names scheduler %q: only pods the %s scheduler bound get GPUs; "+
+			"refusing the assignment (delete the pod and create it with schedulerName: %s and without the annotation)",
+			name, tesserav1.AnnotationGPUAssign, pod.Spec.SchedulerName, scheduler, scheduler)
+	}
+	if uid := pod.Annotations[tesserav1.AnnotationBoundPodUID]; uid == "" || uid != string(pod.UID) {
+		return c, refuse(pod, RefusedNotBound, "pod %s: its %s was not written by the %s scheduler when it bound the pod (%s is %q, the pod's UID is %q); "+
+			"refusing the assignment (delete the pod and create it without scheduling annotations)",
+			name, tesserav1.AnnotationGPUAssign, scheduler, tesserav1.AnnotationBoundPodUID, uid, pod.UID)
 	}
 	a, err := tesserav1.ParseGPUAssignment(ann)
 	if err != nil {
-		return c, fmt.Errorf("pod %s: %w", name, err)
+		return c, refuse(pod, RefusedInvalid, "pod %s: %v", name, err)
 	}
 	if a.Node != node {
-		return c, fmt.Errorf("pod %s: annotation %s is for node %q but the pod runs on %q; the scheduler must reassign it",
+		return c, refuse(pod, RefusedInvalid, "pod %s: annotation %s is for node %q but the pod runs on %q; the scheduler must reassign it",
 			name, tesserav1.AnnotationGPUAssign, a.Node, node)
 	}
 	g, ok := a.Container(c.container)
 	if !ok {
-		return c, fmt.Errorf("pod %s: annotation %s has no entry for container %q", name, tesserav1.AnnotationGPUAssign, c.container)
+		return c, refuse(pod, RefusedInvalid, "pod %s: annotation %s has no entry for container %q", name, tesserav1.AnnotationGPUAssign, c.container)
 	}
 	c.gpus = g
 	return c, nil

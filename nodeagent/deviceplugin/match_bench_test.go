@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+
+	tesserav1 "github.com/tessera-gpu/tessera/api/v1alpha1"
 )
 
 // BenchmarkFindCandidate matches an Allocate against a full node: 110 pods (the
@@ -21,7 +23,7 @@ func BenchmarkFindCandidate(b *testing.B) {
 	allocated := map[containerKey]bool{}
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := findCandidate(pods, node, "tessera.dev/gpu", 1, allocated); err != nil {
+		if _, err := findCandidate(pods, node, "tessera.dev/gpu", 1, allocated, tesserav1.SchedulerName); err != nil {
 			b.Fatal(err)
 		}
 	}

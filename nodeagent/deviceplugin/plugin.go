@@ -48,7 +48,12 @@ type Options struct {
 	Pods Pods
 	// RecheckInterval is how often the plugin checks that the kubelet still knows it (default 5s).
 	RecheckInterval time.Duration
-	Log             logr.Logger
+	// SchedulerName is the scheduler whose bound pods get GPUs (default tessera).
+	SchedulerName string
+	// OnRefusal, when set, is told of every Allocate refused because of its pod (besides
+	// the log): the agent records an event on the pod and counts it.
+	OnRefusal func(*Refusal)
+	Log       logr.Logger
 }
 
 // Env variables set on allocated containers.
@@ -89,6 +94,9 @@ func New(opts Options) *Plugin {
 	}
 	if opts.RecheckInterval <= 0 {
 		opts.RecheckInterval = 5 * time.Second
+	}
+	if opts.SchedulerName == "" {
+		opts.SchedulerName = tesserav1.SchedulerName
 	}
 	return &Plugin{opts: opts, watchers: map[chan struct{}]struct{}{}, allocated: map[containerKey]bool{}}
 }
@@ -194,7 +202,7 @@ func (p *Plugin) GetPreferredAllocation(ctx context.Context, req *pb.PreferredAl
 	for _, cr := range req.ContainerRequests {
 		size := int(cr.AllocationSize)
 		var want []string
-		if c, err := findCandidate(pods, p.opts.NodeName, p.opts.ResourceName, int64(size), allocated); err == nil {
+		if c, err := findCandidate(pods, p.opts.NodeName, p.opts.ResourceName, int64(size), allocated, p.opts.SchedulerName); err == nil {
 			want = c.gpus.UUIDs
 			allocated[containerKey{c.pod.UID, c.container}] = true
 		}
@@ -266,9 +274,17 @@ func (p *Plugin) Allocate(ctx context.Context, req *pb.AllocateRequest) (*pb.All
 	var keys []containerKey
 	for _, cr := range req.ContainerRequests {
 		count := int64(len(cr.DevicesIds))
-		c, err := findCandidate(pods, p.opts.NodeName, p.opts.ResourceName, count, allocated)
+		c, err := findCandidate(pods, p.opts.NodeName, p.opts.ResourceName, count, allocated, p.opts.SchedulerName)
 		if err != nil {
-			p.opts.Log.Info("Refusing allocation", "resource", p.opts.ResourceName, "devices", cr.DevicesIds, "reason", err.Error())
+			kv := []any{"resource", p.opts.ResourceName, "devices", cr.DevicesIds, "reason", err.Error()}
+			var r *Refusal
+			if errors.As(err, &r) {
+				kv = append(kv, "pod", r.Pod.Namespace+"/"+r.Pod.Name, "refusal", r.Reason)
+				if p.opts.OnRefusal != nil {
+					p.opts.OnRefusal(r)
+				}
+			}
+			p.opts.Log.Info("Refusing allocation", kv...)
 			return nil, fmt.Errorf("allocate %d %s: %w", count, p.opts.ResourceName, err)
 		}
 		envs, err := p.envs(c)

@@ -79,10 +79,12 @@ var gpus = []GPU{
 }
 
 // makePod is a pending pod of team-a on this node, created the given seconds after a
-// reference time, whose container "main" limits shares GPU shares.
+// reference time, whose container "main" limits shares GPU shares, as the tessera
+// scheduler bound it (its UID in tessera.dev/bound-pod-uid).
 func makePod(name string, created int, shares int64) *apitest.PodWrapper {
 	return apitest.MakePod(name, "team-a").UID("uid-"+name).Created(time.Unix(1_700_000_000+int64(created), 0)).
-		NodeName(node).Limit(tesserav1.ResourceGPU, strconv.FormatInt(shares, 10)).Phase(corev1.PodPending)
+		NodeName(node).Limit(tesserav1.ResourceGPU, strconv.FormatInt(shares, 10)).Phase(corev1.PodPending).
+		SchedulerName(tesserav1.SchedulerName).Annotation(tesserav1.AnnotationBoundPodUID, "uid-"+name)
 }
 
 func slice(uuid string, mib int64) tesserav1.GPUAssignment {
@@ -98,14 +100,20 @@ type setup struct {
 
 func start(t *testing.T, shares int, mps bool, pods ...*corev1.Pod) setup {
 	t.Helper()
+	return startWith(t, Options{SharesPerGPU: shares, MPS: mps}, pods...)
+}
+
+// startWith serves a plugin with opts, completed with the fake kubelet and pods.
+func startWith(t *testing.T, opts Options, pods ...*corev1.Pod) setup {
+	t.Helper()
 	k := startKubelet(t)
 	var objs []corev1.Pod
 	for _, p := range pods {
 		objs = append(objs, *p)
 	}
 	cs := fake.NewClientset(&corev1.PodList{Items: objs})
-	p := New(Options{NodeName: node, SharesPerGPU: shares, MPS: mps, PluginDir: k.dir,
-		Pods: KubePods{Client: cs, Node: node}, RecheckInterval: 20 * time.Millisecond, Log: testr.New(t)})
+	opts.NodeName, opts.PluginDir, opts.Pods, opts.RecheckInterval, opts.Log = node, k.dir, KubePods{Client: cs, Node: node}, 20*time.Millisecond, testr.New(t)
+	p := New(opts)
 	p.SetGPUs(gpus)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})

@@ -37,6 +37,7 @@ type Metrics struct {
 	sliceLimit  *prometheus.GaugeVec
 	sliceUsed   *prometheus.GaugeVec
 	nvmlUp      prometheus.Gauge
+	refused     *prometheus.CounterVec
 }
 
 var gpuLabels = []string{"gpu", "uuid", "model", "node"}
@@ -57,8 +58,11 @@ func New(reg prometheus.Registerer, node string) *Metrics {
 		sliceUsed:   gv("tessera_gpu_slice_memory_used_bytes", "GPU memory used by the processes of a pod with a slice.", []string{"namespace", "pod"}),
 		nvmlUp: prometheus.NewGauge(prometheus.GaugeOpts{Name: "tessera_node_agent_nvml_up",
 			Help: "1 when NVML answers, 0 when it is missing or failing."}),
+		refused: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "tessera_device_plugin_refusals_total",
+			Help: "GPU allocations the device plugin refused because of the pod, by reason: NoAssignment, OtherScheduler, NotBoundByScheduler (an assignment the scheduler did not write), InvalidAssignment."},
+			[]string{"reason"}),
 	}
-	reg.MustRegister(m.utilization, m.memUsed, m.memTotal, m.temperature, m.healthy, m.sliceLimit, m.sliceUsed, m.nvmlUp)
+	reg.MustRegister(m.utilization, m.memUsed, m.memTotal, m.temperature, m.healthy, m.sliceLimit, m.sliceUsed, m.nvmlUp, m.refused)
 	return m
 }
 
@@ -90,6 +94,9 @@ func (m *Metrics) SetSlices(slices []Slice) {
 		m.sliceUsed.With(l).Set(float64(s.UsedBytes))
 	}
 }
+
+// Refused counts an allocation the device plugin refused, by reason.
+func (m *Metrics) Refused(reason string) prometheus.Counter { return m.refused.WithLabelValues(reason) }
 
 // SetNVMLUp records whether NVML answers.
 func (m *Metrics) SetNVMLUp(up bool) { m.nvmlUp.Set(b2f(up)) }

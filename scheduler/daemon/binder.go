@@ -136,8 +136,8 @@ func (b *Binder) bind(ctx context.Context, state *cache.State, bindings []schedu
 	return int(ok.Load()), int(bad.Load())
 }
 
-// bindOne writes one Binding carrying the GPU assignment, which the API server copies
-// onto the pod: one write per pod.
+// bindOne writes one Binding carrying the GPU assignment and the pod's UID, which the
+// API server copies onto the pod: one write per pod.
 func (b *Binder) bindOne(ctx context.Context, pod *corev1.Pod, bd scheduler.Binding) error {
 	binding := &corev1.Binding{
 		ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace, UID: pod.UID},
@@ -146,7 +146,9 @@ func (b *Binder) bindOne(ctx context.Context, pod *corev1.Pod, bd scheduler.Bind
 	var assignment string
 	if a, ok := snapshot.Assignment(bd.Task, bd.Node, bd.GPUs); ok {
 		assignment = a.Encode()
-		binding.Annotations = map[string]string{tesserav1.AnnotationGPUAssign: assignment}
+		// The pod's UID marks the assignment as the scheduler's: the node agent refuses an
+		// assignment that does not name the pod's own UID.
+		binding.Annotations = map[string]string{tesserav1.AnnotationGPUAssign: assignment, tesserav1.AnnotationBoundPodUID: string(pod.UID)}
 	}
 	// Assume first: the next session must see the capacity taken even if the watch
 	// reports the bind late.

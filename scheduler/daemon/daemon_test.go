@@ -72,6 +72,10 @@ func TestGangAllOrNothing(t *testing.T) {
 		if a.Node != p.Spec.NodeName || len(a.Containers) != 1 || len(a.Containers[0].UUIDs) != 8 {
 			t.Fatalf("%s on %s: assignment %+v", p.Name, p.Spec.NodeName, a)
 		}
+		// The Binding marks the assignment as the scheduler's with the pod's UID.
+		if got := p.Annotations[tesserav1.AnnotationBoundPodUID]; got != string(p.UID) {
+			t.Fatalf("%s: %s = %q, want its UID %q", p.Name, tesserav1.AnnotationBoundPodUID, got, p.UID)
+		}
 		nodes[p.Spec.NodeName] = true
 	}
 	if len(nodes) != 3 {

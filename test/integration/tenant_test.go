@@ -325,15 +325,20 @@ func TestTenantForgedAssignmentOnCreate(t *testing.T) {
 	pod := withAnnotation(tenantPod("forged-create", 1), tesserav1.AnnotationGPUAssign, forgedAssignment())
 	refused(t, "tenant pod with its own GPU assignment", tenant.Create(ctx, pod),
 		"metadata.annotations[tessera.dev/gpu-assignment]", "only the tessera scheduler", tenantUser, "remove it")
+	marked := withAnnotation(tenantPod("forged-marker", 1), tesserav1.AnnotationBoundPodUID, "guessed")
+	refused(t, "tenant pod with the scheduler's binding marker", tenant.Create(ctx, marked),
+		"metadata.annotations[tessera.dev/bound-pod-uid]")
 
 	// The same pod without the annotation is admitted; the scheduler binds it with the
 	// assignment, through the Binding its RBAC allows.
 	pod = tenantPod("plain-create", 1)
 	must(t, "tenant pod without an assignment", tenant.Create(ctx, pod))
 	assignment := tesserav1.GPUAssignment{Node: "n1", Containers: []tesserav1.ContainerGPUs{{Container: "main", UUIDs: []string{"GPU-1"}}}}.Encode()
-	must(t, "scheduler binds with the assignment", bind(ctx, sched, pod, "n1", map[string]string{tesserav1.AnnotationGPUAssign: assignment}))
-	if got := get(ctx, t, e.Client, pod); got.Annotations[tesserav1.AnnotationGPUAssign] != assignment || got.Spec.NodeName != "n1" {
-		t.Errorf("bound pod: node %q annotation %q", got.Spec.NodeName, got.Annotations[tesserav1.AnnotationGPUAssign])
+	must(t, "scheduler binds with the assignment", bind(ctx, sched, pod, "n1", map[string]string{
+		tesserav1.AnnotationGPUAssign: assignment, tesserav1.AnnotationBoundPodUID: string(pod.UID)}))
+	if got := get(ctx, t, e.Client, pod); got.Annotations[tesserav1.AnnotationGPUAssign] != assignment || got.Spec.NodeName != "n1" ||
+		got.Annotations[tesserav1.AnnotationBoundPodUID] != string(got.UID) {
+		t.Errorf("bound pod: node %q annotations %v", got.Spec.NodeName, got.Annotations)
 	}
 
 	// The scheduler's identity passes the webhook with the annotation on create too.

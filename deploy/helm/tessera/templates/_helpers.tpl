@@ -72,5 +72,5 @@ system:serviceaccount:{{ .Release.Namespace }}:tessera-scheduler
 
 {{/* The pod annotations only the scheduler writes (api/v1alpha1.SchedulingStateAnnotations), as a CEL list. */}}
 {{- define "tessera.schedulingStateKeys" -}}
-["tessera.dev/gpu-assignment"]
+["tessera.dev/gpu-assignment", "tessera.dev/bound-pod-uid"]
 {{- end -}}
