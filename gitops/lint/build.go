@@ -3,6 +3,7 @@ package lint
 import (
 	"cmp"
 	"os"
+	"regexp"
 
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
@@ -54,4 +55,23 @@ func (fs *boundedFS) ReadFile(path string) ([]byte, error) {
 		return nil, err
 	}
 	return b, nil
+}
+
+// Go values kustomize prints in its errors: a resource id, and a generator's pointer.
+var (
+	resID     = regexp.MustCompile(`resid\.ResId\{Gvk:resid\.Gvk\{Group:"[^"]*", Version:"[^"]*", Kind:"([^"]*)"[^}]*\}, Name:"([^"]*)", Namespace:"([^"]*)"\}`)
+	goPointer = regexp.MustCompile(` ?&\{0x[0-9a-f]+[^}]*\}`)
+)
+
+// kustomizeMessage is a kustomize error with the Go values it prints spelled as
+// people name objects: "ConfigMap argocd-cm" instead of a resid.ResId struct.
+func kustomizeMessage(err error) string {
+	msg := resID.ReplaceAllStringFunc(err.Error(), func(m string) string {
+		p := resID.FindStringSubmatch(m)
+		if p[3] != "" {
+			return p[1] + " " + p[3] + "/" + p[2]
+		}
+		return p[1] + " " + p[2]
+	})
+	return goPointer.ReplaceAllString(msg, "")
 }

@@ -79,7 +79,7 @@ func Lint(ctx context.Context, dir string, opts Options) ([]Finding, error) {
 				if errors.Is(err, yamlerr.ErrLimit) {
 					return nil, err
 				}
-				l.add(k.file, 1, "kustomize build: %v", err)
+				l.add(k.file, 1, "kustomize build: %s", kustomizeMessage(err))
 			}
 		}
 		var docs []*document
@@ -610,6 +610,14 @@ func (l *linter) crossObject() {
 	for _, name := range slices.Sorted(maps.Keys(l.queues)) {
 		o := l.queues[name]
 		deserved, capability := l.resources(o, "deserved"), l.resources(o, "capability")
+		for _, field := range []string{"deserved", "capability", "guarantee"} {
+			rl := l.resources(o, field)
+			for _, res := range slices.Sorted(maps.Keys(rl)) {
+				if q := rl[res]; q.Sign() < 0 {
+					l.add(o.file, o.line("spec."+field+"["+string(res)+"]"), "Queue %s: spec.%s[%s] is %s; a queue cannot %s less than nothing", name, field, res, q.String(), map[string]string{"deserved": "deserve", "capability": "be capped at", "guarantee": "be guaranteed"}[field])
+				}
+			}
+		}
 		for res, d := range deserved {
 			if c, ok := capability[res]; ok && d.Cmp(c) > 0 {
 				l.add(o.file, o.line("spec.deserved["+string(res)+"]"), "Queue %s deserves %s %s but its capability is %s; deserved must not exceed capability", name, d.String(), res, c.String())

@@ -43,6 +43,7 @@ func TestBadRepositories(t *testing.T) {
 		want     string
 	}{
 		{"schema: weight below its minimum", strings.Replace(queues, "weight: 2", "weight: -1", 1), lint.Options{}, 6, "spec.weight"},
+		{"negative deserved", strings.Replace(queues, `"15"`, `"-5"`, 1), lint.Options{}, 8, "spec.deserved[tessera.dev/gpu] is -5"},
 		{"deserved above capability", strings.Replace(queues, `"15"`, `"25"`, 1), lint.Options{}, 8, "deserved must not exceed capability"},
 		{"parent queue missing", queues + "  parent: research\n", lint.Options{}, 11, `Queue "research"`},
 		{"queue is its own parent (CEL rule)", queues + "  parent: prod\n", lint.Options{}, 1, "spec.parent must name another queue"},
@@ -119,4 +120,24 @@ func TestKustomizeBuildFails(t *testing.T) {
 		}
 	}
 	t.Errorf("want a kustomize build finding naming Queue prod, got %v", findings)
+}
+
+// TestKustomizeMessage: kustomize's errors name objects as people do, without Go
+// struct dumps (a generator merging into a ConfigMap the kustomization lacks).
+func TestKustomizeMessage(t *testing.T) {
+	dir := t.TempDir()
+	for name, content := range map[string]string{
+		"kustomization.yaml": "namespace: argocd\nconfigMapGenerator:\n  - name: argocd-cm\n    behavior: merge\n    literals: [a=b]\n",
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	findings, err := lint.Lint(context.Background(), dir, lint.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(findings) != 1 || !strings.Contains(findings[0].Message, "ConfigMap argocd-cm does not exist") || strings.Contains(findings[0].Message, "resid.") || strings.Contains(findings[0].Message, "0x") {
+		t.Errorf("findings %v", findings)
+	}
 }
