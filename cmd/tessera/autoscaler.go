@@ -17,7 +17,6 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
@@ -72,17 +71,7 @@ or newly elected replica carries on. "tessera autoscaler plan" shows the decisio
 }
 
 func runAutoscaler(ctx context.Context, f autoscalerFlags) error {
-	log := klog.NewKlogr()
-	ctrl.SetLogger(log)
-	scfg, err := schedulerConfig(f.config, f.profile)
-	if err != nil {
-		return err
-	}
-	cfg, err := restConfig(f.kubeconfig)
-	if err != nil {
-		return err
-	}
-	scheme, err := newScheme()
+	log, scfg, cfg, scheme, err := daemonInputs(f.config, f.profile, f.kubeconfig)
 	if err != nil {
 		return err
 	}

@@ -6,12 +6,14 @@ import (
 	"io"
 	"strings"
 
+	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -88,4 +90,22 @@ func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
+}
+
+// daemonInputs is what the scheduler and the autoscaler read before they start: the
+// klog logger (controller-runtime's too), the scheduler configuration (--config, else
+// the built-in --profile), the client configuration and the scheme.
+func daemonInputs(config, profile, kubeconfig string) (logr.Logger, scheduler.Config, *rest.Config, *runtime.Scheme, error) {
+	log := klog.NewKlogr()
+	ctrl.SetLogger(log)
+	scfg, err := schedulerConfig(config, profile)
+	if err != nil {
+		return log, scfg, nil, nil, err
+	}
+	cfg, err := restConfig(kubeconfig)
+	if err != nil {
+		return log, scfg, nil, nil, err
+	}
+	scheme, err := newScheme()
+	return log, scfg, cfg, scheme, err
 }

@@ -9,7 +9,6 @@ import (
 
 	"github.com/spf13/cobra"
 	"k8s.io/klog/v2"
-	ctrl "sigs.k8s.io/controller-runtime"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	tesserav1 "github.com/tessera-gpu/tessera/api/v1alpha1"
@@ -73,21 +72,11 @@ func schedulerConfig(path, profile string) (scheduler.Config, error) {
 }
 
 func runScheduler(ctx context.Context, f schedulerFlags) error {
-	log := klog.NewKlogr()
-	ctrl.SetLogger(log)
-	scfg, err := schedulerConfig(f.config, f.profile)
-	if err != nil {
-		return err
-	}
-	cfg, err := restConfig(f.kubeconfig)
+	log, scfg, cfg, scheme, err := daemonInputs(f.config, f.profile, f.kubeconfig)
 	if err != nil {
 		return err
 	}
 	cfg.QPS, cfg.Burst = f.qps, f.burst
-	scheme, err := newScheme()
-	if err != nil {
-		return err
-	}
 	mgr, _, err := daemon.NewManager(cfg, scheme, daemon.Config{
 		Scheduler: scfg, SchedulerName: f.schedulerName,
 		Daemon:  daemon.Options{Period: f.period, BindWorkers: f.bindWorkers},
