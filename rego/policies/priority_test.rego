@@ -40,19 +40,6 @@ limited := json.patch(base, [{"op": "add", "path": "/cluster/queues/cheap", "val
 
 in_cheap(w) := json.patch(limited, [{"op": "replace", "path": "/workload", "value": object.union({"queue": "cheap", "podRequests": {"nvidia.com/gpu": 1}}, w)}])
 
-test_class_outside_queue_list_denied if {
-	msgs := priority.deny with input as in_cheap({"priorityClassName": "production-high"})
-	some msg in msgs
-	contains(msg, `priorityClassName "production-high" is not allowed in queue "cheap"`)
-	contains(msg, "[offline-low, batch-normal]")
-}
-
-test_class_in_queue_list_allowed if {
-	count(priority.deny) == 0 with input as in_cheap({"priorityClassName": "offline-low"})
-	count(priority.deny) == 0 with input as in_cheap({})
-	count(priority.deny) == 0 with input as object.union(base, {"workload": {"queue": "train", "priorityClassName": "production-high", "podRequests": {"nvidia.com/gpu": 1}}})
-}
-
 test_default_kept_when_allowed if {
 	priority.mutate.priorityClassName == "batch-normal" with input as in_cheap({})
 }

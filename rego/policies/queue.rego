@@ -1,7 +1,8 @@
 # Queue: the workload's tessera.dev/queue label, else its namespace's tessera.dev/queue
 # annotation, else Volcano's or Kueue's queue name, else "default". Unknown queues are
 # denied, and so are queues whose spec.namespaceSelector does not select the workload's
-# namespace.
+# namespace, and a priorityClassName the queue's spec.allowedPriorityClasses leaves out
+# (the priority policy picks defaults among them).
 package tessera.queue
 
 import data.tessera.lib
@@ -31,18 +32,26 @@ deny contains msg if {
 }
 
 deny contains msg if {
-	lib.managed
 	info := lib.queue_info(resolved)
-	info != null
+	_ = info.namespaceSelector
 	not info.namespaceSelectorError
 	not lib.queue_takes_namespace(info)
+	lib.managed
 	ns := object.get(input.namespace, "name", "")
 	usable := sort([n | some n, q in object.get(input.cluster, "queues", {}); lib.queue_takes_namespace(q)])
 	msg := sprintf("queue %q does not take workloads from namespace %q: its spec.namespaceSelector does not select the namespace; set label tessera.dev/queue to a queue this namespace may use ([%s]), or ask the operator to add the namespace to the queue's namespaceSelector", [resolved, ns, concat(", ", usable)])
 }
 
 deny contains msg if {
-	lib.managed
 	e := lib.queue_info(resolved).namespaceSelectorError
+	lib.managed
 	msg := sprintf("queue %q has an invalid spec.namespaceSelector (%s), so no namespace may use it; the operator must fix the Queue", [resolved, e])
+}
+
+deny contains msg if {
+	a := lib.queue_info(resolved).allowedPriorityClasses
+	c := lib.workload_field("priorityClassName")
+	not c in a
+	lib.managed
+	msg := sprintf("priorityClassName %q is not allowed in queue %q (its spec.allowedPriorityClasses: [%s]); use one of those, or leave priorityClassName empty for the queue's default", [c, resolved, concat(", ", a)])
 }

@@ -96,3 +96,27 @@ test_not_in_selects_namespaces_without_the_key if {
 	lib.selector_matches({"matchExpressions": [{"key": "x", "operator": "Exists", "values": []}]}, {"x": ""})
 	not lib.selector_matches({"matchExpressions": [{"key": "x", "operator": "In", "values": ["1"]}]}, {})
 }
+
+cheap := {"queues": {"cheap": {"allowedPriorityClasses": ["offline-low", "batch-normal"]}, "any": {}}}
+
+in_cheap(w) := {
+	"kind": "Pod",
+	"namespace": {"name": "team", "annotations": {}},
+	"workload": object.union({"queue": "cheap", "podRequests": {"nvidia.com/gpu": 1}}, w),
+	"cluster": cheap,
+}
+
+test_class_outside_queue_list_denied if {
+	msgs := queue.deny with input as in_cheap({"priorityClassName": "production-high"})
+	some msg in msgs
+	contains(msg, `priorityClassName "production-high" is not allowed in queue "cheap"`)
+	contains(msg, "[offline-low, batch-normal]")
+	msgs2 := queue.deny with input as {"kind": "PodGroup", "namespace": {"name": "team"}, "workload": {"queue": "cheap", "priorityClassName": "production-high"}, "cluster": cheap}
+	count(msgs2) == 1
+}
+
+test_class_in_queue_list_allowed if {
+	count(queue.deny) == 0 with input as in_cheap({"priorityClassName": "offline-low"})
+	count(queue.deny) == 0 with input as in_cheap({})
+	count(queue.deny) == 0 with input as in_cheap({"queue": "any", "priorityClassName": "production-high"})
+}
