@@ -14,7 +14,7 @@ STATICCHECK   := $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 GENERATED     := api deploy/crds deploy/helm/tessera/crds deploy/kustomize/base
 CHART         := deploy/helm/tessera
 
-.PHONY: all build test chart-test unit integration rules-test k8s-binaries e2e-binaries e2e dev-cluster lint generate verify demo bench bench-scheduler clean
+.PHONY: all build test chart-test unit integration rules-test k8s-binaries e2e-binaries e2e dev-cluster lint generate verify demo figures bench bench-scheduler clean
 
 all: build
 
@@ -99,6 +99,14 @@ demo: build
 	@mkdir -p out
 	./$(BIN) simulate --scenario operator --profile kube-default,volcano,tessera --seeds 3 --report out/demo-operator.html
 	./$(BIN) simulate --trace default --profile bestfit,fgd,tessera --seeds 3 --report out/demo-openb.html
+
+## figures: rerun the commands behind the README's measured tables (the simulator's, the
+## benchmarks that need no cluster) and write their output between the
+## <!-- figures: COMMAND --> and <!-- /figures --> markers of README.md and docs/*.md;
+## FIGURES=SUBSTRING reruns only the blocks whose command contains it. Not part of test:
+## all blocks take about 17 minutes of CPU (an hour on a busy 2-core machine)
+figures: build
+	$(GO) run ./hack/figures -only "$(FIGURES)"
 
 ## bench-scheduler: pods bound per second on a real API server (1,000 nodes x 8 GPUs,
 ## 7,000 one-GPU pods, alone and in gangs of 8): Tessera, kube-scheduler and the API

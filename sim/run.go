@@ -27,8 +27,8 @@ const MaxSeeds = 1000
 
 // Options selects the input, the mode and the runs of a simulation.
 type Options struct {
-	// Trace is a shipped openb pod-list variant ("default"); or set NodesFile and PodsFile;
-	// or Scenario.
+	// Trace is a shipped openb pod-list variant ("default"), or several separated by
+	// commas, run one after the other; or set NodesFile and PodsFile; or Scenario.
 	Trace               string
 	NodesFile, PodsFile string
 	Scenario            string
@@ -99,6 +99,9 @@ func Run(o Options) ([]report.Result, error) {
 	if o.Seeds < 1 || o.Seeds > MaxSeeds {
 		return nil, fmt.Errorf("--seeds: must be between 1 and %d, got %d", MaxSeeds, o.Seeds)
 	}
+	if lists := strings.Split(o.Trace, ","); len(lists) > 1 {
+		return runLists(o, lists)
+	}
 	first := o.FirstSeed
 	if first == 0 {
 		first = FirstSeed
@@ -160,6 +163,7 @@ func Run(o Options) ([]report.Result, error) {
 			return nil, err
 		}
 	}
+	addPublished(o, results)
 	return results, nil
 }
 

@@ -113,9 +113,12 @@ by jobs that can make progress (a whole gang), a memory slice as its share of th
 			}
 			summaries := report.Summarize(results)
 			out := cmd.OutOrStdout()
-			if format == "json" {
+			switch format {
+			case "json":
 				err = report.WriteJSON(out, results, summaries)
-			} else {
+			case "markdown":
+				err = report.WriteMarkdown(out, results, summaries)
+			default:
 				err = report.WriteTable(out, results, summaries)
 			}
 			if err != nil || html == nil {
@@ -132,7 +135,7 @@ by jobs that can make progress (a whole gang), a memory slice as its share of th
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.Trace, "trace", "", "openb pod list: "+strings.Join(sim.OpenbVariants(), ", "))
+	f.StringVar(&o.Trace, "trace", "", "openb pod list, or several separated by commas (run one after the other; fill-up adds a table across them): "+strings.Join(sim.OpenbVariants(), ", "))
 	f.StringVar(&o.NodesFile, "nodes", "", "node list CSV (openb format: sn,cpu_milli,memory_mib,gpu,model)")
 	f.StringVar(&o.PodsFile, "pods", "", "pod list CSV (openb format)")
 	f.StringVar(&o.Scenario, "scenario", "", "built-in scenario: "+strings.Join(trace.ScenarioNames(), ", "))
@@ -146,7 +149,7 @@ by jobs that can make progress (a whole gang), a memory slice as its share of th
 		" (default: "+defaultFillUpProfiles+" in fill-up, "+defaultReplayProfiles+" in replay, "+defaultManifestsProfiles+" for --manifests)")
 	f.IntVar(&o.Seeds, "seeds", 1, fmt.Sprintf("runs per profile, with seeds --first-seed, --first-seed + 1, ... (1 to %d)", sim.MaxSeeds))
 	f.Int64Var(&o.FirstSeed, "first-seed", sim.FirstSeed, "seed of the first run, to check figures on seeds other than the published ones (1 or more)")
-	f.StringVar(&format, "format", "table", "table or json")
+	f.StringVar(&format, "format", "table", "table, markdown (the same tables for a README or a pull request) or json")
 	f.StringVar(&htmlPath, "report", "", "write a self-contained HTML report with charts to this file")
 	f.BoolVar(&o.Autoscale, "autoscale", false, "replay: run each replay also under Tessera's autoscaler and a Cluster-Autoscaler-like rule, and report GPU-node-hours saved and waits against always-on")
 	f.DurationVar(&o.BootDelay, "boot-delay", sim.DefaultBootDelay, "with --autoscale: how long a GPU node added back takes before pods can use it")
@@ -178,8 +181,8 @@ func checkSimulateFlags(cmd *cobra.Command, o *sim.Options, manifests, format st
 	if (o.NodesFile == "") != (o.PodsFile == "") {
 		return fmt.Errorf("--nodes and --pods go together")
 	}
-	if format != "table" && format != "json" {
-		return fmt.Errorf("--format %q: use table or json", format)
+	if format != "table" && format != "markdown" && format != "json" {
+		return fmt.Errorf("--format %q: use table, markdown or json", format)
 	}
 	if set("kubeconfig") && !set("from-cluster") {
 		return fmt.Errorf("--kubeconfig applies to --from-cluster only")
@@ -189,6 +192,9 @@ func checkSimulateFlags(cmd *cobra.Command, o *sim.Options, manifests, format st
 			if set(f) {
 				return fmt.Errorf("--%s does not apply to --manifests or --from-cluster, which place the pending pods once", f)
 			}
+		}
+		if format == "markdown" {
+			return fmt.Errorf("--format markdown applies to --trace, --nodes with --pods and --scenario; --manifests and --from-cluster print table or json")
 		}
 		return nil
 	}

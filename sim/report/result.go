@@ -30,6 +30,10 @@ type Result struct {
 	// packing of the same arrivals (fill-up mode): the reference a policy is measured
 	// against.
 	OfflineUnallocatedPctAt100 float64 `json:"offline_unallocated_pct_at_100,omitempty"`
+	// PublishedUnallocatedPctAt100 is the figure published for the FGD paper's
+	// simulator on the same pod list and policy (mean of its seeds 42-51), when the
+	// simulator knows one; nil otherwise.
+	PublishedUnallocatedPctAt100 *float64 `json:"published_unallocated_pct_at_100,omitempty"`
 	// Curve is the run's allocation and fragmentation against arrived request (fill-up
 	// mode), in order of ArrivedPct; it feeds the HTML charts and is not in the JSON.
 	Curve []Point `json:"-"`
@@ -120,6 +124,9 @@ type Summary struct {
 	// MeanOfflineUnallocatedPctAt100 averages Result.OfflineUnallocatedPctAt100.
 	MeanOfflineUnallocatedPctAt100   float64 `json:"mean_offline_unallocated_pct_at_100,omitempty"`
 	StddevOfflineUnallocatedPctAt100 float64 `json:"stddev_offline_unallocated_pct_at_100,omitempty"`
+	// PublishedUnallocatedPctAt100 is the runs' Result.PublishedUnallocatedPctAt100
+	// when they all carry the same one; nil otherwise.
+	PublishedUnallocatedPctAt100 *float64 `json:"published_unallocated_pct_at_100,omitempty"`
 	// Curve is the mean of the runs' binned curves (BinCurve) at each whole arrived
 	// percent they all reach; not in the JSON.
 	Curve []Point `json:"-"`
@@ -222,6 +229,7 @@ func summarizeGroup(policy, trace string, rs []Result) Summary {
 	s.MeanFragPctAt90, s.StddevFragPctAt90 = meanStddevAll(rs, func(r Result) *float64 { return r.FragPctAt90 })
 	s.MeanWallSeconds, _ = MeanStddev(pick(func(r Result) float64 { return r.WallSeconds }))
 	s.MeanOfflineUnallocatedPctAt100, s.StddevOfflineUnallocatedPctAt100 = MeanStddev(pick(func(r Result) float64 { return r.OfflineUnallocatedPctAt100 }))
+	s.PublishedUnallocatedPctAt100 = samePublished(rs)
 	s.MeanAllocPctAt = map[string]float64{}
 	for _, k := range AllocKeys {
 		if m, _ := meanStddevAll(rs, func(r Result) *float64 {
@@ -254,6 +262,24 @@ func summarizeGroup(policy, trace string, rs []Result) Summary {
 		s.Savings = summarizeSavings(rs)
 	}
 	return s
+}
+
+// samePublished is the published figure every run carries, or nil when some run
+// carries none or another.
+func samePublished(rs []Result) *float64 {
+	var v *float64
+	for i, r := range rs {
+		p := r.PublishedUnallocatedPctAt100
+		if p == nil || (i > 0 && *p != *v) {
+			return nil
+		}
+		v = p
+	}
+	if v == nil {
+		return nil
+	}
+	c := *v
+	return &c
 }
 
 // meanStddevAll is MeanStddev of a figure every run has, or nil, nil when one lacks it.

@@ -1,9 +1,6 @@
 package report
 
-import (
-	"fmt"
-	"io"
-)
+import "fmt"
 
 // savingsColumns head the autoscaling table, text and HTML alike.
 var savingsColumns = []string{"policy", "runs", "GPU-node-h always on", "tessera GPU-node-h", "saved %", "wait always on", "wait tessera", "wait change %",
@@ -35,14 +32,14 @@ const savingsKey = "GPU-node-h: hours of GPU nodes paid for (present or booting)
 	"saved vs CA-like: tessera's saved % over CA-like's"
 
 // writeSavings writes the autoscaling table of a trace's replay runs, if autoscaled.
-func writeSavings(w io.Writer, replay []Summary) {
+func writeSavings(l layout, replay []Summary) {
 	rows := savingsRows(replay)
 	if len(rows) == 0 {
 		return
 	}
-	io.WriteString(w, "autoscaling, against the same jobs on the always-on cluster:\n")
-	writeAligned(w, append([][]string{savingsColumns}, rows...))
-	io.WriteString(w, savingsKey+"\n")
+	l.note("autoscaling, against the same jobs on the always-on cluster:")
+	l.table(append([][]string{savingsColumns}, rows...))
+	l.note(savingsKey)
 }
 
 // htmlSavings is the autoscaling part of a replay section.

@@ -2,49 +2,161 @@ package report
 
 import (
 	"fmt"
+	"html"
 	"io"
 	"math"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
 )
 
 // WriteTable writes an aligned terminal table per trace, one row per policy: for
-// fill-up runs the unallocated % at 100% arrived, allocation % at 50/90/100/130%
-// arrived, fragmentation % at 90% arrived (mean ± sample stddev across seeds) and the
-// mean wall time; for replay runs the mean GPU allocation, mean and p95 queue wait,
-// preemptions per run, the worst run's starved jobs and the wall time. summaries
-// may be nil, then they are computed from results.
+// fill-up runs the unallocated % at 100% arrived (and the published figure of the FGD
+// paper's simulator where the runs carry one), allocation % at 50/90/100/130% arrived,
+// fragmentation % at 90% arrived (mean ± sample stddev across seeds) and the mean wall
+// time; for replay runs the mean GPU allocation, mean and p95 queue wait, preemptions
+// per run, the worst run's starved jobs and the wall time. Fill-up runs of several
+// traces end with one table of unallocated % at 100% arrived, a row per trace and a
+// column per policy. summaries may be nil, then they are computed from results.
 func WriteTable(w io.Writer, results []Result, summaries []Summary) error {
+	ew := &errWriter{w: w}
+	writeTables(textLayout{ew}, results, summaries)
+	return ew.err
+}
+
+// WriteMarkdown writes the tables of WriteTable as GitHub-flavoured markdown: each
+// table a pipe table, the sentences around them paragraphs, the lowest unallocated %
+// of each trace in bold in the table across traces, and the traces' own tables folded
+// in a <details> element when that table is there. The output ends with one newline.
+func WriteMarkdown(w io.Writer, results []Result, summaries []Summary) error {
+	var b strings.Builder
+	writeTables(&markdownLayout{b: &b}, results, summaries)
+	_, err := io.WriteString(w, strings.TrimRight(b.String(), "\n")+"\n")
+	return err
+}
+
+// layout is where writeTables puts its tables: aligned terminal columns or markdown.
+type layout interface {
+	// title names a section: a trace and mode, or a table across traces.
+	title(s string)
+	// note is a sentence before or after a table.
+	note(s string)
+	// table writes rows, the header first.
+	table(rows [][]string)
+	// gap separates the sections of two traces.
+	gap()
+	// fold starts (summary != "") or ends (summary == "") a part a reader may skip.
+	fold(summary string)
+	// strong marks a table cell as the row's best.
+	strong(cell string) string
+}
+
+// textLayout is WriteTable's layout.
+type textLayout struct{ w io.Writer }
+
+func (l textLayout) title(s string)            { fmt.Fprintf(l.w, "%s\n", s) }
+func (l textLayout) note(s string)             { fmt.Fprintf(l.w, "%s\n", s) }
+func (l textLayout) table(rows [][]string)     { writeAligned(l.w, rows) }
+func (l textLayout) gap()                      { io.WriteString(l.w, "\n") }
+func (l textLayout) fold(string)               {}
+func (l textLayout) strong(cell string) string { return cell }
+
+// markdownLayout is WriteMarkdown's layout.
+type markdownLayout struct{ b *strings.Builder }
+
+func (l *markdownLayout) title(s string) { fmt.Fprintf(l.b, "**%s**\n\n", s) }
+func (l *markdownLayout) note(s string)  { fmt.Fprintf(l.b, "%s\n\n", s) }
+func (l *markdownLayout) gap()           {}
+func (l *markdownLayout) strong(cell string) string {
+	if cell == "" || cell == Missing {
+		return cell
+	}
+	return "**" + cell + "**"
+}
+
+func (l *markdownLayout) fold(summary string) {
+	if summary == "" {
+		l.b.WriteString("</details>\n\n")
+		return
+	}
+	fmt.Fprintf(l.b, "<details><summary>%s</summary>\n\n", html.EscapeString(summary))
+}
+
+// table writes a pipe table: the first column left-aligned, the others right-aligned,
+// as the terminal table aligns them; a | inside a cell is escaped.
+func (l *markdownLayout) table(rows [][]string) {
+	if len(rows) == 0 {
+		return
+	}
+	line := func(cells []string) {
+		for _, c := range cells {
+			l.b.WriteString("| " + strings.ReplaceAll(c, "|", `\|`) + " ")
+		}
+		l.b.WriteString("|\n")
+	}
+	line(rows[0])
+	for i := range rows[0] {
+		if i == 0 {
+			l.b.WriteString("|---")
+		} else {
+			l.b.WriteString("|---:")
+		}
+	}
+	l.b.WriteString("|\n")
+	for _, r := range rows[1:] {
+		line(r)
+	}
+	l.b.WriteString("\n")
+}
+
+// writeTables lays out the tables of WriteTable and WriteMarkdown.
+func writeTables(l layout, results []Result, summaries []Summary) {
 	if summaries == nil {
 		summaries = Summarize(results)
 	}
-	ew := &errWriter{w: w}
-	for i, g := range byTrace(summaries) {
+	groups := byTrace(summaries)
+	across := acrossTraces(groups)
+	if across != nil {
+		l.fold("Each trace: every column")
+	}
+	for i, g := range groups {
 		tr, fill, replay := g.trace, g.fill, g.replay
 		if i > 0 {
-			ew.printf("\n")
+			l.gap()
 		}
 		if len(fill) > 0 {
-			ew.printf("%s — fill-up, %s\n", tr, runsNote(fill))
+			l.title(fmt.Sprintf("%s — fill-up, %s", tr, runsNote(fill)))
 			if h := FillHeadline(fill); h != "" {
-				ew.printf("%s\n", h)
+				l.note(h)
 			}
-			rows := [][]string{{"policy", "runs", "unalloc% @100", "alloc% @50", "@90", "@100", "@130", "frag% @90", "wall s"}}
+			published := slices.ContainsFunc(fill, func(s Summary) bool { return s.PublishedUnallocatedPctAt100 != nil })
+			head := []string{"policy", "runs", "unalloc% @100", "alloc% @50", "@90", "@100", "@130", "frag% @90", "wall s"}
+			if published {
+				head = slices.Insert(head, 3, "published @100")
+			}
+			rows := [][]string{head}
 			for _, s := range fill {
-				rows = append(rows, []string{s.Policy, fmt.Sprint(s.Runs),
+				row := []string{s.Policy, fmt.Sprint(s.Runs),
 					pmOpt(s.MeanUnallocatedPctAt100, s.StddevUnallocatedPctAt100, s.Runs),
 					pct(s.MeanAllocPctAt, "50"), pct(s.MeanAllocPctAt, "90"), pct(s.MeanAllocPctAt, "100"), pct(s.MeanAllocPctAt, "130"),
-					pmOpt(s.MeanFragPctAt90, s.StddevFragPctAt90, s.Runs), fmt.Sprintf("%.2f", s.MeanWallSeconds)})
+					pmOpt(s.MeanFragPctAt90, s.StddevFragPctAt90, s.Runs), fmt.Sprintf("%.2f", s.MeanWallSeconds)}
+				if published {
+					row = slices.Insert(row, 3, opt(s.PublishedUnallocatedPctAt100))
+				}
+				rows = append(rows, row)
 			}
-			writeAligned(ew, rows)
-			ew.printf("%s\n", fillKey)
+			l.table(rows)
+			l.note(fillKey)
+			if published {
+				l.note(publishedKey)
+			}
 			if note := offlineNote(fill); note != "" {
-				ew.printf("%s\n", note)
+				l.note(note)
 			}
 		}
 		if len(replay) > 0 {
-			ew.printf("%s — replay, %s\n", tr, runsNote(replay))
+			l.title(fmt.Sprintf("%s — replay, %s", tr, runsNote(replay)))
 			rows := [][]string{{"policy", "runs", "mean alloc%", "mean util%", "wait mean", "wait p95", "preemptions/run", "starved", "wall s"}}
 			for _, s := range replay {
 				r := s.Replay
@@ -53,16 +165,90 @@ func WriteTable(w io.Writer, results []Result, summaries []Summary) error {
 					FormatSeconds(r.MeanWaitSeconds), FormatSeconds(r.P95WaitSeconds),
 					fmt.Sprintf("%.0f", r.MeanPreemptions), fmt.Sprint(r.MaxJobsStarved), fmt.Sprintf("%.2f", s.MeanWallSeconds)})
 			}
-			writeAligned(ew, rows)
-			ew.printf("%s\n", replayKey)
+			l.table(rows)
+			l.note(replayKey)
 			if note := censoredNote(replay); note != "" {
-				ew.printf("%s\n", note)
+				l.note(note)
 			}
-			writeGroupWaits(ew, replay)
-			writeSavings(ew, replay)
+			writeGroupWaits(l, replay)
+			writeSavings(l, replay)
 		}
 	}
-	return ew.err
+	if across != nil {
+		l.fold("")
+		l.gap()
+		writeAcross(l, groups)
+	}
+}
+
+// acrossTraces is the fill-up groups of traces when there are two or more, which
+// then get a table across traces; nil otherwise.
+func acrossTraces(groups []traceGroup) []traceGroup {
+	var fill []traceGroup
+	for _, g := range groups {
+		if len(g.fill) > 0 {
+			fill = append(fill, g)
+		}
+	}
+	if len(fill) < 2 {
+		return nil
+	}
+	return fill
+}
+
+// writeAcross writes the unallocated % at 100% arrived of every fill-up trace, a row
+// per trace and a column per policy (in the order policies first appear), the
+// published figure in brackets where the runs carry one, the row's lowest marked, and
+// the offline reference last.
+func writeAcross(l layout, groups []traceGroup) {
+	fill := acrossTraces(groups)
+	var policies []string
+	var runs []Summary
+	published := false
+	for _, g := range fill {
+		for _, s := range g.fill {
+			if !slices.Contains(policies, s.Policy) {
+				policies = append(policies, s.Policy)
+			}
+			published = published || s.PublishedUnallocatedPctAt100 != nil
+		}
+		runs = append(runs, g.fill...)
+	}
+	l.title(fmt.Sprintf("unalloc%% @100 by trace: GPUs unallocated at 100%% arrived, %%, mean over %s (lower is better)", runsNote(runs)))
+	rows := [][]string{append(append([]string{"trace"}, policies...), "offline reference")}
+	for _, g := range fill {
+		row := []string{g.trace}
+		best := -1
+		for _, p := range policies {
+			i := slices.IndexFunc(g.fill, func(s Summary) bool { return s.Policy == p })
+			if i < 0 || g.fill[i].MeanUnallocatedPctAt100 == nil {
+				row = append(row, Missing)
+				continue
+			}
+			s := g.fill[i]
+			cell := fmt.Sprintf("%.2f", *s.MeanUnallocatedPctAt100)
+			if s.PublishedUnallocatedPctAt100 != nil {
+				cell += fmt.Sprintf(" (%.2f)", *s.PublishedUnallocatedPctAt100)
+			}
+			if best < 0 || *s.MeanUnallocatedPctAt100 < *g.fill[best].MeanUnallocatedPctAt100 {
+				best = i
+			}
+			row = append(row, cell)
+		}
+		if best >= 0 && len(policies) > 1 {
+			c := 1 + slices.Index(policies, g.fill[best].Policy)
+			row[c] = l.strong(row[c])
+		}
+		off := Missing
+		if v := offlineMean(g.fill); v > 0 {
+			off = fmt.Sprintf("%.2f", v)
+		}
+		rows = append(rows, append(row, off))
+	}
+	if published {
+		l.note(acrossPublishedKey)
+	}
+	l.table(rows)
 }
 
 // writeAligned writes rows as columns two spaces apart, the first column
@@ -148,6 +334,10 @@ func offlineNote(fill []Summary) string {
 const (
 	fillKey = "alloc% @N: GPUs allocated when the arrived GPU request reached N% of the cluster's GPUs; " +
 		"unalloc% @100 = 100 - alloc% @100, lower is better; frag% @90: fragmented GPUs at 90% arrived; – : not reached"
+	publishedKey = "published @100: unalloc% @100 published for the FGD paper's simulator on this pod list, " +
+		"mean of seeds 42-51 at --arrive 1.3 (sim/traces/fgd)"
+	acrossPublishedKey = "in brackets: the figure published for the FGD paper's simulator on that pod list, " +
+		"mean of seeds 42-51 at --arrive 1.3 (sim/traces/fgd)"
 	replayKey = "alloc%: GPUs held; util%: GPUs doing useful work (whole gangs, slices as their share); " +
 		"starved: jobs of the worst run that never started or waited over 12h"
 )
@@ -254,7 +444,7 @@ func (e *errWriter) printf(format string, args ...any) { fmt.Fprintf(e, format, 
 
 // writeGroupWaits writes the wait distribution per queue and per job class, one row
 // per policy and group, when the runs know queues or classes.
-func writeGroupWaits(w io.Writer, replay []Summary) {
+func writeGroupWaits(l layout, replay []Summary) {
 	rows := [][]string{{"policy", "waits of", "jobs", "mean", "p50", "p95", "max"}}
 	for _, s := range replay {
 		for _, g := range s.Replay.Waits {
@@ -263,7 +453,7 @@ func writeGroupWaits(w io.Writer, replay []Summary) {
 		}
 	}
 	if len(rows) > 1 {
-		io.WriteString(w, "waits by queue and job class, all runs pooled:\n")
-		writeAligned(w, rows)
+		l.note("waits by queue and job class, all runs pooled:")
+		l.table(rows)
 	}
 }

@@ -9,11 +9,15 @@ import (
 	"strings"
 )
 
-//go:embed openb/*.csv openb/*.md
+//go:embed openb/*.csv openb/*.md fgd/*.csv fgd/*.md
 var files embed.FS
 
 // OpenbNodes is the GPU node list of the openb trace.
 const OpenbNodes = "openb/openb_node_list_gpu_node.csv"
+
+// PublishedFGD is the figures published for the FGD paper's simulator on the openb
+// pod lists (fgd/README.md): workload, policy, unallocated_pct_at_100, ...
+const PublishedFGD = "fgd/published-fgd-results.csv"
 
 // Open opens a shipped file by its path, such as OpenbNodes.
 func Open(path string) (io.ReadCloser, error) { return files.Open(path) }
