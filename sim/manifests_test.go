@@ -201,8 +201,8 @@ func TestRunManifestsClusterDump(t *testing.T) {
 	if len(r.Pending) != 2 || !strings.HasPrefix(r.Pending[0].Pod, "research/pretrain-worker-") {
 		t.Errorf("pending = %+v, want the Volcano Job's 2 workers", r.Pending)
 	}
-	if len(r.Notes) != 3 {
-		t.Errorf("notes = %q, want the Volcano policy note and two Job expansions", r.Notes)
+	if len(r.Notes) != 4 {
+		t.Errorf("notes = %q, want the Volcano restartPolicy and policy notes and two Job expansions", r.Notes)
 	}
 	if r.AllocatedGPUPct != 62.5 {
 		t.Errorf("allocated = %.1f%%, want 62.5%%", r.AllocatedGPUPct)
