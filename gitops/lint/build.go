@@ -2,6 +2,7 @@ package lint
 
 import (
 	"cmp"
+	"fmt"
 	"os"
 	"regexp"
 
@@ -13,13 +14,24 @@ import (
 
 // Build runs kustomize (the API behind kubectl kustomize) on the kustomization in dir
 // and returns its objects as multi-document YAML. Kustomizations that include
-// themselves, files outside their kustomization's directory and files over the YAML
+// themselves or name remote locations (which kustomize would fetch), files outside their kustomization's directory and files over the YAML
 // reader's limits (yamlerr.MaxFileBytes, yamlerr.MaxAliasNodes) are refused before
 // kustomize expands them; errors.Is(err, yamlerr.ErrLimit) tells the last apart.
 func Build(dir string) ([]byte, error) {
 	r := newReader(dir)
 	if err := r.checkGraph([]string{dir}); err != nil {
 		return nil, err
+	}
+	for _, k := range r.kusts { // what kustomize would fetch is not read
+		for _, res := range k.resources {
+			if remote(res) {
+				return nil, fmt.Errorf("%s:%d: resource %s is remote; only the repository's files are read: vendor it into the repository", k.file, k.line(res), res)
+			}
+		}
+		if len(k.remote) > 0 {
+			r := k.remote[0]
+			return nil, fmt.Errorf("%s:%d: %s names %s, a remote location; only the repository's files are read: vendor it into the repository", k.file, r.line, r.field, r.value)
+		}
 	}
 	k := krusty.MakeKustomizer(krusty.MakeDefaultOptions())
 	fs := &boundedFS{FileSystem: filesys.MakeFsOnDisk()}

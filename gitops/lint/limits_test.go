@@ -137,13 +137,15 @@ func nest(n int) map[string]string {
 	return files
 }
 
-// TestBuildRefusesBombs: kustomize (preview's reader) never sees a YAML bomb or a cycle.
+// TestBuildRefusesBombs: kustomize (preview's reader) never sees a YAML bomb or a
+// cycle, and never fetches a remote file.
 func TestBuildRefusesBombs(t *testing.T) {
 	dir := t.TempDir()
 	writeTree(t, dir, map[string]string{
 		"kustomization.yaml":   "resources:\n  - bomb.yaml\n",
 		"bomb.yaml":            bomb(9),
 		"c/kustomization.yaml": "resources:\n  - .\n",
+		"r/kustomization.yaml": "configMapGenerator:\n  - name: x\n    files: [https://example.com/x]\n",
 	})
 	within(t, 5*time.Second, func() {
 		if _, err := lint.Build(dir); !errors.Is(err, yamlerr.ErrLimit) || !strings.Contains(err.Error(), "bomb.yaml") {
@@ -151,6 +153,9 @@ func TestBuildRefusesBombs(t *testing.T) {
 		}
 		if _, err := lint.Build(filepath.Join(dir, "c")); err == nil || !strings.Contains(err.Error(), "kustomization cycle") {
 			t.Errorf("cycle: got %v", err)
+		}
+		if _, err := lint.Build(filepath.Join(dir, "r")); err == nil || !strings.Contains(err.Error(), "r/kustomization.yaml:3: configMapGenerator names https://example.com/x, a remote location") {
+			t.Errorf("remote: got %v", err)
 		}
 	})
 }
@@ -186,6 +191,10 @@ func TestRepositoryFindings(t *testing.T) {
 		{"remote base", map[string]string{
 			"kustomization.yaml": "resources:\n  - https://github.com/org/repo//base?ref=v1\n",
 		}, ".", "is remote", "kustomization.yaml", 2},
+		{"remote patch", map[string]string{
+			"kustomization.yaml": "resources:\n  - cm.yaml\npatches:\n  - path: https://example.com/patch.yaml\ncommonAnnotations:\n  docs: https://example.com/docs\n",
+			"cm.yaml":            cm,
+		}, ".", "patches names https://example.com/patch.yaml, a remote location", "kustomization.yaml", 4},
 		{"included twice", map[string]string{
 			"kustomization.yaml":   "resources:\n  - a\n  - b\n",
 			"a/kustomization.yaml": "resources:\n  - ../c\n",

@@ -126,6 +126,9 @@ func Lint(ctx context.Context, dir string, opts Options) ([]Finding, error) {
 func (l *linter) resourceFiles(r *reader, k *kustomization, seen map[string]*kustomization) []string {
 	seen[k.key] = k
 	l.plain = l.plain && k.plain
+	for _, r := range k.remote {
+		l.add(k.file, r.line, "%s names %s, a remote location: gitops lint checks only the repository's files, and the build would fetch it unchecked; vendor it into the repository", r.field, r.value)
+	}
 	var out []string
 	for _, res := range k.resources {
 		if remote(res) {

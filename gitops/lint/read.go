@@ -53,6 +53,29 @@ type kustomization struct {
 	lines     map[string]int
 	// plain: only idPreserving fields.
 	plain bool
+	// remote are the URLs and remote repositories its other fields name (a patch's
+	// path, a generator's files), which kustomize would fetch.
+	remote []remoteRef
+}
+
+// remoteRef is a remote location a kustomization names, with its line.
+type remoteRef struct {
+	field, value string
+	line         int
+}
+
+// remoteFree are the kustomization fields whose values are never locations: labels,
+// annotations and names.
+var remoteFree = []string{"apiVersion", "kind", "metadata", "commonAnnotations", "commonLabels", "labels", "buildMetadata", "namespace", "namePrefix", "nameSuffix", "resources", "bases", "components"}
+
+// remotes collects the scalars under n that name remote locations.
+func remotes(field string, n *yaml.Node, out *[]remoteRef) {
+	if n.Kind == yaml.ScalarNode && remote(n.Value) {
+		*out = append(*out, remoteRef{field, n.Value, n.Line})
+	}
+	for _, c := range n.Content {
+		remotes(field, c, out)
+	}
 }
 
 func (k *kustomization) line(resource string) int { return max(k.lines[resource], 1) }
@@ -127,6 +150,9 @@ func (r *reader) read(dir string) (*kustomization, error) {
 			key, val := m.Content[i].Value, m.Content[i+1]
 			if !slices.Contains(idPreserving, key) {
 				k.plain = false
+			}
+			if !slices.Contains(remoteFree, key) {
+				remotes(key, val, &k.remote)
 			}
 			if key != "resources" && key != "bases" && key != "components" {
 				continue
