@@ -16,6 +16,7 @@ import (
 
 	"github.com/go-logr/logr/funcr"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -274,12 +275,18 @@ func (c *Cluster) startTessera(ctx context.Context, root string) error {
 	}
 	testenv.MountSecret(ctx, c.Client, client.ObjectKey{Namespace: Namespace, Name: webhookSecret}, certDir)
 	kc := "--kubeconfig=" + c.Kubeconfig
+	// The components all run as the kubeconfig's user here; the webhook lets the
+	// scheduler's identity write the scheduling state, so it is told who that is.
+	review := &authenticationv1.SelfSubjectReview{}
+	if err := c.Client.Create(ctx, review); err != nil {
+		return fmt.Errorf("who is the kubeconfig's user: %w", err)
+	}
 	components := []struct {
 		name string
 		args []string
 	}{
 		{"tessera-webhook", []string{"webhook", kc, "--namespace=" + Namespace, "--port=" + strconv.Itoa(webhookPort),
-			"--cert-dir=" + certDir, "--cert-extra-dns-names=localhost"}},
+			"--cert-dir=" + certDir, "--cert-extra-dns-names=localhost", "--scheduler-user=" + review.Status.UserInfo.Username}},
 		{"tessera-scheduler", []string{"scheduler", kc, "--leader-elect=false", "--period=1s"}},
 		{"tessera-autoscaler", []string{"autoscaler", kc, "--leader-elect=false", "--period=2s", "--revalidate-after=4s", "--step-timeout=2m"}},
 	}
