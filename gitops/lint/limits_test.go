@@ -223,6 +223,12 @@ func TestRepositoryFindings(t *testing.T) {
 			"kustomization.yaml": "resources:\n  - a.yaml\n",
 			"a.yaml":             "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: Namespace\n  metadata:\n    name: team\n    annotations:\n      tessera.dev/queue: nope\n",
 		}, ".", `Queue "nope"`, "a.yaml", 9},
+		{"a directory without kustomization, as Flux reads it", map[string]string{
+			"queues/q.yaml":    "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: team\n  annotations:\n    tessera.dev/queue: nope\n",
+			"values/v.yaml":    "replicas: 3\n",
+			".github/ci.yaml":  "kind: broken\n",
+			"queues/README.md": "kind: not yaml\n",
+		}, ".", `Queue "nope"`, "queues/q.yaml", 6},
 		{"kustomization.yml", map[string]string{
 			"kustomization.yml": "resources:\n  - gone.yaml\n",
 		}, ".", "resource gone.yaml", "kustomization.yml", 2},

@@ -91,7 +91,7 @@ func TestBadRepositories(t *testing.T) {
 
 // TestUnusableInput: a directory without kustomizations is an error, not a finding.
 func TestUnusableInput(t *testing.T) {
-	if _, err := lint.Lint(context.Background(), t.TempDir(), lint.Options{}); err == nil || !strings.Contains(err.Error(), "no kustomization file") {
+	if _, err := lint.Lint(context.Background(), t.TempDir(), lint.Options{}); err == nil || !strings.Contains(err.Error(), "no kustomization file (kustomization.yaml, kustomization.yml, Kustomization) and no manifests found") {
 		t.Fatalf("got %v", err)
 	}
 }

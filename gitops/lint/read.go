@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -299,7 +300,10 @@ func (r *reader) roots(dir string) ([]string, error) {
 		return nil, err
 	}
 	if len(all) == 0 {
-		return nil, fmt.Errorf("%s: no kustomization file (%s) found; point gitops lint at a repository of kustomizations (for example gitops/clusters)", dir, strings.Join(kustomizationNames, ", "))
+		if k, err := r.generate(dir); err != nil || k != nil {
+			return []string{dir}, err
+		}
+		return nil, fmt.Errorf("%s: no kustomization file (%s) and no manifests found; point gitops lint at a repository of kustomizations (for example gitops/clusters)", dir, strings.Join(kustomizationNames, ", "))
 	}
 	if err := r.checkGraph(all); err != nil {
 		return nil, err
@@ -319,4 +323,41 @@ func (r *reader) roots(dir string) ([]string, error) {
 		}
 	}
 	return out, nil
+}
+
+// manifestKind finds a top-level kind, which every Kubernetes manifest has.
+var manifestKind = regexp.MustCompile(`(?m)^kind:`)
+
+// generate makes the kustomization Flux makes of a directory without one: every
+// manifest (a YAML file with a top-level kind) under dir, in path order. nil when
+// there is none.
+func (r *reader) generate(dir string) (*kustomization, error) {
+	k := &kustomization{file: filepath.Join(dir, "kustomization.yaml (generated as Flux does)"), dir: dir, key: resolve(dir), lines: map[string]int{}, plain: true}
+	err := filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		switch {
+		case err != nil:
+			return err
+		case d.IsDir() && path != dir && strings.HasPrefix(d.Name(), "."):
+			return filepath.SkipDir
+		case d.IsDir() || !d.Type().IsRegular():
+			return nil
+		}
+		if ext := filepath.Ext(path); ext != ".yaml" && ext != ".yml" {
+			return nil
+		}
+		b, err := yamlerr.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		if manifestKind.Match(b) {
+			rel, _ := filepath.Rel(dir, path)
+			k.resources = append(k.resources, rel)
+		}
+		return nil
+	})
+	if err != nil || len(k.resources) == 0 {
+		return nil, err
+	}
+	r.kusts[k.key] = k
+	return k, nil
 }
