@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -183,6 +184,9 @@ func TestRepositoryFindings(t *testing.T) {
 			"app/kustomization.yaml": "resources:\n  - link.yaml\n",
 			"cm.yaml":                cm,
 		}, "app", "is not in or below", "app/kustomization.yaml", 2},
+		{"a pipe", map[string]string{
+			"kustomization.yaml": "resources:\n  - pipe\n",
+		}, ".", "resource pipe is not a regular file", "kustomization.yaml", 2},
 		{"directory outside the repository", map[string]string{
 			"repo/.git/HEAD":              "",
 			"repo/app/kustomization.yaml": "resources:\n  - ../../base\n",
@@ -239,6 +243,11 @@ func TestRepositoryFindings(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
 			writeTree(t, dir, tc.files)
+			if tc.name == "a pipe" {
+				if err := syscall.Mkfifo(filepath.Join(dir, "pipe"), 0o644); err != nil {
+					t.Skip(err)
+				}
+			}
 			if tc.name == "symbolic link out of the directory" {
 				if err := os.Symlink(filepath.Join(dir, "cm.yaml"), filepath.Join(dir, "app/link.yaml")); err != nil {
 					t.Fatal(err)

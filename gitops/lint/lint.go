@@ -142,6 +142,10 @@ func (l *linter) resourceFiles(r *reader, k *kustomization, seen map[string]*kus
 			continue
 		}
 		if !st.IsDir() {
+			if !st.Mode().IsRegular() { // a device or a pipe would block or never end
+				l.add(k.file, k.line(res), "resource %s is not a regular file", res)
+				continue
+			}
 			if !within(resolve(p), k.key) {
 				l.add(k.file, k.line(res), "resource %s is not in or below %s; kustomize refuses files outside the kustomization's directory: move the file in, or list a kustomization directory that holds it", res, k.dir)
 				continue
