@@ -54,7 +54,9 @@ type boundedFS struct {
 }
 
 func (fs *boundedFS) ReadFile(path string) ([]byte, error) {
-	if st, err := os.Stat(path); err == nil && st.Size() > yamlerr.MaxFileBytes {
+	if st, err := os.Stat(path); err == nil && !st.Mode().IsRegular() { // a pipe would block
+		return nil, fmt.Errorf("%s: not a regular file", path)
+	} else if err == nil && st.Size() > yamlerr.MaxFileBytes {
 		fs.limit = cmp.Or(fs.limit, yamlerr.TooLarge(path))
 		return nil, fs.limit
 	}

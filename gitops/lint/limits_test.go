@@ -146,6 +146,7 @@ func TestBuildRefusesBombs(t *testing.T) {
 		"kustomization.yaml":   "resources:\n  - bomb.yaml\n",
 		"bomb.yaml":            bomb(9),
 		"c/kustomization.yaml": "resources:\n  - .\n",
+		"p/kustomization.yaml": "resources:\n  - pipe.yaml\n",
 		"r/kustomization.yaml": "configMapGenerator:\n  - name: x\n    files: [https://example.com/x]\n",
 	})
 	within(t, 5*time.Second, func() {
@@ -154,6 +155,12 @@ func TestBuildRefusesBombs(t *testing.T) {
 		}
 		if _, err := lint.Build(filepath.Join(dir, "c")); err == nil || !strings.Contains(err.Error(), "kustomization cycle") {
 			t.Errorf("cycle: got %v", err)
+		}
+		if err := syscall.Mkfifo(filepath.Join(dir, "p", "pipe.yaml"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := lint.Build(filepath.Join(dir, "p")); err == nil || !strings.Contains(err.Error(), "pipe.yaml: not a regular file") {
+			t.Errorf("pipe: got %v", err)
 		}
 		if _, err := lint.Build(filepath.Join(dir, "r")); err == nil || !strings.Contains(err.Error(), "r/kustomization.yaml:3: configMapGenerator names https://example.com/x, a remote location") {
 			t.Errorf("remote: got %v", err)
