@@ -440,8 +440,6 @@ func (e *errWriter) Write(p []byte) (int, error) {
 	return n, err
 }
 
-func (e *errWriter) printf(format string, args ...any) { fmt.Fprintf(e, format, args...) }
-
 // writeGroupWaits writes the wait distribution per queue and per job class, one row
 // per policy and group, when the runs know queues or classes.
 func writeGroupWaits(l layout, replay []Summary) {
