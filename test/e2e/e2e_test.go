@@ -58,6 +58,7 @@ func TestEndToEnd(t *testing.T) {
 		{"gitops sync", s.gitopsSync},
 		{"nodes and GPUs", s.nodesAndGPUs},
 		{"placement", s.placement},
+		{"tenant bypasses", s.tenantBypasses},
 		{"preemption", s.preemption},
 		{"scale-down", s.scaleDown},
 		{"gitops changes", s.gitopsChanges},
