@@ -10,14 +10,23 @@ import (
 	"github.com/tessera-gpu/tessera/gitops/lint"
 )
 
-// TestShippedClustersAreClean: the repository operators fork lints clean.
+// TestShippedClustersAreClean: the repository operators fork lints clean, the Argo
+// CD and Flux directories beside the clusters too, and every kustomization of it
+// builds on its own (argocd/ once merged a ConfigMap that no base of it provides).
 func TestShippedClustersAreClean(t *testing.T) {
-	findings, err := lint.Lint(context.Background(), "../clusters", lint.Options{ClusterGPUs: 80})
-	if err != nil {
-		t.Fatal(err)
+	for _, dir := range []string{"../clusters", ".."} {
+		findings, err := lint.Lint(context.Background(), dir, lint.Options{ClusterGPUs: 80})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range findings {
+			t.Errorf("%s: %s", dir, f)
+		}
 	}
-	for _, f := range findings {
-		t.Error(f)
+	for _, dir := range []string{"../argocd", "../clusters/example"} {
+		if _, err := lint.Build(dir); err != nil {
+			t.Errorf("kustomize build %s: %v", dir, err)
+		}
 	}
 }
 
