@@ -21,13 +21,16 @@ func TestLint(t *testing.T) {
 	}
 }
 
-// Every container of every values set runs with the hardened securityContext and
-// declares what it requests.
+// Every container of every values set, the helm test Pod's included, runs with the
+// hardened securityContext and declares what it requests.
 func TestContainersHardened(t *testing.T) {
 	for _, s := range valuesSets {
 		containers := 0
 		for _, o := range render(t, s) {
 			pod, ok := get(o.obj, "spec", "template", "spec").(map[string]any)
+			if o.kind() == "Pod" { // the helm test Pod
+				pod, ok = o.obj["spec"].(map[string]any)
+			}
 			if !ok {
 				continue
 			}

@@ -11,6 +11,7 @@ import (
 	chartv2 "helm.sh/helm/v4/pkg/chart/v2"
 	"helm.sh/helm/v4/pkg/chart/v2/loader"
 	"helm.sh/helm/v4/pkg/engine"
+	"sigs.k8s.io/yaml"
 )
 
 // ReleaseName is the release name every rendering uses (object names do not depend on it).
@@ -23,6 +24,10 @@ type Manifest struct {
 	Path string
 	// Docs are the YAML documents, without empty ones.
 	Docs []string
+	// Hook is set when the template's documents are Helm hooks (helm.sh/hook, such as the
+	// `helm test` Pod): not part of an installed release, and left out of the kustomize
+	// base. A template holds hooks only or none.
+	Hook bool
 }
 
 // Options tune a rendering.
@@ -41,20 +46,7 @@ func Load(dir string) (*chartv2.Chart, error) { return loader.Load(dir) }
 // Render renders the chart in dir with opts, validating the values against the chart's
 // values.schema.json. CRDs come first, then the templates in path order.
 func Render(dir string, opts Options) ([]Manifest, error) {
-	ch, err := loader.Load(dir)
-	if err != nil {
-		return nil, err
-	}
-	vals, err := chartutil.ToRenderValues(ch, opts.Values, common.ReleaseOptions{
-		Name: ReleaseName, Namespace: opts.Namespace, Revision: 1, IsInstall: true,
-	}, nil)
-	if err != nil {
-		return nil, err
-	}
-	if opts.Service != "" {
-		vals["Release"].(map[string]any)["Service"] = opts.Service
-	}
-	out, err := engine.Render(ch, vals)
+	ch, out, err := renderChart(dir, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -77,10 +69,70 @@ func Render(dir string, opts Options) ([]Manifest, error) {
 			continue // NOTES.txt, helpers
 		}
 		if docs := splitDocs(out[name]); len(docs) > 0 {
-			ms = append(ms, Manifest{Path: rel, Docs: docs})
+			hook, err := hooks(docs)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", rel, err)
+			}
+			ms = append(ms, Manifest{Path: rel, Docs: docs, Hook: hook})
 		}
 	}
 	return ms, nil
+}
+
+// RenderNotes renders the chart's templates/NOTES.txt, what `helm install` prints.
+func RenderNotes(dir string, opts Options) (string, error) {
+	ch, out, err := renderChart(dir, opts)
+	if err != nil {
+		return "", err
+	}
+	notes, ok := out[ch.Name()+"/templates/NOTES.txt"]
+	if !ok {
+		return "", fmt.Errorf("%s has no templates/NOTES.txt", dir)
+	}
+	return notes, nil
+}
+
+func renderChart(dir string, opts Options) (*chartv2.Chart, map[string]string, error) {
+	ch, err := loader.Load(dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	vals, err := chartutil.ToRenderValues(ch, opts.Values, common.ReleaseOptions{
+		Name: ReleaseName, Namespace: opts.Namespace, Revision: 1, IsInstall: true,
+	}, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	if opts.Service != "" {
+		vals["Release"].(map[string]any)["Service"] = opts.Service
+	}
+	out, err := engine.Render(ch, vals)
+	if err != nil {
+		return nil, nil, err
+	}
+	return ch, out, nil
+}
+
+// hooks reports whether the documents are Helm hooks; a mix is an error.
+func hooks(docs []string) (bool, error) {
+	n := 0
+	for _, d := range docs {
+		var o struct {
+			Metadata struct {
+				Annotations map[string]string `json:"annotations"`
+			} `json:"metadata"`
+		}
+		if err := yaml.Unmarshal([]byte(d), &o); err != nil {
+			return false, err
+		}
+		if o.Metadata.Annotations["helm.sh/hook"] != "" {
+			n++
+		}
+	}
+	if n > 0 && n < len(docs) {
+		return false, fmt.Errorf("%d of %d documents are Helm hooks: keep hooks in templates of their own", n, len(docs))
+	}
+	return n > 0, nil
 }
 
 // splitDocs splits a YAML stream into its documents, dropping those that hold only

@@ -52,6 +52,15 @@ webhook: {certManager: {enabled: true, issuerRef: {kind: ClusterIssuer, name: co
 namespace: {create: true}
 `, want: []string{"Certificate/tessera-webhook", "Namespace/tessera-system"},
 		absent: []string{"Issuer/tessera-selfsigned"}},
+	{name: "openshift-tenants", values: `
+podAnnotations: {example.com/owner: platform}
+podLabels: {team: platform}
+scheduler: {podSecurityContext: {runAsUser: null, runAsGroup: null}, topologySpreadConstraints: [], podLabels: {tier: control}}
+webhook: {podSecurityContext: {runAsUser: null, runAsGroup: null}, allowedSchedulers: [volcano]}
+autoscaler: {podSecurityContext: {runAsUser: null, runAsGroup: null}}
+tests: {podSecurityContext: {runAsUser: null, runAsGroup: null}}
+tenantRole: {create: true}
+`, want: []string{"ClusterRole/tessera-tenant", "Pod/tessera-test", "Role/tessera-test"}},
 }
 
 func (s valuesSet) parse(t testing.TB) map[string]any {
@@ -143,6 +152,9 @@ func TestSchemaNamesTheBadField(t *testing.T) {
 		{`scheduler: {period: soon}`, "period"},
 		{`nodeAgent: {resources: {requests: {memory: lots}}}`, "memory"},
 		{`image: {pullPolicy: Sometimes}`, "pullPolicy"},
+		{`webhook: {topologySpreadConstraints: [{maxSkew: 1, topologyKey: kubernetes.io/hostname, whenUnsatisfiable: Sometimes}]}`, "whenUnsatisfiable"},
+		{`scheduler: {podLabels: {tier: 3}}`, "tier"},
+		{`tenantRole: {create: "yes"}`, "create"},
 	} {
 		s := valuesSet{name: c.values, values: c.values}
 		_, err := Render(chartDir, Options{Namespace: namespace, Values: s.parse(t)})

@@ -38,24 +38,75 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- printf "%s:%s" $repo $tag -}}
 {{- end -}}
 
-{{/* The container securityContext every control-plane container runs with. */}}
-{{- define "tessera.containerSecurityContext" -}}
-allowPrivilegeEscalation: false
-readOnlyRootFilesystem: true
-runAsNonRoot: true
-capabilities:
-  drop: [ALL]
-seccompProfile:
-  type: RuntimeDefault
+{{/*
+Labels of a component's pod template: its own labels, then the component's podLabels,
+then the global podLabels. On a key they share the first wins: the chart's own labels,
+the selector among them, are never replaced.
+*/}}
+{{- define "tessera.podLabels" -}}
+{{- $own := include "tessera.labels" . | fromYaml -}}
+{{- toYaml (merge $own (.values.podLabels | default dict) (.root.Values.podLabels | default dict)) -}}
 {{- end -}}
 
-{{/* The pod securityContext of the control-plane components. */}}
-{{- define "tessera.podSecurityContext" -}}
-runAsNonRoot: true
-runAsUser: 65532
-runAsGroup: 65532
-seccompProfile:
-  type: RuntimeDefault
+{{/*
+Annotations of a component's pod template, from (dict "ctx" $ctx "own" $annotations):
+the chart's own (config checksums), then the component's podAnnotations, then the
+global podAnnotations; the first wins on a shared key. Empty when there are none.
+*/}}
+{{- define "tessera.podAnnotations" -}}
+{{- $a := merge (dict) (.own | default dict) (.ctx.values.podAnnotations | default dict) (.ctx.root.Values.podAnnotations | default dict) -}}
+{{- with $a }}{{ toYaml . }}{{ end -}}
+{{- end -}}
+
+{{/*
+A component's topologySpreadConstraints (values <component>.topologySpreadConstraints):
+a constraint without a labelSelector selects the component's own pods. Empty when the
+list is empty.
+*/}}
+{{- define "tessera.topologySpread" -}}
+{{- $out := list -}}
+{{- range .values.topologySpreadConstraints -}}
+{{- $c := deepCopy . -}}
+{{- if not $c.labelSelector -}}
+{{- $_ := set $c "labelSelector" (dict "matchLabels" (include "tessera.selectorLabels" $ | fromYaml)) -}}
+{{- end -}}
+{{- $out = append $out $c -}}
+{{- end -}}
+{{- with $out }}{{ toYaml . }}{{ end -}}
+{{- end -}}
+
+{{/*
+The pod-level fields every workload renders the same way: securityContext (values
+<component>.podSecurityContext), imagePullSecrets, nodeSelector, tolerations, affinity
+and topologySpreadConstraints. Indented for a pod spec (6 spaces).
+*/}}
+{{- define "tessera.podScheduling" -}}
+{{- with .values.podSecurityContext }}
+securityContext:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .root.Values.imagePullSecrets }}
+imagePullSecrets:
+  {{- range . }}
+  - name: {{ . }}
+  {{- end }}
+{{- end }}
+{{- with .values.nodeSelector }}
+nodeSelector:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .values.tolerations }}
+tolerations:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .values.affinity }}
+affinity:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with include "tessera.topologySpread" . }}
+topologySpreadConstraints:
+  {{- . | nindent 2 }}
+{{- end }}
 {{- end -}}
 
 {{/* Namespaces the webhooks never intercept: kube-system, Tessera's own, and extra ones. */}}

@@ -1,0 +1,288 @@
+package chart
+
+import (
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// workloadIDs are the Deployments and the DaemonSet of the default values.
+var workloadIDs = []string{"Deployment/tessera-scheduler", "Deployment/tessera-webhook", "Deployment/tessera-autoscaler", "DaemonSet/tessera-node-agent"}
+
+// workloads renders values and returns the pod template spec and metadata of every
+// Deployment and DaemonSet, by kind/name.
+func workloads(t *testing.T, values string) map[string]object {
+	t.Helper()
+	out := map[string]object{}
+	for _, o := range render(t, valuesSet{name: values, values: values}) {
+		if o.kind() == "Deployment" || o.kind() == "DaemonSet" {
+			out[o.id()] = o
+		}
+	}
+	return out
+}
+
+func containers(o object) []map[string]any {
+	var cs []map[string]any
+	l, _ := get(o.obj, "spec", "template", "spec", "containers").([]any)
+	for _, c := range l {
+		cs = append(cs, c.(map[string]any))
+	}
+	return cs
+}
+
+// The chart runs the images it was released with: appVersion is a version (the chart's
+// own), never "latest"; image.tag and a component's image.tag override it.
+func TestImagesPinnedToAppVersion(t *testing.T) {
+	ch, err := Load(chartDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	app := ch.Metadata.AppVersion
+	if app == "" || app == "latest" || app != ch.Metadata.Version {
+		t.Fatalf("Chart.yaml appVersion %q, want the chart's version %q", app, ch.Metadata.Version)
+	}
+	for _, c := range []struct {
+		values string
+		want   map[string]string // kind/name: image
+	}{
+		{``, map[string]string{
+			"Deployment/tessera-scheduler":  "ghcr.io/tessera-gpu/tessera:" + app,
+			"Deployment/tessera-webhook":    "ghcr.io/tessera-gpu/tessera:" + app,
+			"Deployment/tessera-autoscaler": "ghcr.io/tessera-gpu/tessera:" + app,
+			"DaemonSet/tessera-node-agent":  "ghcr.io/tessera-gpu/tessera-node-agent:" + app,
+		}},
+		{`image: {tag: "0.2.0-rc.1"}`, map[string]string{
+			"Deployment/tessera-scheduler": "ghcr.io/tessera-gpu/tessera:0.2.0-rc.1",
+			"DaemonSet/tessera-node-agent": "ghcr.io/tessera-gpu/tessera-node-agent:0.2.0-rc.1",
+		}},
+		{`{image: {repository: registry.corp/tessera, tag: "1.0"}, webhook: {image: {tag: dev}}, nodeAgent: {image: {repository: registry.corp/agent, tag: "9"}}}`, map[string]string{
+			"Deployment/tessera-scheduler": "registry.corp/tessera:1.0",
+			"Deployment/tessera-webhook":   "registry.corp/tessera:dev",
+			"DaemonSet/tessera-node-agent": "registry.corp/agent:9",
+		}},
+	} {
+		ws := workloads(t, c.values)
+		for id, want := range c.want {
+			w, ok := ws[id]
+			if !ok {
+				t.Errorf("%q: %s not rendered", c.values, id)
+				continue
+			}
+			if got := str(containers(w)[0], "image"); got != want {
+				t.Errorf("%q: %s image %s, want %s", c.values, id, got, want)
+			}
+			if got := str(containers(w)[0], "imagePullPolicy"); got != "IfNotPresent" {
+				t.Errorf("%q: %s imagePullPolicy %s, want IfNotPresent", c.values, id, got)
+			}
+		}
+	}
+	// Nothing the chart renders, hooks included, runs an image without a tag or tagged latest.
+	for _, s := range valuesSets {
+		for _, o := range render(t, s) {
+			spec, _ := get(o.obj, "spec", "template", "spec").(map[string]any)
+			if o.kind() == "Pod" {
+				spec, _ = o.obj["spec"].(map[string]any)
+			}
+			cs, _ := spec["containers"].([]any)
+			for _, c := range cs {
+				img := str(c.(map[string]any), "image")
+				if _, tag, ok := strings.Cut(img[strings.LastIndex(img, "/")+1:], ":"); !ok || tag == "" || tag == "latest" {
+					t.Errorf("%s: %s runs %q: pin a tag", s.name, o.id(), img)
+				}
+			}
+		}
+	}
+}
+
+// podAnnotations and podLabels, global and per component, reach every pod template; a
+// component's own win over the global ones, and neither replaces the chart's labels.
+func TestPodAnnotationsAndLabels(t *testing.T) {
+	ws := workloads(t, `
+podAnnotations: {team: platform, scrape: "global"}
+podLabels: {cost-center: gpu, app.kubernetes.io/name: hijacked}
+scheduler: {podAnnotations: {scrape: "scheduler"}, podLabels: {tier: control}, config: "actions: [enqueue, allocate]\n"}
+nodeAgent: {podLabels: {cost-center: nodes}}
+`)
+	for _, id := range workloadIDs {
+		w, ok := ws[id]
+		if !ok {
+			t.Fatalf("%s not rendered", id)
+		}
+		ann, _ := get(w.obj, "spec", "template", "metadata", "annotations").(map[string]any)
+		labels, _ := get(w.obj, "spec", "template", "metadata", "labels").(map[string]any)
+		if ann["team"] != "platform" || labels["app.kubernetes.io/part-of"] != "tessera" {
+			t.Errorf("%s: annotations %v labels %v: global podAnnotations or chart labels missing", id, ann, labels)
+		}
+		wantScrape, wantCost := "global", "gpu"
+		switch id {
+		case "Deployment/tessera-scheduler":
+			wantScrape = "scheduler"
+			if labels["tier"] != "control" || ann["checksum/config"] == nil {
+				t.Errorf("%s: labels %v annotations %v: component podLabels or config checksum missing", id, labels, ann)
+			}
+		case "DaemonSet/tessera-node-agent":
+			wantCost = "nodes"
+		}
+		if ann["scrape"] != wantScrape || labels["cost-center"] != wantCost {
+			t.Errorf("%s: scrape=%v cost-center=%v, want %s and %s", id, ann["scrape"], labels["cost-center"], wantScrape, wantCost)
+		}
+		// The selector still selects the pods.
+		sel, _ := get(w.obj, "spec", "selector", "matchLabels").(map[string]any)
+		for k, v := range sel {
+			if labels[k] != v {
+				t.Errorf("%s: pod label %s=%v, the selector wants %v", id, k, labels[k], v)
+			}
+		}
+	}
+	// Unset, no annotations appear where there were none.
+	for id, w := range workloads(t, ``) {
+		if ann := get(w.obj, "spec", "template", "metadata", "annotations"); ann != nil {
+			t.Errorf("defaults: %s has pod annotations %v", id, ann)
+		}
+	}
+}
+
+// The scheduler's, the webhook's and the autoscaler's replicas spread over nodes by
+// default (ScheduleAnyway); values replace or empty the constraints.
+func TestTopologySpread(t *testing.T) {
+	spread := func(w object) []any {
+		l, _ := get(w.obj, "spec", "template", "spec", "topologySpreadConstraints").([]any)
+		return l
+	}
+	ws := workloads(t, ``)
+	for _, id := range []string{"Deployment/tessera-scheduler", "Deployment/tessera-webhook", "Deployment/tessera-autoscaler"} {
+		l := spread(ws[id])
+		if len(l) != 1 {
+			t.Fatalf("defaults: %s topologySpreadConstraints %v, want one", id, l)
+		}
+		c := l[0].(map[string]any)
+		sel := get(c, "labelSelector", "matchLabels")
+		want := get(ws[id].obj, "spec", "selector", "matchLabels")
+		if str(c, "topologyKey") != "kubernetes.io/hostname" || str(c, "whenUnsatisfiable") != "ScheduleAnyway" || !reflect.DeepEqual(sel, want) {
+			t.Errorf("defaults: %s constraint %v, want kubernetes.io/hostname, ScheduleAnyway, selecting %v", id, c, want)
+		}
+	}
+	if l := spread(ws["DaemonSet/tessera-node-agent"]); l != nil {
+		t.Errorf("defaults: the node agent (one pod per node) has topologySpreadConstraints %v", l)
+	}
+	ws = workloads(t, `
+webhook: {topologySpreadConstraints: []}
+scheduler:
+  topologySpreadConstraints:
+    - {maxSkew: 1, topologyKey: topology.kubernetes.io/zone, whenUnsatisfiable: DoNotSchedule, labelSelector: {matchLabels: {custom: "yes"}}}
+`)
+	if l := spread(ws["Deployment/tessera-webhook"]); l != nil {
+		t.Errorf("an empty list: the webhook has topologySpreadConstraints %v", l)
+	}
+	l := spread(ws["Deployment/tessera-scheduler"])
+	if len(l) != 1 || str(l[0].(map[string]any), "topologyKey") != "topology.kubernetes.io/zone" ||
+		!reflect.DeepEqual(get(l[0], "labelSelector", "matchLabels"), map[string]any{"custom": "yes"}) {
+		t.Errorf("override: the scheduler's constraints %v", l)
+	}
+}
+
+// Security contexts come from values: the defaults are the hardened ones, and on OpenShift
+// `runAsUser: null` drops the fixed UID (a null key removes a default; the rest stays).
+func TestSecurityContextOverrides(t *testing.T) {
+	podSC := func(w object) map[string]any {
+		m, _ := get(w.obj, "spec", "template", "spec", "securityContext").(map[string]any)
+		return m
+	}
+	ws := workloads(t, ``)
+	for _, id := range []string{"Deployment/tessera-scheduler", "Deployment/tessera-webhook", "Deployment/tessera-autoscaler"} {
+		want := map[string]any{"runAsNonRoot": true, "runAsUser": float64(65532), "runAsGroup": float64(65532), "seccompProfile": map[string]any{"type": "RuntimeDefault"}}
+		if got := podSC(ws[id]); !reflect.DeepEqual(got, want) {
+			t.Errorf("defaults: %s pod securityContext %v, want %v", id, got, want)
+		}
+	}
+	if got := podSC(ws["DaemonSet/tessera-node-agent"]); got["runAsUser"] != float64(0) {
+		t.Errorf("defaults: the node agent's pod securityContext %v, want root (its device plugin socket)", got)
+	}
+
+	ws = workloads(t, `
+scheduler: {podSecurityContext: {runAsUser: null, runAsGroup: null}}
+webhook: {podSecurityContext: {runAsUser: null, runAsGroup: null}, securityContext: {readOnlyRootFilesystem: true, runAsUser: 1000700000}}
+autoscaler: {podSecurityContext: null}
+`)
+	for _, id := range []string{"Deployment/tessera-scheduler", "Deployment/tessera-webhook"} {
+		sc := podSC(ws[id])
+		if _, ok := sc["runAsUser"]; ok {
+			t.Errorf("runAsUser: null: %s pod securityContext %v still sets runAsUser", id, sc)
+		}
+		if _, ok := sc["runAsGroup"]; ok {
+			t.Errorf("runAsGroup: null: %s pod securityContext %v still sets runAsGroup", id, sc)
+		}
+		if sc["runAsNonRoot"] != true || str(sc, "seccompProfile", "type") != "RuntimeDefault" {
+			t.Errorf("%s: pod securityContext %v lost the defaults that were not removed", id, sc)
+		}
+	}
+	if sc := podSC(ws["Deployment/tessera-autoscaler"]); sc != nil {
+		t.Errorf("podSecurityContext: null: the autoscaler's pod securityContext %v, want none", sc)
+	}
+	// A container key merges into the defaults.
+	csc, _ := containers(ws["Deployment/tessera-webhook"])[0]["securityContext"].(map[string]any)
+	if csc["runAsUser"] != float64(1000700000) || csc["allowPrivilegeEscalation"] != false {
+		t.Errorf("the webhook's container securityContext %v, want runAsUser added to the defaults", csc)
+	}
+}
+
+// webhook.allowedSchedulers becomes one --allowed-scheduler per name.
+func TestWebhookAllowedSchedulers(t *testing.T) {
+	for _, c := range []struct {
+		values string
+		want   []string
+	}{
+		{``, nil},
+		{`webhook: {allowedSchedulers: [volcano, kueue-sched]}`, []string{"--allowed-scheduler=volcano", "--allowed-scheduler=kueue-sched"}},
+	} {
+		w := workloads(t, c.values)["Deployment/tessera-webhook"]
+		var got []string
+		for _, a := range containers(w)[0]["args"].([]any) {
+			if s := a.(string); strings.HasPrefix(s, "--allowed-scheduler") {
+				got = append(got, s)
+			}
+		}
+		if !slices.Equal(got, c.want) {
+			t.Errorf("%q: webhook args %v, want %v", c.values, got, c.want)
+		}
+	}
+	s := valuesSet{name: "bad", values: `webhook: {allowedSchedulers: [""]}`}
+	if _, err := Render(chartDir, Options{Namespace: namespace, Values: s.parse(t)}); err == nil || !strings.Contains(err.Error(), "allowedSchedulers") {
+		t.Errorf("an empty scheduler name: %v, want a schema error naming allowedSchedulers", err)
+	}
+}
+
+// NOTES.txt says what was installed, how to check it and where the docs are.
+func TestNotes(t *testing.T) {
+	for _, c := range []struct {
+		values      string
+		want, avoid []string
+	}{
+		{``, []string{"Tessera 0.1.0", "namespace " + namespace, "tessera-scheduler", "tessera-webhook", "tessera-node-agent", "tessera-autoscaler",
+			"kubectl -n " + namespace + " get deployments,daemonsets,pods", "get lease tessera-scheduler", "helm test tessera -n " + namespace,
+			"kubectl apply --server-side", "deploy/helm/tessera", "docs/security.md"}, nil},
+		{`{nodeAgent: {enabled: false}, autoscaler: {enabled: false}, scheduler: {replicas: 1}, tenantRole: {create: true}}`,
+			[]string{"tessera-scheduler", "tessera-tenant"}, []string{"tessera-node-agent", "tessera-autoscaler", "get lease", "gpunodes"}},
+	} {
+		s := valuesSet{name: c.values, values: c.values}
+		notes, err := RenderNotes(chartDir, Options{Namespace: namespace, Values: s.parse(t)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range c.want {
+			if !strings.Contains(notes, w) {
+				t.Errorf("%q: NOTES.txt does not say %q:\n%s", c.values, w, notes)
+			}
+		}
+		for _, a := range c.avoid {
+			if strings.Contains(notes, a) {
+				t.Errorf("%q: NOTES.txt says %q:\n%s", c.values, a, notes)
+			}
+		}
+		if strings.Contains(notes, "<no value>") || strings.Contains(notes, "%!") {
+			t.Errorf("%q: NOTES.txt has a rendering error:\n%s", c.values, notes)
+		}
+	}
+}
