@@ -9,9 +9,12 @@
 //     openb_pod_list_multigpu20.csv has only name, cpu_milli, memory_mib, num_gpu,
 //     gpu_milli) and strict: every malformed row fails with "file:line: column X:
 //     reason", never a silent skip.
-//   - YAML manifests of a user's own cluster: ReadManifests decodes Node and Pod (v1)
-//     and Queue and PodGroup (tessera.dev/v1alpha1) documents, and v1 Lists of them,
-//     strictly.
+//   - YAML manifests of a user's own cluster: ReadManifests decodes one or more files
+//     (or directories of them) of Node, Namespace and Pod (v1), Job, PriorityClass,
+//     Queue, PodGroup and AdmissionPolicy documents, and v1 Lists of them, strictly,
+//     refusing what the API server refuses of the fields the simulator reads; Volcano's
+//     objects and batch Jobs scheduled by Volcano become what tessera convert volcano
+//     makes of them.
 //   - Built-in scenarios: BuildScenario("operator", seed) and BuildScenario("diurnal",
 //     seed) generate a cluster, its queues and a seeded job mix (see Scenario).
 //

@@ -9,18 +9,22 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
+	"strings"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
 	tesserav1 "github.com/tessera-gpu/tessera/api/v1alpha1"
 	"github.com/tessera-gpu/tessera/deploy/crds"
 	"github.com/tessera-gpu/tessera/internal/yamlerr"
+	"github.com/tessera-gpu/tessera/volcano"
 )
 
 // Manifests are the objects of a user's cluster description in YAML mode.
@@ -40,19 +44,67 @@ type Manifests struct {
 	volcano []*unstructured.Unstructured
 }
 
-// ReadManifests reads a multi-document YAML file of Node, Namespace and Pod (apiVersion
-// v1), Job (batch/v1), PriorityClass (scheduling.k8s.io/v1), Queue, PodGroup and
-// AdmissionPolicy (apiVersion tessera.dev/v1alpha1) objects, and Volcano's Queue,
-// PodGroup (scheduling.volcano.sh/v1beta1) and Job (batch.volcano.sh/v1alpha1), which
-// become Tessera's objects. Jobs whose pods are not all listed get the pods the Job
-// controller would create (ExpandJobs).
-func ReadManifests(path string) (*Manifests, error) {
-	f, err := os.Open(path)
+// ReadManifests reads the multi-document YAML files at paths (a directory stands for
+// its .yaml, .yml and .json files, in name order) as one cluster: Node, Namespace and
+// Pod (apiVersion v1), Job (batch/v1), PriorityClass (scheduling.k8s.io/v1), Queue,
+// PodGroup and AdmissionPolicy (apiVersion tessera.dev/v1alpha1) objects, and
+// Volcano's Queue, PodGroup (scheduling.volcano.sh/v1beta1) and Job
+// (batch.volcano.sh/v1alpha1), which become Tessera's objects as tessera convert
+// volcano makes them, as do batch/v1 Jobs scheduled by Volcano. Jobs whose pods are
+// not all listed get the pods the Job controller would create (ExpandJobs). Each file
+// named, and each directory, must hold objects; an object may not repeat one of
+// another file.
+func ReadManifests(paths ...string) (*Manifests, error) {
+	files, err := manifestFiles(paths)
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
-	return DecodeManifests(f, path)
+	d := newManifestsDecoder()
+	for _, f := range files {
+		if err := d.readFile(f.path, f.named); err != nil {
+			return nil, err
+		}
+	}
+	return d.finish(strings.Join(paths, ", "))
+}
+
+// manifestFile is a file ReadManifests reads; named is false for a file found in a
+// directory.
+type manifestFile struct {
+	path  string
+	named bool
+}
+
+// manifestFiles expands paths: a directory gives its manifest files.
+func manifestFiles(paths []string) ([]manifestFile, error) {
+	if len(paths) == 0 {
+		return nil, errors.New("no manifests files given")
+	}
+	var out []manifestFile
+	for _, p := range paths {
+		st, err := os.Stat(p)
+		if err != nil {
+			return nil, err
+		}
+		if !st.IsDir() {
+			out = append(out, manifestFile{p, true})
+			continue
+		}
+		entries, err := os.ReadDir(p)
+		if err != nil {
+			return nil, err
+		}
+		n := len(out)
+		for _, e := range entries {
+			if ext := filepath.Ext(e.Name()); !e.IsDir() && (ext == ".yaml" || ext == ".yml" || ext == ".json") {
+				out = append(out, manifestFile{filepath.Join(p, e.Name()), false})
+			}
+		}
+		if len(out) == n {
+			return nil, fmt.Errorf("%s: a directory without .yaml, .yml or .json files", p)
+		}
+	}
+	return out, nil
 }
 
 // DecodeManifests reads multi-document YAML from r; name is used in messages. A
@@ -60,44 +112,87 @@ func ReadManifests(path string) (*Manifests, error) {
 // items are located as "doc N item I".
 //
 // Decoding is strict: an unknown or duplicated field, an unknown kind, a wrong
-// apiVersion, a missing name or two objects of the same kind and name are errors,
-// reported as "name:doc N (kind/name): reason" with N counting the non-empty
-// documents from 1. A file without objects is an error. Pods, Jobs and PodGroups
-// without a namespace get "default".
+// apiVersion, a missing name, two objects of the same kind and name, and what the
+// API server refuses of the fields the simulator reads (a Pod or Job without
+// containers, a negative parallelism, completions or backoffLimit, a negative
+// resource quantity, a request above its limit) are errors, reported as
+// "name:doc N (kind/name): reason" with N counting the non-empty documents from 1. A
+// file without objects is an error. Pods, Jobs and PodGroups without a namespace get
+// "default".
 func DecodeManifests(r io.Reader, name string) (*Manifests, error) {
-	m := &Manifests{}
+	d := newManifestsDecoder()
+	if err := d.read(r, name, true); err != nil {
+		return nil, err
+	}
+	return d.finish(name)
+}
+
+// manifestsDecoder reads one or more files into one Manifests.
+type manifestsDecoder struct {
+	m    *Manifests
+	seen map[string]string // kind/namespace/name -> where it was first read
+	// converted are the objects Volcano's convert into, claimed once all is read.
+	converted []runtime.Object
+}
+
+func newManifestsDecoder() *manifestsDecoder {
+	return &manifestsDecoder{m: &Manifests{}, seen: map[string]string{}}
+}
+
+// readFile reads the file at path; named says it was given by name, so that it must
+// hold objects.
+func (d *manifestsDecoder) readFile(path string, named bool) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return d.read(f, path, named)
+}
+
+// read reads the documents of one file.
+func (d *manifestsDecoder) read(r io.Reader, name string, named bool) error {
 	yr := utilyaml.NewYAMLReader(bufio.NewReader(r))
-	seen := map[string]string{}
 	doc := 0
 	for {
 		raw, err := yr.Read()
 		if err == io.EOF {
-			if doc == 0 {
-				return nil, fmt.Errorf("%s: %w", name, errNoObjects)
+			if doc == 0 && named {
+				return fmt.Errorf("%s: %w", name, errNoObjects)
 			}
-			if err := m.convertVolcano(); err != nil {
-				return nil, fmt.Errorf("%s: %w", name, err)
-			}
-			if err := m.ExpandJobs(); err != nil {
-				return nil, fmt.Errorf("%s: %w", name, err)
-			}
-			return m, nil
+			return nil
 		}
 		if err != nil {
-			return nil, fmt.Errorf("%s:doc %d: %w", name, doc+1, err)
+			return fmt.Errorf("%s:doc %d: %w", name, doc+1, err)
 		}
 		js, err := yaml.YAMLToJSON(raw)
 		if err != nil {
-			return nil, fmt.Errorf("%s:doc %d: %w", name, doc+1, err)
+			return fmt.Errorf("%s:doc %d: %w", name, doc+1, err)
 		}
 		if t := bytes.TrimSpace(js); len(t) == 0 || bytes.Equal(t, []byte("null")) {
 			continue // empty document: only comments or a separator
 		}
 		doc++
-		if err := m.decodeOne(raw, name, fmt.Sprintf("doc %d", doc), seen); err != nil {
-			return nil, err
+		if err := d.decodeOne(raw, name, fmt.Sprintf("doc %d", doc)); err != nil {
+			return err
 		}
 	}
+}
+
+// finish converts what is left of Volcano's objects, makes the Jobs' missing pods, and
+// returns the cluster; name names the input in messages.
+func (d *manifestsDecoder) finish(name string) (*Manifests, error) {
+	m := d.m
+	if len(d.seen) == 0 && len(d.converted) == 0 {
+		return nil, fmt.Errorf("%s: %w", name, errNoObjects)
+	}
+	if err := m.addConverted(d.converted); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	if err := m.ExpandJobs(); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return m, nil
 }
 
 // header is the part of an object read before its kind is known.
@@ -118,7 +213,8 @@ type list struct {
 
 // decodeOne decodes one document (or one item of a List) found in file at loc
 // ("doc N" or "doc N item I").
-func (m *Manifests) decodeOne(raw []byte, file, loc string, seen map[string]string) error {
+func (d *manifestsDecoder) decodeOne(raw []byte, file, loc string) error {
+	m := d.m
 	var h header
 	if err := yaml.Unmarshal(raw, &h); err != nil {
 		return fmt.Errorf("%s:%s: %w", file, loc, err)
@@ -129,7 +225,7 @@ func (m *Manifests) decodeOne(raw []byte, file, loc string, seen map[string]stri
 			return fmt.Errorf("%s:%s (List): %w", file, loc, yamlerr.Clean(err))
 		}
 		for i, item := range l.Items {
-			if err := m.decodeOne(item, file, fmt.Sprintf("%s item %d", loc, i+1), seen); err != nil {
+			if err := d.decodeOne(item, file, fmt.Sprintf("%s item %d", loc, i+1)); err != nil {
 				return err
 			}
 		}
@@ -143,12 +239,7 @@ func (m *Manifests) decodeOne(raw []byte, file, loc string, seen map[string]stri
 		return fmt.Errorf("%s:%s (%s/%s): %s", file, loc, kind, h.Metadata.Name, fmt.Sprintf(format, args...))
 	}
 	if isVolcano(h.APIVersion, h.Kind) {
-		u := &unstructured.Unstructured{}
-		if err := yaml.Unmarshal(raw, &u.Object); err != nil {
-			return errf("%v", err)
-		}
-		m.volcano = append(m.volcano, u)
-		return nil
+		return d.convert(raw, errf)
 	}
 	var want string
 	switch h.Kind {
@@ -190,14 +281,26 @@ func (m *Manifests) decodeOne(raw []byte, file, loc string, seen map[string]stri
 		var p *corev1.Pod
 		if p, err = decodeInto(raw, &m.Pods); err == nil {
 			defaultRequests(&p.Spec)
+			err = checkPodSpec(&p.Spec, "spec")
 		}
 		obj = p
 	case "Job":
-		var j *batchv1.Job
-		if j, err = decodeInto(raw, &m.Jobs); err == nil {
-			defaultRequests(&j.Spec.Template.Spec)
+		var j batchv1.Job
+		if err := yaml.UnmarshalStrict(raw, &j); err != nil {
+			return errf("%v", yamlerr.Clean(err))
 		}
-		obj = j
+		if err := checkJob(&j); err != nil {
+			return errf("%v", err)
+		}
+		if volcanoScheduled(&j) {
+			return d.convert(raw, errf)
+		}
+		defaultRequests(&j.Spec.Template.Spec)
+		if err := checkPodSpec(&j.Spec.Template.Spec, "spec.template.spec"); err != nil {
+			return errf("%v", err)
+		}
+		m.Jobs = append(m.Jobs, j)
+		obj = &m.Jobs[len(m.Jobs)-1]
 	case "Queue":
 		obj, err = decodeInto(raw, &m.Queues)
 	case "PodGroup":
@@ -217,10 +320,36 @@ func (m *Manifests) decodeOne(raw []byte, file, loc string, seen map[string]stri
 		}
 		key = h.Kind + "/" + obj.GetNamespace() + "/" + obj.GetName()
 	}
-	if first, dup := seen[key]; dup {
+	if first, dup := d.seen[key]; dup {
+		if f, l, _ := strings.Cut(first, "\x00"); f == file {
+			first = l
+		} else {
+			first = f + ":" + l
+		}
 		return errf("duplicate %s (first in %s)", key, first)
 	}
-	seen[key] = loc
+	d.seen[key] = file + "\x00" + loc
+	return nil
+}
+
+// convert converts a Volcano object, or a batch/v1 Job scheduled by Volcano, as
+// tessera convert volcano does; the objects it becomes join the input once all is
+// read (finish). errf names the document.
+func (d *manifestsDecoder) convert(raw []byte, errf func(string, ...any) error) error {
+	u := &unstructured.Unstructured{}
+	if err := yaml.Unmarshal(raw, &u.Object); err != nil {
+		return errf("%v", err)
+	}
+	objs, notes, err := volcano.Convert([]*unstructured.Unstructured{u}, volcano.Options{})
+	if err != nil {
+		// Convert names the object; the location names it too.
+		_, reason, _ := strings.Cut(err.Error(), ": ")
+		return errf("%s", reason)
+	}
+	for _, n := range notes {
+		d.m.Notes = append(d.m.Notes, n.String())
+	}
+	d.converted = append(d.converted, objs...)
 	return nil
 }
 

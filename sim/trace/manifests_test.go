@@ -1,6 +1,8 @@
 package trace
 
 import (
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -143,6 +145,12 @@ func TestDecodeManifests(t *testing.T) {
 	}
 }
 
+// jobYAML is a batch/v1 Job with the given spec fields (indented two spaces) and pod spec
+// fields (indented six).
+func jobYAML(name, spec, podSpec string) string {
+	return "apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: " + name + "\nspec:\n" + spec + "  template:\n    spec:\n      restartPolicy: Never\n" + podSpec
+}
+
 func TestDecodeManifestsErrors(t *testing.T) {
 	node := "apiVersion: v1\nkind: Node\nmetadata:\n  name: n0\n"
 	pg := "apiVersion: tessera.dev/v1alpha1\nkind: PodGroup\nmetadata:\n  name: g\nspec:\n"
@@ -183,6 +191,22 @@ func TestDecodeManifestsErrors(t *testing.T) {
 		{"Queue its own parent", "apiVersion: tessera.dev/v1alpha1\nkind: Queue\nmetadata:\n  name: q\nspec:\n  parent: q\n",
 			`c.yaml:doc 1 (Queue/q): <nil>: Invalid value: spec.parent must name another queue`},
 		{"job with the core apiVersion", "apiVersion: v1\nkind: Job\nmetadata:\n  name: j\n", `c.yaml:doc 1 (Job/j): apiVersion "v1"; Job needs apiVersion batch/v1`},
+		// What the API server refuses of the fields the simulator reads is refused,
+		// naming the field, instead of making no pod.
+		{"negative parallelism", node + "---\n" + jobYAML("neg", "  parallelism: -3\n", "      containers: [{name: c, image: i}]\n"),
+			"c.yaml:doc 2 (Job/neg): spec.parallelism: -3 is negative"},
+		{"negative completions", jobYAML("neg", "  completions: -1\n", "      containers: [{name: c, image: i}]\n"), "c.yaml:doc 1 (Job/neg): spec.completions: -1 is negative"},
+		{"negative parallelism of a Job scheduled by Volcano", jobYAML("neg", "  parallelism: -3\n", "      schedulerName: volcano\n      containers: [{name: c, image: i}]\n"),
+			"c.yaml:doc 1 (Job/neg): spec.parallelism: -3 is negative"},
+		{"job without containers", jobYAML("j", "", "      containers: []\n"), "c.yaml:doc 1 (Job/j): spec.template.spec.containers: a pod needs at least one container"},
+		{"pod without containers", "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\nspec:\n  containers: []\n", "c.yaml:doc 1 (Pod/p): spec.containers: a pod needs at least one container"},
+		{"pod without spec", "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n", "c.yaml:doc 1 (Pod/p): spec.containers: a pod needs at least one container"},
+		{"negative request", "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\nspec:\n  containers: [{name: c, resources: {requests: {tessera.dev/gpu: \"-1\"}}}]\n",
+			"c.yaml:doc 1 (Pod/p): spec.containers[0].resources.requests[tessera.dev/gpu]: -1 is negative"},
+		{"request above its limit", jobYAML("j", "", "      containers: [{name: c, resources: {requests: {cpu: \"4\"}, limits: {cpu: \"2\"}}}]\n"),
+			"c.yaml:doc 1 (Job/j): spec.template.spec.containers[0].resources.requests[cpu]: 4 is more than its limit 2"},
+		{"Volcano Job the converter refuses", "apiVersion: batch.volcano.sh/v1alpha1\nkind: Job\nmetadata: {name: train}\nspec:\n  tasks:\n    - {name: w, replicas: -4, template: {spec: {containers: [{name: c}]}}}\n",
+			"c.yaml:doc 1 (Job/train): spec.tasks[0].replicas: -4 is out of range"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -191,5 +215,83 @@ func TestDecodeManifestsErrors(t *testing.T) {
 				t.Fatalf("error %v, want prefix %q", err, c.want)
 			}
 		})
+	}
+}
+
+// TestVolcanoScheduledJobsConverted: a batch/v1 Job scheduled by Volcano becomes what
+// tessera convert volcano makes of it (Tessera's scheduler, the gang and queue labels),
+// and its pods are made from that, so that the simulator places them.
+func TestVolcanoScheduledJobsConverted(t *testing.T) {
+	in := "apiVersion: v1\nkind: Node\nmetadata:\n  name: n0\n---\n" +
+		jobYAML("vb", "  parallelism: 2\n", "      schedulerName: volcano\n      containers: [{name: c, image: i, resources: {limits: {tessera.dev/gpu: \"1\"}}}]\n") +
+		"---\napiVersion: batch/v1\nkind: Job\nmetadata:\n  name: annotated\n  namespace: ml\n  annotations: {scheduling.volcano.sh/queue-name: train}\nspec:\n  template:\n" +
+		"    metadata:\n      annotations: {scheduling.k8s.io/group-name: annotated}\n    spec:\n      containers: [{name: c, image: i}]\n"
+	m, err := DecodeManifests(strings.NewReader(in), "c.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Jobs) != 2 || len(m.Pods) != 3 {
+		t.Fatalf("%d jobs, %d pods", len(m.Jobs), len(m.Pods))
+	}
+	for _, p := range m.Pods {
+		if p.Spec.SchedulerName != "tessera" || p.Namespace == "" {
+			t.Errorf("pod %s/%s: scheduler %q", p.Namespace, p.Name, p.Spec.SchedulerName)
+		}
+		if p.Spec.Containers[0].Resources.Requests == nil && p.Name != "annotated-0" {
+			t.Errorf("pod %s: requests not defaulted from limits", p.Name)
+		}
+	}
+	a := m.Jobs[1]
+	if a.Namespace != "ml" || a.Spec.Template.Labels["tessera.dev/queue"] != "train" || a.Spec.Template.Labels["tessera.dev/pod-group"] != "annotated" ||
+		a.Spec.Template.Spec.RestartPolicy != corev1.RestartPolicyOnFailure {
+		t.Errorf("annotated job %+v", a)
+	}
+	if !strings.Contains(strings.Join(m.Notes, "\n"), "Job annotated: spec.template.spec.restartPolicy: not set") &&
+		!strings.Contains(strings.Join(m.Notes, "\n"), "Job ml/annotated: spec.template.spec.restartPolicy: not set") {
+		t.Errorf("notes %q", m.Notes)
+	}
+}
+
+// TestReadManifestsFiles: several files and directories read as one cluster; an
+// object repeated in another file is named with both places; a named file or a
+// directory without objects is refused.
+func TestReadManifestsFiles(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, content string) string {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	node := "apiVersion: v1\nkind: Node\nmetadata:\n  name: %s\n"
+	nodes := write("nodes.yaml", fmt.Sprintf(node, "n0")+"---\n"+fmt.Sprintf(node, "n1"))
+	write("work/a.yaml", jobYAML("a", "  parallelism: 2\n", "      containers: [{name: c, image: i}]\n"))
+	write("work/b.yml", "apiVersion: batch.volcano.sh/v1alpha1\nkind: Job\nmetadata: {name: v}\nspec:\n  tasks:\n    - {name: w, replicas: 3, template: {spec: {containers: [{name: c}]}}}\n")
+	write("work/empty.yaml", "# nothing yet\n")
+	write("work/notes.txt", "not a manifest")
+	m, err := ReadManifests(nodes, filepath.Join(dir, "work"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Nodes) != 2 || len(m.Jobs) != 2 || len(m.Pods) != 5 || len(m.PodGroups) != 1 {
+		t.Fatalf("%d nodes, %d jobs, %d pods, %d podgroups", len(m.Nodes), len(m.Jobs), len(m.Pods), len(m.PodGroups))
+	}
+	dup := write("more.yaml", fmt.Sprintf(node, "n2")+"---\n"+fmt.Sprintf(node, "n1"))
+	if _, err := ReadManifests(nodes, dup); err == nil || err.Error() != dup+":doc 2 (Node/n1): duplicate Node/n1 (first in "+nodes+":doc 2)" {
+		t.Errorf("duplicate across files: %v", err)
+	}
+	empty := write("empty.yaml", "")
+	if _, err := ReadManifests(nodes, empty); err == nil || !strings.HasPrefix(err.Error(), empty+": no objects") {
+		t.Errorf("empty file: %v", err)
+	}
+	if _, err := ReadManifests(nodes, t.TempDir()); err == nil || !strings.Contains(err.Error(), "a directory without .yaml, .yml or .json files") {
+		t.Errorf("empty directory: %v", err)
+	}
+	if _, err := ReadManifests(nodes, filepath.Join(dir, "missing.yaml")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("missing file: %v", err)
 	}
 }

@@ -4,7 +4,9 @@ import (
 	"fmt"
 
 	batchv1 "k8s.io/api/batch/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	tesserav1 "github.com/tessera-gpu/tessera/api/v1alpha1"
@@ -42,9 +44,8 @@ func (m *Manifests) Complete() error {
 	return m.ExpandJobs()
 }
 
-// convertVolcano turns the Volcano objects read into Tessera's Queues, PodGroups and
-// batch/v1 Jobs, as tessera convert volcano does, and keeps its notes. A converted
-// object whose name another object of the input already takes is an error.
+// convertVolcano turns the Volcano objects added (AddVolcano) into Tessera's Queues,
+// PodGroups and batch/v1 Jobs, as tessera convert volcano does, and keeps its notes.
 func (m *Manifests) convertVolcano() error {
 	if len(m.volcano) == 0 {
 		return nil
@@ -57,6 +58,13 @@ func (m *Manifests) convertVolcano() error {
 	for _, n := range notes {
 		m.Notes = append(m.Notes, n.String())
 	}
+	return m.addConverted(objs)
+}
+
+// addConverted adds what Volcano's objects converted into; Jobs and PodGroups without
+// a namespace get "default". A converted object whose name another object of the
+// input already takes is an error.
+func (m *Manifests) addConverted(objs []runtime.Object) error {
 	queues := names(m.Queues, func(q tesserav1.Queue) string { return q.Name })
 	groups := names(m.PodGroups, func(pg tesserav1.PodGroup) string { return pg.Namespace + "/" + pg.Name })
 	jobs := names(m.Jobs, func(j batchv1.Job) string { return j.Namespace + "/" + j.Name })
@@ -68,11 +76,17 @@ func (m *Manifests) convertVolcano() error {
 			}
 			m.Queues = append(m.Queues, *o)
 		case *tesserav1.PodGroup:
+			if o.Namespace == "" {
+				o.Namespace = metav1.NamespaceDefault
+			}
 			if err := claim(groups, "PodGroup", o.Namespace+"/"+o.Name); err != nil {
 				return err
 			}
 			m.PodGroups = append(m.PodGroups, *o)
 		case *batchv1.Job:
+			if o.Namespace == "" {
+				o.Namespace = metav1.NamespaceDefault
+			}
 			if err := claim(jobs, "Job", o.Namespace+"/"+o.Name); err != nil {
 				return err
 			}
@@ -83,6 +97,14 @@ func (m *Manifests) convertVolcano() error {
 		}
 	}
 	return nil
+}
+
+// volcanoScheduled reports whether a batch/v1 Job is Volcano's to schedule, as tessera
+// convert volcano decides: Volcano's scheduler, queue or group annotation.
+func volcanoScheduled(j *batchv1.Job) bool {
+	t := &j.Spec.Template
+	return t.Spec.SchedulerName == "volcano" || j.Annotations[tesserav1.VolcanoQueueName] != "" ||
+		t.Annotations[tesserav1.VolcanoQueueName] != "" || t.Annotations[tesserav1.VolcanoGroupName] != ""
 }
 
 // names is the set of keys of list's items.
