@@ -11,6 +11,7 @@ import (
 
 	"github.com/tessera-gpu/tessera/scheduler"
 	"github.com/tessera-gpu/tessera/sim"
+	"github.com/tessera-gpu/tessera/sim/report"
 	"github.com/tessera-gpu/tessera/sim/trace"
 )
 
@@ -33,12 +34,15 @@ type Preview struct {
 }
 
 // Run lays base and head over cluster, admits and schedules each with the named
-// profile, or cfg when not nil (seed fixed), and returns both outcomes.
-func Run(ctx context.Context, cluster, base, head *trace.Manifests, admit Admit, profile string, cfg *scheduler.Config, seed int64) (Preview, error) {
+// profile, or cfg when not nil (seed fixed), and returns both outcomes. With
+// WithProgress, the four steps (admitting and scheduling each side) are reported.
+func Run(ctx context.Context, cluster, base, head *trace.Manifests, admit Admit, profile string, cfg *scheduler.Config, seed int64, opts ...Option) (Preview, error) {
 	if err := CheckPolicies(ctx, base, head); err != nil {
 		return Preview{}, err
 	}
 	p := Preview{Objects: Diff(base, head)}
+	progress := options(opts).progress(4, "admitting and scheduling base and head")
+	defer progress.Done()
 	for _, s := range []struct {
 		repo *trace.Manifests
 		out  *Side
@@ -48,13 +52,46 @@ func Run(ctx context.Context, cluster, base, head *trace.Manifests, admit Admit,
 		if err != nil {
 			return p, fmt.Errorf("%s: %w", s.name, err)
 		}
+		progress.Add(1)
 		res, err := sim.RunManifests(m, profile, cfg, seed)
 		if err != nil {
 			return p, fmt.Errorf("%s: %w", s.name, err)
 		}
+		progress.Add(1)
 		*s.out = Side{Admission: adm, Result: res}
 	}
 	return p, nil
+}
+
+// Option tunes Run and RunReplay.
+type Option func(*runOptions)
+
+type runOptions struct {
+	out io.Writer // progress
+}
+
+// WithProgress reports the progress of a run on w (standard error, never the
+// output): on a terminal one line redrawn in place, elsewhere a line at every tenth
+// (report.Progress). A nil w reports nothing.
+func WithProgress(w io.Writer) Option {
+	return func(o *runOptions) { o.out = w }
+}
+
+func options(opts []Option) runOptions {
+	var o runOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	return o
+}
+
+// progress is a progress report of total units under label, or nil (which reports
+// nothing) without WithProgress.
+func (o runOptions) progress(total int, label string) *report.Progress {
+	if o.out == nil {
+		return nil
+	}
+	return report.NewProgress(o.out, total, label)
 }
 
 // QueueChange is one queue's use in base and head.

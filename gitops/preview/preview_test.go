@@ -99,7 +99,9 @@ func TestRunCapabilityChange(t *testing.T) {
 	if !strings.Contains(md.String(), "| `train-dev` **changed** | 10 → 12 (+2) |") {
 		t.Errorf("markdown:\n%s", md.String())
 	}
-	again, err := Run(context.Background(), cluster, b, h, asIs, "tessera", nil, sim.FirstSeed)
+	// Deterministic; progress (standard error's, here a buffer) changes nothing.
+	var progress bytes.Buffer
+	again, err := Run(context.Background(), cluster, b, h, asIs, "tessera", nil, sim.FirstSeed, WithProgress(&progress))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,6 +110,10 @@ func TestRunCapabilityChange(t *testing.T) {
 	_ = again.WriteText(&second)
 	if first.String() != second.String() {
 		t.Errorf("two runs differ:\n%s\n%s", first.String(), second.String())
+	}
+	if got := progress.String(); !strings.Contains(got, "admitting and scheduling base and head:  50%  2/4") ||
+		!strings.Contains(got, "admitting and scheduling base and head: 100%  4/4") {
+		t.Errorf("progress:\n%s", got)
 	}
 }
 
@@ -165,9 +171,16 @@ func TestRunReplayCapabilityChange(t *testing.T) {
 		t.Skip("replays a day of the operator scenario twice")
 	}
 	b, h := withDevCapability(t, "14")
-	p, err := RunReplay("operator", b, h, "tessera", nil, 1)
+	var progress bytes.Buffer
+	p, err := RunReplay("operator", b, h, "tessera", nil, 1, WithProgress(&progress))
 	if err != nil {
 		t.Fatal(err)
+	}
+	for _, side := range []string{"base", "head"} {
+		if want := "replaying " + side + " (1 seed):  10%"; !strings.Contains(progress.String(), want) ||
+			!strings.Contains(progress.String(), "replaying "+side+" (1 seed): 100%") {
+			t.Errorf("progress lacks %q or its 100%% line:\n%s", want, progress.String())
+		}
 	}
 	if p.Scale != 4 {
 		t.Errorf("scale = %v, want 4 (80 GPUs over 20 deserved)", p.Scale)

@@ -50,8 +50,10 @@ type ReplayPreview struct {
 // the head's queues in place of the scenario's, with the same job mix. Queue shares are
 // proportions of a cluster, so the repository's GPU figures are scaled by the
 // scenario's GPUs over the base's deserved GPUs (one factor for both sides, so a change
-// of deserved shows); a job whose queue the repository lacks fails the run.
-func RunReplay(scenario string, base, head *trace.Manifests, profile string, cfg *scheduler.Config, seeds int) (ReplayPreview, error) {
+// of deserved shows); a job whose queue the repository lacks fails the run. With
+// WithProgress, each side's replays report their jobs as they arrive.
+func RunReplay(scenario string, base, head *trace.Manifests, profile string, cfg *scheduler.Config, seeds int, opts ...Option) (ReplayPreview, error) {
+	o := options(opts)
 	if err := CheckPolicies(context.Background(), base, head); err != nil {
 		return ReplayPreview{}, err
 	}
@@ -78,7 +80,8 @@ func RunReplay(scenario string, base, head *trace.Manifests, profile string, cfg
 		name string
 	}{{base, &p.Base, "--base"}, {head, &p.Head, "--head"}} {
 		queues := scaledQueues(side.repo.Queues, p.Scale)
-		var runs []report.Replay
+		var inputs []sim.ReplayInput
+		jobs := 0
 		for seed := int64(sim.FirstSeed); seed < int64(sim.FirstSeed+seeds); seed++ {
 			s, err := trace.BuildScenario(scenario, seed)
 			if err != nil {
@@ -91,15 +94,31 @@ func RunReplay(scenario string, base, head *trace.Manifests, profile string, cfg
 					return p, fmt.Errorf("%s: the scenario's jobs use queue %s, which the repository does not define", side.name, j.Queue)
 				}
 			}
-			res, err := sim.RunReplay(sim.Replay{Input: in, Profile: profile, Config: cfg, Seed: seed})
+			inputs = append(inputs, in)
+			jobs += len(in.Jobs)
+		}
+		progress := o.progress(jobs, fmt.Sprintf("replaying %s (%s)", strings.TrimPrefix(side.name, "--"), plural(seeds, "seed")))
+		var runs []report.Replay
+		for i, in := range inputs {
+			res, err := sim.RunReplay(sim.Replay{Input: in, Profile: profile, Config: cfg, Seed: int64(sim.FirstSeed + i), OnJob: func() { progress.Add(1) }})
 			if err != nil {
+				progress.Done()
 				return p, fmt.Errorf("%s: %w", side.name, err)
 			}
 			runs = append(runs, *res.Replay)
 		}
+		progress.Done()
 		*side.out = summarize(runs, queues)
 	}
 	return p, nil
+}
+
+// plural is "1 seed", "3 seeds".
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
 }
 
 // gpus reads a resource list's GPUs (tessera.dev/gpu, else nvidia.com/gpu).

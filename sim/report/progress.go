@@ -38,7 +38,7 @@ type Progress struct {
 // NewProgress returns a progress reporter for total units of work; a total of 0 or
 // less means unknown (counts are shown without a percentage).
 func NewProgress(w io.Writer, total int, label string) *Progress {
-	return newProgress(w, total, label, isTerminal(w), time.Now)
+	return newProgress(w, total, label, IsTerminal(w), time.Now)
 }
 
 func newProgress(w io.Writer, total int, label string, tty bool, now func() time.Time) *Progress {
@@ -46,8 +46,9 @@ func newProgress(w io.Writer, total int, label string, tty bool, now func() time
 	return &Progress{w: w, label: label, total: total, tty: tty, now: now, start: t, printed: -1}
 }
 
-// isTerminal reports whether w is a character device, like a terminal.
-func isTerminal(w io.Writer) bool {
+// IsTerminal reports whether w is a character device, like a terminal: where a
+// command shows progress unless asked not to.
+func IsTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
 	if !ok {
 		return false
