@@ -1,6 +1,7 @@
 // Package cli holds what Tessera's two binaries (tessera and tessera-node-agent) share
-// in their command lines: the version subcommand and flag, and plain boolean flags in
-// help.
+// in their command lines: the version subcommand and flag, plain boolean flags in help,
+// deprecated flag aliases and checks of address flags, exit codes (0 success, 1
+// failure, 2 unusable input) and the shutdown on SIGINT and SIGTERM.
 package cli
 
 import (
@@ -12,11 +13,12 @@ import (
 	"github.com/tessera-gpu/tessera/internal/version"
 )
 
-// AddVersion gives root a --version flag and a version subcommand, both printing the
-// same line (internal/version).
+// AddVersion gives root a --version flag (long only: -v is the log level everywhere)
+// and a version subcommand, both printing the same line (internal/version).
 func AddVersion(root *cobra.Command) {
 	root.Version = version.String()
 	root.SetVersionTemplate("{{.Version}}\n")
+	root.Flags().Bool("version", false, "print the version")
 	root.AddCommand(&cobra.Command{
 		Use:   "version",
 		Short: "Print the version",

@@ -35,6 +35,9 @@ func TestVersionAndPlainBoolFlags(t *testing.T) {
 	if err != nil || flag != sub {
 		t.Errorf("--version %q (%v), version %q", flag, err, sub)
 	}
+	if _, err := run(newRoot(&on), "-v"); err == nil {
+		t.Error("-v is --version: -v is the log level where there is one")
+	}
 	help, err := run(newRoot(&on), "--help")
 	if err != nil || strings.Contains(help, "[=true|false]") || !strings.Contains(help, "--on ") {
 		t.Errorf("help (%v):\n%s", err, help)
