@@ -14,7 +14,7 @@ STATICCHECK   := $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 GENERATED     := api deploy/crds deploy/helm/tessera/crds deploy/kustomize/base
 CHART         := deploy/helm/tessera
 
-.PHONY: all build test chart-test unit integration rules-test k8s-binaries e2e-binaries e2e dev-cluster lint generate verify demo figures bench bench-scheduler clean
+.PHONY: all build test chart-test unit integration rules-test fuzz k8s-binaries e2e-binaries e2e dev-cluster lint generate verify demo figures bench bench-scheduler clean
 
 all: build
 
@@ -67,6 +67,19 @@ rules-test:
 
 unit:
 	$(GO) test -count=1 $$($(GO) list ./... | grep -v /test/)
+
+## fuzz: the fuzz targets of what reads untrusted input (a pull request's kustomizations,
+## Volcano objects to convert, the preview's cluster dump, custom resources validated
+## offline) for FUZZTIME each, one after the other (under a minute in all with a warm
+## build cache); CI runs it after test. A failing input is saved under the package's
+## testdata/fuzz/ and replayed by go test from then on
+FUZZTIME     ?= 5s
+FUZZ_TARGETS := gitops/lint:FuzzLint volcano:FuzzConvert gitops/preview:FuzzInput deploy/crds:FuzzDefaultAndValidate
+fuzz:
+	@set -e; for t in $(FUZZ_TARGETS); do \
+	  echo "fuzz $${t#*:} (./$${t%%:*}, $(FUZZTIME))"; \
+	  $(GO) test -run '^$$' -fuzz "^$${t#*:}\$$" -fuzztime $(FUZZTIME) ./$${t%%:*}; \
+	done
 
 integration: k8s-binaries
 	KUBEBUILDER_ASSETS="$$(hack/k8s-binaries.sh)" TESSERA_REQUIRE_K8S=1 $(GO) test -count=1 ./test/...
