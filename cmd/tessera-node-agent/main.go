@@ -4,13 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"net/http"
 	"os"
-	"os/signal"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/go-logr/logr/funcr"
@@ -23,11 +22,11 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/record"
 	pb "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 
 	"github.com/tessera-gpu/tessera/internal/cli"
+	"github.com/tessera-gpu/tessera/internal/kubeclient"
 	"github.com/tessera-gpu/tessera/nodeagent"
 	"github.com/tessera-gpu/tessera/nodeagent/nvidia"
 	"github.com/tessera-gpu/tessera/nodeagent/nvidia/nvidiatest"
@@ -36,16 +35,23 @@ import (
 func main() {
 	if err := newRootCommand().Execute(); err != nil {
 		fmt.Fprintln(os.Stderr, "tessera-node-agent:", err)
-		os.Exit(1)
+		os.Exit(cli.ExitCode(err))
 	}
+}
+
+// agentFlags are the agent's command line.
+type agentFlags struct {
+	cfg                    nodeagent.Config
+	kube                   kubeclient.Options
+	metricsAddr, probeAddr string
+	fakeGPUs               string
+	verbosity              int
 }
 
 // newRootCommand is the agent: the flags and behaviour of what was `tessera node-agent`,
 // plus --version and a version subcommand.
 func newRootCommand() *cobra.Command {
-	cfg := nodeagent.Config{NodeName: os.Getenv("NODE_NAME")}
-	var kubeconfig, metricsAddr, fakeGPUs string
-	var verbosity int
+	f := agentFlags{cfg: nodeagent.Config{NodeName: os.Getenv("NODE_NAME")}}
 	cmd := &cobra.Command{
 		Use:           "tessera-node-agent",
 		Short:         "Discover GPUs through NVML, publish GPUNode, serve the device plugin",
@@ -56,83 +62,156 @@ the node's GPUNode and on the Node (labels tessera.dev/gpu-model and tessera.dev
 capacity tessera.dev/gpu-memory in MiB); serves the kubelet device plugin for tessera.dev/gpu,
 handing each container the GPUs of its pod's tessera.dev/gpu-assignment; samples utilisation
 and per-pod GPU memory; serves Prometheus metrics. A missing or failing NVML is reported and
-retried; it never stops the agent.`,
+retried; it never stops the agent.
+
+Exit codes: 0 stopped by SIGINT or SIGTERM, 1 failed, 2 unusable flags or kubeconfig.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if cfg.NodeName == "" {
-				return errors.New("node name is empty: set --node-name or NODE_NAME (the downward API's spec.nodeName)")
-			}
-			gpus, err := gpuSource(fakeGPUs)
+			run, err := f.prepare(cmd.ErrOrStderr())
 			if err != nil {
-				return err
+				return cli.Usage(err)
 			}
-			log := funcr.NewJSON(func(obj string) { fmt.Fprintln(cmd.ErrOrStderr(), obj) }, funcr.Options{Verbosity: verbosity})
-			restCfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-			if err != nil {
-				return fmt.Errorf("kubernetes client config (--kubeconfig, or in-cluster): %w", err)
-			}
-			kube, err := kubernetes.NewForConfig(restCfg)
-			if err != nil {
-				return err
-			}
-			dyn, err := dynamic.NewForConfig(restCfg)
-			if err != nil {
-				return err
-			}
-			reg := prometheus.NewRegistry()
-			reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-			bc := record.NewBroadcaster()
-			defer bc.Shutdown()
-			bc.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kube.CoreV1().Events("")})
-			agent, err := nodeagent.New(cfg, nodeagent.Deps{
-				GPUs: gpus, Kube: kube, Dynamic: dyn, Registry: reg, Log: log,
-				Recorder: bc.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "tessera-node-agent", Host: cfg.NodeName}),
-			})
-			if err != nil {
-				return err
-			}
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
-			defer stop()
-			mux := http.NewServeMux()
-			mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
-			mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
-			srv := &http.Server{Addr: metricsAddr, Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-			srvErr := make(chan error, 1)
-			go func() {
-				if err := srv.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
-					srvErr <- fmt.Errorf("metrics server on %s: %w", metricsAddr, err)
-					stop()
-				}
-			}()
-			log.Info("Starting node agent", "node", cfg.NodeName, "metrics", metricsAddr, "sharesPerGPU", cfg.SharesPerGPU, "mps", cfg.MPS)
-			runErr := agent.Run(ctx)
-			shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			_ = srv.Shutdown(shutdown)
-			select {
-			case err := <-srvErr:
-				return err
-			default:
-			}
-			return runErr
+			return cli.UntilSignal(cmd.Context(), cli.ShutdownGrace, run)
 		},
 	}
-	f := cmd.Flags()
-	f.StringVar(&cfg.NodeName, "node-name", cfg.NodeName, "name of the node the agent runs on (default $NODE_NAME)")
-	f.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig file; empty means in-cluster")
-	f.IntVar(&cfg.SharesPerGPU, "shares-per-gpu", 1, "tessera.dev/gpu devices advertised per GPU")
-	f.BoolVar(&cfg.MPS, "mps", false, "set CUDA_MPS_PINNED_DEVICE_MEM_LIMIT on containers with a memory slice (MPS control daemon runs on the node)")
-	f.DurationVar(&cfg.SampleInterval, "sample-interval", 10*time.Second, "how often GPUs are sampled and the GPUNode status written")
-	f.IntVar(&cfg.IdleUtilizationPercent, "idle-utilization-percent", 5, "a GPU above this utilisation counts as active for lastActiveTime")
-	f.StringVar(&cfg.ProcRoot, "proc-root", "/proc", "the host's /proc, to map GPU processes to pods through their cgroups")
-	f.StringVar(&cfg.DevicePluginDir, "device-plugin-dir", pb.DevicePluginPath, "kubelet device plugin directory (holds kubelet.sock); empty disables the device plugin")
-	f.DurationVar(&cfg.RetryMax, "nvml-retry-max", 5*time.Minute, "longest wait between NVML attempts when it is missing or failing")
-	f.StringVar(&metricsAddr, "metrics-addr", ":9400", "address of the Prometheus /metrics and /healthz endpoint")
-	f.StringVar(&fakeGPUs, "fake-gpus", "", "simulate the node's GPUs with go-nvml's mocks instead of loading NVML ("+strings.Join(fakeGPUModels(), ", ")+"), to try Tessera or test it without GPUs")
-	f.IntVarP(&verbosity, "v", "v", 0, "log verbosity")
+	fs := cmd.Flags()
+	fs.StringVar(&f.cfg.NodeName, "node-name", f.cfg.NodeName, "name of the node the agent runs on (default $NODE_NAME)")
+	f.kube.AddFlags(fs, "")
+	fs.IntVar(&f.cfg.SharesPerGPU, "shares-per-gpu", 1, "tessera.dev/gpu devices advertised per GPU")
+	fs.BoolVar(&f.cfg.MPS, "mps", false, "set CUDA_MPS_PINNED_DEVICE_MEM_LIMIT on containers with a memory slice (MPS control daemon runs on the node)")
+	fs.DurationVar(&f.cfg.SampleInterval, "sample-interval", 10*time.Second, "how often GPUs are sampled and the GPUNode status written")
+	fs.IntVar(&f.cfg.IdleUtilizationPercent, "idle-utilization-percent", 5, "a GPU above this utilisation counts as active for lastActiveTime")
+	fs.StringVar(&f.cfg.ProcRoot, "proc-root", "/proc", "the host's /proc, to map GPU processes to pods through their cgroups")
+	fs.StringVar(&f.cfg.DevicePluginDir, "device-plugin-dir", pb.DevicePluginPath, "kubelet device plugin directory (holds kubelet.sock); empty disables the device plugin")
+	fs.DurationVar(&f.cfg.RetryMax, "nvml-retry-max", 5*time.Minute, "longest wait between NVML attempts when it is missing or failing")
+	fs.StringVar(&f.metricsAddr, "metrics-bind-address", ":9400", "address of the Prometheus /metrics endpoint, and of /healthz unless --health-probe-bind-address is given (0 disables it)")
+	cli.DeprecatedAlias(cmd, "metrics-bind-address", "metrics-addr")
+	fs.StringVar(&f.probeAddr, "health-probe-bind-address", "", "address of /healthz and /readyz (default: the metrics address; 0 disables them)")
+	fs.StringVar(&f.fakeGPUs, "fake-gpus", "", "simulate the node's GPUs with go-nvml's mocks instead of loading NVML ("+strings.Join(fakeGPUModels(), ", ")+"), to try Tessera or test it without GPUs")
+	fs.IntVarP(&f.verbosity, "v", "v", 0, "log level (verbosity)")
 	cli.AddVersion(cmd)
 	cli.PlainBoolFlags(cmd)
+	cli.UsageErrors(cmd)
 	return cmd
+}
+
+// validate checks the flags that need no file and no cluster.
+func (f agentFlags) validate() error {
+	var errs []error
+	if f.cfg.NodeName == "" {
+		errs = append(errs, errors.New("node name is empty: set --node-name or NODE_NAME (the downward API's spec.nodeName)"))
+	}
+	if f.cfg.SharesPerGPU < 1 {
+		errs = append(errs, fmt.Errorf("--shares-per-gpu %d: must be 1 or more (1: whole GPUs)", f.cfg.SharesPerGPU))
+	}
+	if f.cfg.SampleInterval <= 0 {
+		errs = append(errs, fmt.Errorf("--sample-interval %s: must be positive (for example --sample-interval=10s)", f.cfg.SampleInterval))
+	}
+	if f.cfg.RetryMax <= 0 {
+		errs = append(errs, fmt.Errorf("--nvml-retry-max %s: must be positive (for example --nvml-retry-max=5m)", f.cfg.RetryMax))
+	}
+	if p := f.cfg.IdleUtilizationPercent; p < 0 || p > 100 {
+		errs = append(errs, fmt.Errorf("--idle-utilization-percent %d: must be from 0 to 100", p))
+	}
+	if f.verbosity < 0 {
+		errs = append(errs, fmt.Errorf("-v %d: must not be negative", f.verbosity))
+	}
+	errs = append(errs,
+		cli.CheckBindAddress("metrics-bind-address", f.metricsAddr, true),
+		cli.CheckBindAddress("health-probe-bind-address", f.probeAddr, true),
+		f.kube.Validate())
+	return errors.Join(errs...)
+}
+
+// prepare checks the flags, reads the kubeconfig and picks the GPUs, then returns the
+// agent to run; it connects to nothing.
+func (f agentFlags) prepare(stderr io.Writer) (func(context.Context) error, error) {
+	if err := f.validate(); err != nil {
+		return nil, err
+	}
+	gpus, err := gpuSource(f.fakeGPUs)
+	if err != nil {
+		return nil, err
+	}
+	restCfg, err := f.kube.Config()
+	if err != nil {
+		return nil, err
+	}
+	kube, err := kubernetes.NewForConfig(restCfg)
+	if err != nil {
+		return nil, err
+	}
+	dyn, err := dynamic.NewForConfig(restCfg)
+	if err != nil {
+		return nil, err
+	}
+	log := funcr.NewJSON(func(obj string) { fmt.Fprintln(stderr, obj) }, funcr.Options{Verbosity: f.verbosity})
+	return func(ctx context.Context) error {
+		reg := prometheus.NewRegistry()
+		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+		bc := record.NewBroadcaster()
+		defer bc.Shutdown()
+		bc.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kube.CoreV1().Events("")})
+		cfg := f.cfg
+		agent, err := nodeagent.New(cfg, nodeagent.Deps{
+			GPUs: gpus, Kube: kube, Dynamic: dyn, Registry: reg, Log: log,
+			Recorder: bc.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "tessera-node-agent", Host: cfg.NodeName}),
+		})
+		if err != nil {
+			return err
+		}
+		ctx, stop := context.WithCancel(ctx)
+		defer stop()
+		servers, srvErr := f.serve(reg, stop)
+		log.Info("Starting node agent", "node", cfg.NodeName, "metrics", f.metricsAddr, "sharesPerGPU", cfg.SharesPerGPU, "mps", cfg.MPS)
+		runErr := agent.Run(ctx)
+		shutdown, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		for _, srv := range servers {
+			_ = srv.Shutdown(shutdown)
+		}
+		select {
+		case err := <-srvErr:
+			return err
+		default:
+		}
+		return runErr
+	}, nil
+}
+
+// serve starts the metrics endpoint and the probes (on the metrics address unless
+// --health-probe-bind-address names another); a server that fails sends its error and
+// calls stop.
+func (f agentFlags) serve(reg *prometheus.Registry, stop func()) ([]*http.Server, <-chan error) {
+	ok := func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) }
+	metrics := http.NewServeMux()
+	metrics.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	probes := metrics
+	if f.probeAddr != "" && f.probeAddr != f.metricsAddr {
+		probes = http.NewServeMux()
+	}
+	probes.HandleFunc("/healthz", ok)
+	probes.HandleFunc("/readyz", ok)
+	addrs := map[string]*http.ServeMux{}
+	if f.metricsAddr != "0" {
+		addrs[f.metricsAddr] = metrics
+	}
+	if probes != metrics && f.probeAddr != "0" {
+		addrs[f.probeAddr] = probes
+	}
+	errc := make(chan error, len(addrs))
+	var servers []*http.Server
+	for addr, mux := range addrs {
+		srv := &http.Server{Addr: addr, Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		servers = append(servers, srv)
+		go func() {
+			if err := srv.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				errc <- fmt.Errorf("serving on %s: %w", addr, err)
+				stop()
+			}
+		}()
+	}
+	return servers, errc
 }
 
 // gpuSource is the real NVML library, or the simulated node --fake-gpus names.

@@ -2,12 +2,24 @@ package main
 
 import (
 	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
 	"testing"
+	"time"
+
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/tessera-gpu/tessera/internal/cli"
 )
 
 // execute runs the command line and returns its standard output (stderr is dropped).
@@ -62,11 +74,173 @@ func TestCommandLine(t *testing.T) {
 		t.Errorf("help (%v):\n%s", err, help)
 	}
 	for _, flag := range []string{"--node-name", "--kubeconfig", "--shares-per-gpu", "--mps ", "--sample-interval", "--idle-utilization-percent",
-		"--proc-root", "--device-plugin-dir", "--nvml-retry-max", "--metrics-addr", "--fake-gpus", "-v, --v"} {
+		"--proc-root", "--device-plugin-dir", "--nvml-retry-max", "--metrics-bind-address", "--health-probe-bind-address",
+		"--request-timeout", "--fake-gpus", "-v, --v"} {
 		if !strings.Contains(help, flag) {
 			t.Errorf("help lacks %s:\n%s", flag, help)
 		}
 	}
+	if strings.Contains(help, "--metrics-addr") {
+		t.Errorf("help shows the deprecated --metrics-addr:\n%s", help)
+	}
+}
+
+// Every flag is checked before the agent connects: an error naming the flag, exit
+// code 2, no request to the API server.
+func TestFlagsCheckedBeforeConnecting(t *testing.T) {
+	api := blackHole(t)
+	base := []string{"--node-name", "n1", "--fake-gpus", "dgxa100", "--kubeconfig", kubeconfigFor(t, api.url)}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--shares-per-gpu=0"}, "--shares-per-gpu 0: must be 1 or more"},
+		{[]string{"--sample-interval=0"}, "--sample-interval 0s: must be positive"},
+		{[]string{"--nvml-retry-max=-1s"}, "--nvml-retry-max -1s: must be positive"},
+		{[]string{"--idle-utilization-percent=101"}, "--idle-utilization-percent 101: must be from 0 to 100"},
+		{[]string{"--metrics-bind-address=:70000"}, `--metrics-bind-address ":70000": port 70000 is out of range`},
+		{[]string{"--metrics-addr=:70000"}, `--metrics-bind-address ":70000": port 70000 is out of range`},
+		{[]string{"--metrics-addr=:9400", "--metrics-bind-address=:9500"}, "--metrics-addr is the deprecated name of --metrics-bind-address"},
+		{[]string{"--health-probe-bind-address=9401"}, `--health-probe-bind-address "9401": give HOST:PORT`},
+		{[]string{"--request-timeout=-1s"}, "--request-timeout -1s: must not be negative"},
+		{[]string{"-v=-1"}, "-v -1: must not be negative"},
+		{[]string{"--sample-interval=often"}, `invalid argument "often" for "--sample-interval" flag`},
+		{[]string{"--fake-gpus=dgx9"}, `--fake-gpus: unknown simulated node "dgx9"`},
+		{[]string{"--node-name="}, "node name is empty"},
+	} {
+		_, err := execute(append(slices.Clone(base), c.args...)...)
+		if err == nil || !strings.Contains(err.Error(), c.want) || cli.ExitCode(err) != cli.ExitUsage {
+			t.Errorf("%v: got %v (exit code %d), want %q (2)", c.args, err, cli.ExitCode(err), c.want)
+		}
+	}
+	if n := api.conns.Load(); n != 0 {
+		t.Errorf("%d connection(s) to the API server while checking flags", n)
+	}
+}
+
+// The agent finds its cluster as every Tessera command does: --kubeconfig, else
+// $KUBECONFIG, else ~/.kube/config, else in-cluster; with none, it says so.
+func TestKubeconfigLookup(t *testing.T) {
+	if _, err := os.Stat(clientcmd.RecommendedHomeFile); err == nil {
+		t.Skipf("%s exists", clientcmd.RecommendedHomeFile)
+	}
+	t.Setenv("KUBECONFIG", "")
+	t.Setenv("KUBERNETES_SERVICE_HOST", "")
+	t.Setenv("KUBERNETES_SERVICE_PORT", "")
+	_, err := execute("--node-name", "n1", "--fake-gpus", "dgxa100")
+	if err == nil || err.Error() != "no kubeconfig: set --kubeconfig or $KUBECONFIG, or run in a cluster" || cli.ExitCode(err) != cli.ExitUsage {
+		t.Errorf("no configuration: %v", err)
+	}
+	// $KUBECONFIG names the cluster: the agent starts, serves, and stops with its context.
+	api := blackHole(t)
+	t.Setenv("KUBECONFIG", kubeconfigFor(t, api.url))
+	metrics, probes := freeAddr(t), freeAddr(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	root := newRootCommand()
+	root.SetArgs([]string{"--node-name", "n1", "--fake-gpus", "dgxa100", "--device-plugin-dir=", "--request-timeout=1s",
+		"--metrics-bind-address", metrics, "--health-probe-bind-address", probes})
+	root.SetOut(&bytes.Buffer{})
+	root.SetErr(&bytes.Buffer{})
+	done := make(chan error, 1)
+	go func() { done <- root.ExecuteContext(ctx) }()
+	for _, c := range []struct {
+		url  string
+		code int
+	}{{"http://" + probes + "/healthz", 200}, {"http://" + probes + "/readyz", 200}, {"http://" + metrics + "/metrics", 200}, {"http://" + metrics + "/healthz", 404}} {
+		if got := getStatus(t, c.url); got != c.code {
+			t.Errorf("GET %s: %d, want %d", c.url, got, c.code)
+		}
+	}
+	if api.conns.Load() == 0 {
+		t.Error("the agent never reached the API server in $KUBECONFIG")
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("stopped: %v", err)
+		}
+	case <-time.After(cli.ShutdownGrace + 2*time.Second):
+		t.Fatal("the agent did not stop with its context")
+	}
+}
+
+// getStatus polls url until it answers (up to 10s) and returns the status code.
+func getStatus(t *testing.T, url string) int {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		resp, err := http.Get(url)
+		if err == nil {
+			resp.Body.Close()
+			return resp.StatusCode
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("GET %s: %v", url, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// freeAddr is a local address free a moment ago.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// apiServer is an API server that accepts connections and never answers.
+type apiServer struct {
+	url   string
+	conns atomic.Int64
+}
+
+func blackHole(t *testing.T) *apiServer {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &apiServer{url: "http://" + l.Addr().String()}
+	var mu sync.Mutex
+	var conns []net.Conn
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			s.conns.Add(1)
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		l.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	return s
+}
+
+// kubeconfigFor writes a kubeconfig of the cluster at url.
+func kubeconfigFor(t *testing.T, url string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	kc := fmt.Sprintf("apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: %q}}]\nusers: [{name: u, user: {token: t}}]\n"+
+		"contexts: [{name: c, context: {cluster: c, user: u}}]\ncurrent-context: c\n", url)
+	if err := os.WriteFile(path, []byte(kc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
 
 // TestBinaryStarts builds the agent with cgo, as Dockerfile.node-agent does, and runs it
@@ -102,5 +276,37 @@ func TestBinaryStarts(t *testing.T) {
 	}
 	if out, err := exec.Command(bin, "version").CombinedOutput(); err != nil || !strings.HasPrefix(string(out), "tessera ") {
 		t.Fatalf("tessera-node-agent version: %v: %s", err, out)
+	}
+
+	// Against an API server that never answers, the agent still stops within a few
+	// seconds of SIGTERM or SIGINT, and exits 0.
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
+		api := blackHole(t)
+		cmd := exec.Command(bin, "--node-name", "n1", "--fake-gpus", "dgxa100", "--device-plugin-dir=", "--kubeconfig", kubeconfigFor(t, api.url),
+			"--metrics-bind-address", freeAddr(t))
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case err := <-done:
+			t.Fatalf("exited before the signal: %v\n%s", err, stderr.String())
+		case <-time.After(1500 * time.Millisecond):
+		}
+		if err := cmd.Process.Signal(sig); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("%s: %v\n%s", sig, err, stderr.String())
+			}
+		case <-time.After(cli.ShutdownGrace + 5*time.Second):
+			_ = cmd.Process.Kill()
+			t.Fatalf("still running %s after %s\n%s", cli.ShutdownGrace+5*time.Second, sig, stderr.String())
+		}
 	}
 }

@@ -2,20 +2,20 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"strings"
 	"time"
 
 	"github.com/tessera-gpu/tessera/autoscale/actuator"
 
+	"github.com/tessera-gpu/tessera/internal/cli"
 	"github.com/tessera-gpu/tessera/internal/controller"
+	"github.com/tessera-gpu/tessera/internal/kubeclient"
 
 	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -28,7 +28,7 @@ import (
 func init() { register(newAutoscalerCommand) }
 
 type autoscalerFlags struct {
-	kubeconfig           string
+	kube                 kubeclient.Options
 	managementKubeconfig string
 	config               string
 	profile              string
@@ -52,10 +52,10 @@ workload cluster itself); without Cluster API there, a drained node stays cordon
 labelled tessera.dev/removable=true. Every step is recorded on the objects, so a restarted
 or newly elected replica carries on. "tessera autoscaler plan" shows the decisions.`,
 		Args: cobra.NoArgs,
-		RunE: untilSignal(func(ctx context.Context) error { return runAutoscaler(ctx, f) }),
+		RunE: runDaemon(func() (func(context.Context) error, error) { return prepareAutoscaler(f) }),
 	}
 	fs := cmd.Flags()
-	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig file of the workload cluster (nodes, pods); empty: $KUBECONFIG or the in-cluster config")
+	f.kube.AddFlags(fs, "kubeconfig file of the workload cluster (nodes, pods) (default: $KUBECONFIG, then ~/.kube/config, then the in-cluster config)")
 	fs.StringVar(&f.managementKubeconfig, "management-kubeconfig", "", "kubeconfig file of the Cluster API management cluster (Machines); empty: the workload cluster")
 	fs.StringVar(&f.config, "config", "", "scheduler configuration the cluster's scheduler runs; empty: --profile")
 	profileFlag(cmd, &f.profile, "tessera", "built-in scheduler profile the cluster's scheduler runs, used when --config is empty: "+strings.Join(scheduler.ProfileNames(), ", "))
@@ -63,46 +63,64 @@ or newly elected replica carries on. "tessera autoscaler plan" shows the decisio
 	fs.DurationVar(&f.revalidateAfter, "revalidate-after", 30*time.Second, "wait between tainting a candidate and planning again before cordoning it")
 	fs.DurationVar(&f.stepTimeout, "step-timeout", 10*time.Minute, "a drain or Machine removal step that has not completed by then fails and is undone")
 	f.serving.AddFlags(fs, "tessera-autoscaler")
-	klogFlags := flag.NewFlagSet("klog", flag.ContinueOnError)
-	klog.InitFlags(klogFlags)
-	fs.AddGoFlag(klogFlags.Lookup("v"))
 	cmd.AddCommand(newAutoscalerPlanCommand())
 	return cmd
 }
 
-func runAutoscaler(ctx context.Context, f autoscalerFlags) error {
-	log, scfg, cfg, scheme, err := daemonInputs(f.config, f.profile, f.kubeconfig)
-	if err != nil {
-		return err
-	}
-	infra, err := managementCluster(f.managementKubeconfig, cfg, log)
-	if err != nil {
-		return err
-	}
-	serving := f.serving
-	serving.Log = log.WithName("autoscaler")
-	mgr, _, err := actuator.NewManager(cfg, scheme, actuator.Config{
-		Actuator:       actuator.Options{Scheduler: scfg, RevalidateAfter: f.revalidateAfter, StepTimeout: f.stepTimeout},
-		Infrastructure: infra, Period: f.period, Registerer: crmetrics.Registry,
-		Serving: serving,
-	})
-	if err != nil {
-		return err
-	}
-	log.Info("starting autoscaler", "period", f.period, "clusterAPI", infra != nil, "leaderElect", f.serving.LeaderElect)
-	return mgr.Start(ctx)
+// validate checks the flags that need no file and no cluster.
+func (f autoscalerFlags) validate() error {
+	return checks(
+		positive("period", f.period, "10s"),
+		positive("revalidate-after", f.revalidateAfter, "30s"),
+		positive("step-timeout", f.stepTimeout, "10m"),
+		f.serving.Validate(),
+		f.kube.Validate())
 }
 
-// managementCluster connects to the Cluster API management cluster (kubeconfig, else
-// the workload cluster's workload config); nil when it serves no Machines.
-func managementCluster(kubeconfig string, workload *rest.Config, log logr.Logger) (actuator.Infrastructure, error) {
-	cfg := workload
-	if kubeconfig != "" {
-		var err error
-		if cfg, err = clientcmd.BuildConfigFromFlags("", kubeconfig); err != nil {
-			return nil, fmt.Errorf("--management-kubeconfig: %w", err)
-		}
+// prepareAutoscaler checks the flags and reads the configuration and both kubeconfigs,
+// then returns the autoscaler to run.
+func prepareAutoscaler(f autoscalerFlags) (func(context.Context) error, error) {
+	scfg, log, cfg, scheme, err := daemonInputs(f.validate(), f.config, f.profile, f.kube)
+	if err != nil {
+		return nil, err
 	}
+	mcfg, err := managementConfig(f.managementKubeconfig, cfg, f.kube.RequestTimeout)
+	if err != nil {
+		return nil, err
+	}
+	return func(ctx context.Context) error {
+		infra, err := managementCluster(ctx, mcfg, f.managementKubeconfig != "", log)
+		if err != nil {
+			return err
+		}
+		serving := f.serving
+		serving.Log = log.WithName("autoscaler")
+		mgr, _, err := actuator.NewManager(cfg, scheme, actuator.Config{
+			Actuator:       actuator.Options{Scheduler: scfg, RevalidateAfter: f.revalidateAfter, StepTimeout: f.stepTimeout},
+			Infrastructure: infra, Period: f.period, Registerer: crmetrics.Registry,
+			Serving: serving,
+		})
+		if err != nil {
+			return err
+		}
+		log.Info("starting autoscaler", "period", f.period, "clusterAPI", infra != nil, "leaderElect", f.serving.LeaderElect)
+		return startManager(ctx, mgr)
+	}, nil
+}
+
+// managementConfig is the client configuration of the Cluster API management cluster:
+// the file kubeconfig, else the workload cluster's.
+func managementConfig(kubeconfig string, workload *rest.Config, timeout time.Duration) (*rest.Config, error) {
+	if kubeconfig == "" {
+		return workload, nil
+	}
+	return kubeclient.LoadFile("--management-kubeconfig", kubeconfig, timeout)
+}
+
+// managementCluster connects to the Cluster API management cluster of cfg (named by
+// --management-kubeconfig when explicit); nil when it serves no Machines. It returns
+// when ctx ends, whatever the API server does.
+func managementCluster(ctx context.Context, cfg *rest.Config, explicit bool, log logr.Logger) (actuator.Infrastructure, error) {
 	scheme := runtime.NewScheme()
 	if err := capi.AddToScheme(scheme); err != nil {
 		return nil, err
@@ -111,12 +129,16 @@ func managementCluster(kubeconfig string, workload *rest.Config, log logr.Logger
 	if err != nil {
 		return nil, fmt.Errorf("management cluster client: %w", err)
 	}
-	ok, err := capi.Installed(c.RESTMapper())
+	var ok bool
+	err = untilDone(ctx, func() (err error) {
+		ok, err = capi.Installed(c.RESTMapper())
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("management cluster: look up Cluster API's Machines: %w", err)
 	}
 	if !ok {
-		if kubeconfig != "" {
+		if explicit {
 			return nil, fmt.Errorf("--management-kubeconfig: the cluster serves no cluster.x-k8s.io/v1beta2 Machines; install Cluster API there or drop the flag")
 		}
 		log.Info("no Cluster API in the cluster: drained nodes stay cordoned, labelled " + autoscale.LabelRemovable + "=true")
@@ -126,7 +148,8 @@ func managementCluster(kubeconfig string, workload *rest.Config, log logr.Logger
 }
 
 func newAutoscalerPlanCommand() *cobra.Command {
-	var kubeconfig, management, config, profile, output string
+	var management, config, profile, output string
+	var kube kubeclient.Options
 	cmd := &cobra.Command{
 		Use:   "plan",
 		Short: "Print every GPU node, whether it is a scale-down candidate, and why or why not",
@@ -136,15 +159,19 @@ rule that keeps it, including the min size of its Cluster API node group. A node
 idle from its GPUNode's lastActiveTime. Changes nothing.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, scfg, err := liveClient(kubeconfig, config, profile, output)
+			c, scfg, err := liveClient(kube, config, profile, output)
 			if err != nil {
 				return err
 			}
-			cfg, err := restConfig(kubeconfig)
+			cfg, err := restConfig(kube)
 			if err != nil {
-				return err
+				return cli.Usage(err)
 			}
-			infra, err := managementCluster(management, cfg, klog.NewKlogr())
+			mcfg, err := managementConfig(management, cfg, kube.RequestTimeout)
+			if err != nil {
+				return cli.Usage(err)
+			}
+			infra, err := managementCluster(cmd.Context(), mcfg, management != "", klog.NewKlogr())
 			if err != nil {
 				return err
 			}
@@ -166,7 +193,7 @@ idle from its GPUNode's lastActiveTime. Changes nothing.`,
 			return nil
 		},
 	}
-	liveFlags(cmd, "kubeconfig file of the workload cluster; empty: $KUBECONFIG or the in-cluster config", &kubeconfig, &config, &profile, &output)
+	liveFlags(cmd, "kubeconfig file of the workload cluster (default: $KUBECONFIG, then ~/.kube/config, then the in-cluster config)", &kube, &config, &profile, &output)
 	cmd.Flags().StringVar(&management, "management-kubeconfig", "", "kubeconfig file of the Cluster API management cluster, for the node groups' min size; empty: the workload cluster")
 	return cmd
 }

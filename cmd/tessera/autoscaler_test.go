@@ -7,7 +7,7 @@ import (
 
 func TestAutoscalerCommands(t *testing.T) {
 	root := newRootCommand()
-	root.SetArgs([]string{"autoscaler", "--leader-elect", "--leader-election-namespace=", "--kubeconfig", "/nonexistent"})
+	root.SetArgs([]string{"autoscaler", "--leader-elect=false", "--kubeconfig", "/nonexistent"})
 	if err := root.Execute(); err == nil || !strings.Contains(err.Error(), "kubeconfig") {
 		t.Fatalf("autoscaler with a missing kubeconfig: %v", err)
 	}

@@ -33,12 +33,7 @@ func TestPlainGoBuild(t *testing.T) {
 		}
 	}
 
-	bin := filepath.Join(t.TempDir(), "tessera")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/tessera")
-	build.Dir, build.Env = filepath.Join("..", ".."), append(env, "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("CGO_ENABLED=0 go build ./cmd/tessera: %v\n%s", err, out)
-	}
+	bin := tesseraBinary(t) // CGO_ENABLED=0 go build ./cmd/tessera, without tags
 	if out, err := exec.Command(bin, "version").CombinedOutput(); err != nil || !strings.HasPrefix(string(out), "tessera ") {
 		t.Fatalf("tessera version: %v: %s", err, out)
 	}

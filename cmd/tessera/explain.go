@@ -1,9 +1,13 @@
 package main
 
 import (
+	"fmt"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/tessera-gpu/tessera/internal/kubeclient"
 
 	"github.com/tessera-gpu/tessera/scheduler/daemon"
 )
@@ -11,7 +15,8 @@ import (
 func init() { register(newExplainCommand) }
 
 func newExplainCommand() *cobra.Command {
-	var kubeconfig, config, profile, output string
+	var config, profile, output string
+	var kube kubeclient.Options
 	cmd := &cobra.Command{
 		Use:   "explain (pod NAMESPACE/NAME | podgroup NAMESPACE/NAME | queue NAME)",
 		Short: "Explain why a job is pending, or where it runs and on which GPUs",
@@ -20,9 +25,9 @@ or why it waits: the reason the scheduler writes on the PodGroup and the pods' e
 and what would have to change. For a queue: its GPUs allocated, deserved and capability,
 and its pending jobs with their reasons. It runs one scheduling session over a snapshot
 of the cluster and changes nothing.`,
-		Args: cobra.ExactArgs(2),
+		Args: explainArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, scfg, err := liveClient(kubeconfig, config, profile, output)
+			c, scfg, err := liveClient(kube, config, profile, output)
 			if err != nil {
 				return err
 			}
@@ -36,6 +41,29 @@ of the cluster and changes nothing.`,
 			return e.WriteText(cmd.OutOrStdout())
 		},
 	}
-	liveFlags(cmd, "kubeconfig file; empty: $KUBECONFIG or the in-cluster config", &kubeconfig, &config, &profile, &output)
+	liveFlags(cmd, "", &kube, &config, &profile, &output)
 	return cmd
+}
+
+// explainArgs checks explain's arguments before anything reads the cluster: a kind
+// daemon.Explain knows and a name of the form it takes.
+func explainArgs(_ *cobra.Command, args []string) error {
+	const usage = "explain pod NAMESPACE/NAME, podgroup NAMESPACE/NAME or queue NAME"
+	if len(args) != 2 {
+		return fmt.Errorf("%d argument(s): %s", len(args), usage)
+	}
+	kind, name := args[0], args[1]
+	switch kind {
+	case "pod", "pods", "po", "podgroup", "podgroups", "pg":
+		if ns, n, ok := strings.Cut(name, "/"); !ok || ns == "" || n == "" || strings.Contains(n, "/") {
+			return fmt.Errorf("%s %q: give it as NAMESPACE/NAME", kind, name)
+		}
+	case "queue", "queues", "tq":
+		if name == "" || strings.Contains(name, "/") {
+			return fmt.Errorf("%s %q: a queue is cluster-scoped, give its NAME", kind, name)
+		}
+	default:
+		return fmt.Errorf("unknown kind %q: %s", kind, usage)
+	}
+	return nil
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/tessera-gpu/tessera/gitops/lint"
 	"github.com/tessera-gpu/tessera/gitops/preview"
+	"github.com/tessera-gpu/tessera/internal/kubeclient"
 	"github.com/tessera-gpu/tessera/scheduler"
 	"github.com/tessera-gpu/tessera/sim"
 	"github.com/tessera-gpu/tessera/sim/trace"
@@ -76,7 +77,8 @@ bound cannot be checked.`,
 }
 
 func newPreviewCommand() *cobra.Command {
-	var base, head, manifests, kubeconfig, profile, output, scenario string
+	var base, head, manifests, profile, output, scenario string
+	var kube kubeclient.Options
 	var live bool
 	var seeds int
 	cmd := &cobra.Command{
@@ -112,6 +114,14 @@ to post on the pull request.`,
 			if seeds < 1 || seeds > sim.MaxSeeds {
 				return fmt.Errorf("--seeds %d: use 1 to %d", seeds, sim.MaxSeeds)
 			}
+			for _, f := range []string{"kubeconfig", "request-timeout"} {
+				if cmd.Flags().Changed(f) && !live {
+					return fmt.Errorf("--%s applies to --from-cluster only", f)
+				}
+			}
+			if err := kube.Validate(); err != nil {
+				return err
+			}
 			scfg, err := schedulerConfig("", profile)
 			if err != nil {
 				return err
@@ -130,7 +140,7 @@ to post on the pull request.`,
 					return err
 				}
 			} else {
-				load, _ := manifestsSource(cmd.Context(), manifests, live, kubeconfig)
+				load, _ := manifestsSource(cmd.Context(), manifests, live, kube)
 				if manifests != "" {
 					load = func() (*trace.Manifests, error) { return preview.ReadCluster(manifests) }
 				}
@@ -157,7 +167,8 @@ to post on the pull request.`,
 	f.StringVar(&head, "head", "", "the cluster's kustomization directory after the change")
 	f.StringVar(&manifests, "manifests", "", "the cluster as YAML (kubectl get ... -o yaml)")
 	f.BoolVar(&live, "from-cluster", false, "read the cluster's live objects (only reads)")
-	f.StringVar(&kubeconfig, "kubeconfig", "", "--from-cluster: kubeconfig file (default: $KUBECONFIG, ~/.kube/config or in-cluster)")
+	f.StringVar(&kube.Kubeconfig, "kubeconfig", "", "--from-cluster: kubeconfig file (default: $KUBECONFIG, ~/.kube/config or in-cluster)")
+	kube.AddTimeoutFlag(f, "--from-cluster: ")
 	f.StringVar(&scenario, "scenario", "", "replay this built-in scenario's job mix under each version's queues: "+strings.Join(trace.ScenarioNames(), ", "))
 	f.IntVar(&seeds, "seeds", 1, "--scenario: runs per version, seeds 42, 43, ...")
 	profileFlag(cmd, &profile, "tessera", "built-in scheduler profile: "+strings.Join(scheduler.ProfileNames(), ", "))

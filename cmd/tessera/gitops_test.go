@@ -1,11 +1,12 @@
 package main
 
 import (
-	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/tessera-gpu/tessera/internal/cli"
 )
 
 // TestGitOpsPreview: dropping the max-gpus-per-pod policy and raising train-dev's
@@ -55,16 +56,7 @@ func TestGitOpsPreview(t *testing.T) {
 }
 
 // exitCode is the code main exits with for err.
-func exitCode(err error) int {
-	var ec *exitCodeError
-	switch {
-	case err == nil:
-		return 0
-	case errors.As(err, &ec):
-		return ec.code
-	}
-	return 1
-}
+func exitCode(err error) int { return cli.ExitCode(err) }
 
 // TestGitOpsExitCodes: 0 clean, 1 findings, 2 unusable input, for lint and preview in
 // every mode; a mistyped subcommand is an error.

@@ -2,13 +2,15 @@ package main
 
 import (
 	"context"
-	"errors"
+	"flag"
 	"fmt"
+	"io"
 	"os"
-	"os/signal"
-	"syscall"
+	"sync/atomic"
 
 	"github.com/spf13/cobra"
+	"k8s.io/klog/v2"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/tessera-gpu/tessera/internal/cli"
 )
@@ -20,17 +22,28 @@ type exitCodeError struct {
 }
 
 func (e *exitCodeError) Error() string { return e.err.Error() }
+func (e *exitCodeError) Unwrap() error { return e.err }
+
+// ExitCode is the process exit code (cli.ExitCode).
+func (e *exitCodeError) ExitCode() int { return e.code }
 
 func main() {
 	root := newRootCommand()
+	root.SetArgs(versionShorthand(os.Args[1:], os.Stderr))
 	if err := root.Execute(); err != nil {
 		fmt.Fprintln(os.Stderr, "tessera:", err)
-		var ec *exitCodeError
-		if errors.As(err, &ec) {
-			os.Exit(ec.code)
-		}
-		os.Exit(1)
+		os.Exit(cli.ExitCode(err))
 	}
+}
+
+// versionShorthand turns the former "tessera -v" into --version, with a notice: -v is
+// the log level on every command now.
+func versionShorthand(args []string, stderr io.Writer) []string {
+	if len(args) == 1 && args[0] == "-v" {
+		fmt.Fprintln(stderr, "Flag shorthand -v for --version has been deprecated, use --version (-v is the log level, as -v=2)")
+		return []string{"--version"}
+	}
+	return args
 }
 
 // subcommands holds the subcommands' constructors; each lives in its own file and
@@ -47,23 +60,63 @@ func newRootCommand() *cobra.Command {
 		SilenceErrors: true,
 	}
 	cli.AddVersion(root) // --version and `tessera version` print the same line
+	// -v is the log level (klog's) of every command; --version has no shorthand.
+	klogFlags := flag.NewFlagSet("klog", flag.ContinueOnError)
+	klog.InitFlags(klogFlags)
+	root.PersistentFlags().AddGoFlag(klogFlags.Lookup("v"))
 	for _, newCommand := range subcommands {
 		root.AddCommand(newCommand())
 	}
 	cli.PlainBoolFlags(root)
+	cli.UsageErrors(root)
 	return root
 }
 
-// signalContext is ctx, cancelled on SIGINT or SIGTERM, so a component shuts down cleanly.
-func signalContext(ctx context.Context) (context.Context, context.CancelFunc) {
-	return signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+// runDaemon is the RunE of a long-running command. prepare reads and checks everything
+// the command is given (flags, files, the kubeconfig) without connecting to anything;
+// its error exits with code 2. The component it returns then runs until it returns or
+// the process is signalled: it stops within cli.ShutdownGrace of SIGINT or SIGTERM,
+// whatever the API server does, and at once on a second signal.
+func runDaemon(prepare func() (func(ctx context.Context) error, error)) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, _ []string) error {
+		run, err := prepare()
+		if err != nil {
+			return cli.Usage(err)
+		}
+		return cli.UntilSignal(cmd.Context(), cli.ShutdownGrace, run)
+	}
 }
 
-// untilSignal runs a long-lived component until it returns or the process is signalled.
-func untilSignal(run func(ctx context.Context) error) func(*cobra.Command, []string) error {
-	return func(cmd *cobra.Command, _ []string) error {
-		ctx, stop := signalContext(cmd.Context())
-		defer stop()
-		return run(ctx)
+// untilDone runs f, a call that takes no context, and returns its error, or ctx's once
+// ctx ends first (f is left to finish on its own, bounded by the request timeout).
+func untilDone(ctx context.Context, f func() error) error {
+	done := make(chan error, 1)
+	go func() { done <- f() }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
 	}
+}
+
+// startManager runs mgr until ctx ends and it has stopped. A manager whose informers
+// never synced (an API server that does not answer) is left at once when ctx ends:
+// controller-runtime's Start would wait for that sync, spinning, until the process
+// exits (kubernetes-sigs/controller-runtime#3440), and it holds no Lease yet, starting
+// leader election only once its caches synced.
+func startManager(ctx context.Context, mgr manager.Manager) error {
+	var synced atomic.Bool
+	go func() { synced.Store(mgr.GetCache().WaitForCacheSync(ctx)) }()
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+	}
+	if !synced.Load() {
+		return nil
+	}
+	return <-done
 }

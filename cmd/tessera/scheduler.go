@@ -2,17 +2,17 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
-	"k8s.io/klog/v2"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	tesserav1 "github.com/tessera-gpu/tessera/api/v1alpha1"
 	"github.com/tessera-gpu/tessera/internal/controller"
+	"github.com/tessera-gpu/tessera/internal/kubeclient"
 	"github.com/tessera-gpu/tessera/scheduler"
 	"github.com/tessera-gpu/tessera/scheduler/daemon"
 )
@@ -20,7 +20,7 @@ import (
 func init() { register(newSchedulerCommand) }
 
 type schedulerFlags struct {
-	kubeconfig    string
+	kube          kubeclient.Options
 	config        string
 	profile       string
 	schedulerName string
@@ -41,10 +41,10 @@ share, preemption through the Eviction API, binpack and GPU-memory slices. Each 
 pod is bound with its tessera.dev/gpu-assignment annotation, which the node agent's
 device plugin reads. Run two replicas: one is elected leader and schedules.`,
 		Args: cobra.NoArgs,
-		RunE: untilSignal(func(ctx context.Context) error { return runScheduler(ctx, f) }),
+		RunE: runDaemon(func() (func(context.Context) error, error) { return prepareScheduler(f) }),
 	}
 	fs := cmd.Flags()
-	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig file; empty: $KUBECONFIG or the in-cluster config")
+	f.kube.AddFlags(fs, "")
 	fs.StringVar(&f.config, "config", "", "scheduler configuration file (actions and plugin tiers, as tessera simulate --config); empty: --profile")
 	profileFlag(cmd, &f.profile, "tessera", "built-in scheduler profile used when --config is empty: "+strings.Join(scheduler.ProfileNames(), ", "))
 	fs.StringVar(&f.schedulerName, "scheduler-name", tesserav1.SchedulerName, "spec.schedulerName of the pods to schedule")
@@ -53,10 +53,26 @@ device plugin reads. Run two replicas: one is elected leader and schedules.`,
 	fs.Float32Var(&f.qps, "kube-api-qps", 500, "client QPS towards the API server")
 	fs.IntVar(&f.burst, "kube-api-burst", 1000, "client burst towards the API server")
 	f.serving.AddFlags(fs, "tessera-scheduler")
-	klogFlags := flag.NewFlagSet("klog", flag.ContinueOnError)
-	klog.InitFlags(klogFlags)
-	fs.AddGoFlag(klogFlags.Lookup("v"))
 	return cmd
+}
+
+// validate checks the flags that need no file and no cluster.
+func (f schedulerFlags) validate() error {
+	var name error
+	if f.schedulerName == "" {
+		name = fmt.Errorf("--scheduler-name is empty: name the spec.schedulerName to schedule (default %s)", tesserav1.SchedulerName)
+	}
+	var qps error
+	if !(f.qps > 0) {
+		qps = fmt.Errorf("--kube-api-qps %g: must be positive (for example --kube-api-qps=500)", f.qps)
+	}
+	return checks(name,
+		positive("period", f.period, "1s"),
+		atLeast("bind-workers", f.bindWorkers, 1, "the binds and evictions that run at once"),
+		qps,
+		atLeast("kube-api-burst", f.burst, 1, "requests allowed above --kube-api-qps in a burst"),
+		f.serving.Validate(),
+		f.kube.Validate())
 }
 
 // schedulerConfig is the configuration file's, or the named profile's.
@@ -71,20 +87,29 @@ func schedulerConfig(path, profile string) (scheduler.Config, error) {
 	return c, nil
 }
 
-func runScheduler(ctx context.Context, f schedulerFlags) error {
-	log, scfg, cfg, scheme, err := daemonInputs(f.config, f.profile, f.kubeconfig)
+// prepareScheduler checks the flags and reads the configuration and the kubeconfig,
+// then returns the scheduler to run.
+func prepareScheduler(f schedulerFlags) (func(context.Context) error, error) {
+	scfg, log, cfg, scheme, err := daemonInputs(f.validate(), f.config, f.profile, f.kube)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	cfg.QPS, cfg.Burst = f.qps, f.burst
-	mgr, _, err := daemon.NewManager(cfg, scheme, daemon.Config{
-		Scheduler: scfg, SchedulerName: f.schedulerName,
-		Daemon:  daemon.Options{Period: f.period, BindWorkers: f.bindWorkers},
-		Serving: f.serving, Registerer: crmetrics.Registry, Log: log.WithName("scheduler"),
-	})
-	if err != nil {
-		return err
-	}
-	log.Info("starting scheduler", "schedulerName", f.schedulerName, "period", f.period, "leaderElect", f.serving.LeaderElect)
-	return mgr.Start(ctx)
+	return func(ctx context.Context) error {
+		// Setting up reads the API server's discovery, which takes no context.
+		var mgr manager.Manager
+		err := untilDone(ctx, func() (err error) {
+			mgr, _, err = daemon.NewManager(cfg, scheme, daemon.Config{
+				Scheduler: scfg, SchedulerName: f.schedulerName,
+				Daemon:  daemon.Options{Period: f.period, BindWorkers: f.bindWorkers},
+				Serving: f.serving, Registerer: crmetrics.Registry, Log: log.WithName("scheduler"),
+			})
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		log.Info("starting scheduler", "schedulerName", f.schedulerName, "period", f.period, "leaderElect", f.serving.LeaderElect)
+		return startManager(ctx, mgr)
+	}, nil
 }

@@ -13,6 +13,8 @@ import (
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/tessera-gpu/tessera/internal/cli"
+	"github.com/tessera-gpu/tessera/internal/kubeclient"
 	"github.com/tessera-gpu/tessera/internal/livecluster"
 	"github.com/tessera-gpu/tessera/scheduler"
 	"github.com/tessera-gpu/tessera/sim"
@@ -33,7 +35,7 @@ func newSimulateCommand() *cobra.Command {
 		manifests string
 		admission bool
 		live      bool
-		kubecfg   string
+		kube      kubeclient.Options
 	)
 	cmd := &cobra.Command{
 		Use:   "simulate",
@@ -69,14 +71,14 @@ by jobs that can make progress (a whole gang), a memory slice as its share of th
 		Example: `  tessera simulate --trace default --profile bestfit,fgd,tessera --seeds 3 --report report.html
   tessera simulate --scenario operator --profile kube-default,tessera
   tessera simulate --scenario diurnal --profile tessera --autoscale --seeds 5 --report autoscale.html
-  tessera simulate --nodes nodes.csv --pods pods.csv --config my-scheduler.yaml --format json
+  tessera simulate --nodes nodes.csv --pods pods.csv --config my-scheduler.yaml -o json
   tessera simulate --manifests my-cluster.yaml --profile tessera,kube-default`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := checkSimulateFlags(cmd, &o, manifests, format); err != nil {
-				return err
+				return cli.Usage(err)
 			}
-			load, source := manifestsSource(cmd.Context(), manifests, live, kubecfg)
+			load, source := manifestsSource(cmd.Context(), manifests, live, kube)
 			if profiles == "" {
 				switch {
 				case load != nil:
@@ -141,7 +143,8 @@ by jobs that can make progress (a whole gang), a memory slice as its share of th
 	f.StringVar(&o.Scenario, "scenario", "", "built-in scenario: "+strings.Join(trace.ScenarioNames(), ", "))
 	f.StringVar(&manifests, "manifests", "", "YAML of Nodes, Namespaces, Pods, Jobs, Queues, PodGroups and AdmissionPolicies: show where each pending pod would go, or why not")
 	f.BoolVar(&live, "from-cluster", false, "read the live objects of the cluster in --kubeconfig (the kinds --manifests reads) and show where each pending pod would go; only reads")
-	f.StringVar(&kubecfg, "kubeconfig", "", "--from-cluster: kubeconfig file (default: $KUBECONFIG, ~/.kube/config or in-cluster)")
+	f.StringVar(&kube.Kubeconfig, "kubeconfig", "", "--from-cluster: kubeconfig file (default: $KUBECONFIG, ~/.kube/config or in-cluster)")
+	kube.AddTimeoutFlag(f, "--from-cluster: ")
 	f.BoolVar(&admission, "admission", true, "manifests: pass Queues, PodGroups, Jobs and unbound Pods through the admission policies (the defaults plus the manifests' AdmissionPolicies) first, as the webhooks would")
 	f.StringVar(&o.Mode, "mode", "", "fillup or replay (default: fillup for --trace and --pods, replay for --scenario)")
 	f.Float64Var(&o.Arrive, "arrive", 1.3, fmt.Sprintf("fill-up: GPU request to arrive, as a multiple of cluster GPUs (0 to %d)", trace.MaxArrive))
@@ -149,7 +152,8 @@ by jobs that can make progress (a whole gang), a memory slice as its share of th
 		" (default: "+defaultFillUpProfiles+" in fill-up, "+defaultReplayProfiles+" in replay, "+defaultManifestsProfiles+" for --manifests)")
 	f.IntVar(&o.Seeds, "seeds", 1, fmt.Sprintf("runs per profile, with seeds --first-seed, --first-seed + 1, ... (1 to %d)", sim.MaxSeeds))
 	f.Int64Var(&o.FirstSeed, "first-seed", sim.FirstSeed, "seed of the first run, to check figures on seeds other than the published ones (1 or more)")
-	f.StringVar(&format, "format", "table", "table, markdown (the same tables for a README or a pull request) or json")
+	f.StringVarP(&format, "output", "o", "table", "table, markdown (the same tables for a README or a pull request) or json")
+	cli.DeprecatedAlias(cmd, "output", "format")
 	f.StringVar(&htmlPath, "report", "", "write a self-contained HTML report with charts to this file")
 	f.BoolVar(&o.Autoscale, "autoscale", false, "replay: run each replay also under Tessera's autoscaler and a Cluster-Autoscaler-like rule, and report GPU-node-hours saved and waits against always-on")
 	f.DurationVar(&o.BootDelay, "boot-delay", sim.DefaultBootDelay, "with --autoscale: how long a GPU node added back takes before pods can use it")
@@ -182,10 +186,15 @@ func checkSimulateFlags(cmd *cobra.Command, o *sim.Options, manifests, format st
 		return fmt.Errorf("--nodes and --pods go together")
 	}
 	if format != "table" && format != "markdown" && format != "json" {
-		return fmt.Errorf("--format %q: use table, markdown or json", format)
+		return fmt.Errorf("-o %q: use table, markdown or json", format)
 	}
-	if set("kubeconfig") && !set("from-cluster") {
-		return fmt.Errorf("--kubeconfig applies to --from-cluster only")
+	for _, f := range []string{"kubeconfig", "request-timeout"} {
+		if set(f) && !set("from-cluster") {
+			return fmt.Errorf("--%s applies to --from-cluster only", f)
+		}
+	}
+	if d, _ := cmd.Flags().GetDuration("request-timeout"); d < 0 {
+		return fmt.Errorf("--request-timeout %s: must not be negative (for example 30s; 0 waits forever)", d)
 	}
 	if manifests != "" || set("from-cluster") {
 		for _, f := range []string{"mode", "arrive", "seeds", "first-seed", "report", "autoscale", "boot-delay", "underused-share"} {
@@ -194,7 +203,7 @@ func checkSimulateFlags(cmd *cobra.Command, o *sim.Options, manifests, format st
 			}
 		}
 		if format == "markdown" {
-			return fmt.Errorf("--format markdown applies to --trace, --nodes with --pods and --scenario; --manifests and --from-cluster print table or json")
+			return fmt.Errorf("-o markdown applies to --trace, --nodes with --pods and --scenario; --manifests and --from-cluster print table or json")
 		}
 		return nil
 	}
@@ -268,14 +277,14 @@ func simulateProfiles(profiles string, configs []string) ([]string, map[string]s
 }
 
 // manifestsSource returns how to read the cluster description (a YAML file, or the
-// live cluster of kubeconfig) and its name in messages; nil when the input is neither.
-func manifestsSource(ctx context.Context, path string, live bool, kubeconfig string) (func() (*trace.Manifests, error), string) {
+// live cluster of kube) and its name in messages; nil when the input is neither.
+func manifestsSource(ctx context.Context, path string, live bool, kube kubeclient.Options) (func() (*trace.Manifests, error), string) {
 	switch {
 	case path != "":
 		return func() (*trace.Manifests, error) { return trace.ReadManifests(path) }, path
 	case live:
 		return func() (*trace.Manifests, error) {
-			c, err := kubeClient(kubeconfig)
+			c, err := kubeClient(kube)
 			if err != nil {
 				return nil, err
 			}

@@ -23,7 +23,7 @@ func TestSimulateFormatMarkdown(t *testing.T) {
 		}
 	}
 	_, err = execute("simulate", "--manifests", filepath.Join("..", "..", "sim", "testdata", "manifests-small.yaml"), "--format", "markdown")
-	if err == nil || !strings.Contains(err.Error(), "--format markdown applies to --trace") {
+	if err == nil || !strings.Contains(err.Error(), "-o markdown applies to --trace") {
 		t.Errorf("--manifests --format markdown: %v", err)
 	}
 	if _, err = execute("simulate", "--nodes", nodes, "--pods", pods, "--format", "html"); err == nil || !strings.Contains(err.Error(), "use table, markdown or json") {

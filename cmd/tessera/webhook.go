@@ -14,12 +14,15 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
+	"github.com/tessera-gpu/tessera/internal/cli"
 	"github.com/tessera-gpu/tessera/internal/controller"
+	"github.com/tessera-gpu/tessera/internal/kubeclient"
 	"github.com/tessera-gpu/tessera/webhooks"
 )
 
@@ -41,7 +44,7 @@ type webhookFlags struct {
 	policyTimeout    time.Duration
 	schedulerUsers   []string
 	allowedScheds    []string
-	kubeconfig       string
+	kube             kubeclient.Options
 }
 
 func newWebhookCommand() *cobra.Command {
@@ -58,7 +61,7 @@ with cert-controller's rotator: a CA and a certificate for the Service in the Se
 the CA is injected into both webhook configurations and the certificate re-signed before
 it expires. The server starts once the certificate is on disk.`,
 		Args: cobra.NoArgs,
-		RunE: untilSignal(func(ctx context.Context) error { return runWebhook(ctx, f) }),
+		RunE: runDaemon(func() (func(context.Context) error, error) { return prepareWebhook(f) }),
 	}
 	fs := cmd.Flags()
 	fs.IntVar(&f.port, "port", 9443, "HTTPS port of the webhook server")
@@ -76,29 +79,43 @@ it expires. The server starts once the certificate is on disk.`,
 	fs.DurationVar(&f.policyTimeout, "policy-timeout", time.Second, "deadline for evaluating one request against the policy set")
 	fs.StringSliceVar(&f.schedulerUsers, "scheduler-user", nil, "user names that may write the scheduler's pod annotations (tessera.dev/gpu-assignment); default: the ServiceAccount tessera-scheduler of --namespace")
 	fs.StringSliceVar(&f.allowedScheds, "allowed-scheduler", nil, "schedulers besides tessera that GPU workloads may name in spec.schedulerName; a GPU workload naming any other is denied")
-	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig file; empty: $KUBECONFIG or the in-cluster config")
+	f.kube.AddFlags(fs, "")
+	// -v (the root's) at 2 turns the decision log on; --vmodule sets it per file.
 	klogFlags := flag.NewFlagSet("klog", flag.ContinueOnError)
 	klog.InitFlags(klogFlags)
-	for _, name := range []string{"v", "vmodule"} {
-		fs.AddGoFlag(klogFlags.Lookup(name)) // --v=2 turns the decision log on
-	}
+	fs.AddGoFlag(klogFlags.Lookup("vmodule"))
 	return cmd
 }
 
-func runWebhook(ctx context.Context, f webhookFlags) error {
+// prepareWebhook checks the flags and reads the kubeconfig, then returns the webhook
+// server to run.
+func prepareWebhook(f webhookFlags) (func(context.Context) error, error) {
 	if err := f.validate(); err != nil {
-		return err
+		return nil, err
 	}
 	log := klog.NewKlogr()
 	ctrl.SetLogger(log)
-	cfg, err := restConfig(f.kubeconfig)
+	cfg, err := restConfig(f.kube)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return serveWebhook(ctx, cfg, f)
+	return func(ctx context.Context) error { return serveWebhook(ctx, cfg, f) }, nil
 }
 
+// validate checks the flags that need no file and no cluster.
 func (f webhookFlags) validate() error {
+	return checks(
+		cli.CheckPort("port", f.port),
+		positive("policy-timeout", f.policyTimeout, "1s"),
+		cli.CheckBindAddress("metrics-bind-address", f.serving.MetricsAddr, true),
+		cli.CheckBindAddress("health-probe-bind-address", f.serving.ProbeAddr, true),
+		f.kube.Validate(),
+		f.validateCerts())
+}
+
+// validateCerts checks the self-managed certificate's flags (unless cert-manager
+// issues it).
+func (f webhookFlags) validateCerts() error {
 	if f.certManager {
 		return nil
 	}
@@ -132,9 +149,10 @@ func serveWebhook(ctx context.Context, cfg *rest.Config, f webhookFlags) error {
 	}
 	certsReady := make(chan struct{})
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                 scheme,
-		Metrics:                metricsserver.Options{BindAddress: f.serving.MetricsAddr},
-		HealthProbeBindAddress: f.serving.ProbeAddr,
+		Scheme:                  scheme,
+		Metrics:                 metricsserver.Options{BindAddress: f.serving.MetricsAddr},
+		HealthProbeBindAddress:  f.serving.ProbeAddr,
+		GracefulShutdownTimeout: ptr.To(controller.GracefulShutdownTimeout),
 		WebhookServer: certGatedServer{
 			Server: webhook.NewServer(webhook.Options{Port: f.port, CertDir: f.certDir}),
 			ready:  certsReady,
@@ -148,8 +166,13 @@ func serveWebhook(ctx context.Context, cfg *rest.Config, f webhookFlags) error {
 	} else if err := rotator.AddRotator(mgr, certRotator(f, certsReady)); err != nil {
 		return fmt.Errorf("webhook certificate rotator: %w", err)
 	}
-	if _, err := webhooks.Setup(ctx, mgr, webhooks.Options{PolicyTimeout: f.policyTimeout, Metrics: true,
-		SchedulerUsers: f.schedulerIdentity(), AllowedSchedulers: f.allowedScheds}); err != nil {
+	// Setting up reads the API server's discovery, which takes no context.
+	err = untilDone(ctx, func() error {
+		_, err := webhooks.Setup(ctx, mgr, webhooks.Options{PolicyTimeout: f.policyTimeout, Metrics: true,
+			SchedulerUsers: f.schedulerIdentity(), AllowedSchedulers: f.allowedScheds})
+		return err
+	})
+	if err != nil {
 		return err
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
@@ -159,7 +182,7 @@ func serveWebhook(ctx context.Context, cfg *rest.Config, f webhookFlags) error {
 		return err
 	}
 	ctrl.Log.Info("starting webhook", "port", f.port, "certManager", f.certManager)
-	return mgr.Start(ctx)
+	return startManager(ctx, mgr)
 }
 
 // caValidity is how long the self-managed CA is valid (cert-controller's default).

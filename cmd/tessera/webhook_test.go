@@ -31,7 +31,7 @@ import (
 
 func TestWebhookCertFlags(t *testing.T) {
 	ok := webhookFlags{namespace: "tessera-system", certValidity: 90 * 24 * time.Hour, certRotateBefore: 30 * 24 * time.Hour}
-	if err := ok.validate(); err != nil {
+	if err := ok.validateCerts(); err != nil {
 		t.Fatal(err)
 	}
 	for name, f := range map[string]webhookFlags{
@@ -39,11 +39,11 @@ func TestWebhookCertFlags(t *testing.T) {
 		"--cert-rotate-before": {namespace: "n", certValidity: time.Hour, certRotateBefore: time.Hour},
 		"--cert-validity":      {namespace: "n", certValidity: 11 * 365 * 24 * time.Hour, certRotateBefore: time.Hour},
 	} {
-		if err := f.validate(); err == nil || !strings.Contains(err.Error(), name) {
+		if err := f.validateCerts(); err == nil || !strings.Contains(err.Error(), name) {
 			t.Errorf("%+v: error %v, want one naming %s", f, err, name)
 		}
 		f.certManager = true
-		if err := f.validate(); err != nil {
+		if err := f.validateCerts(); err != nil {
 			t.Errorf("with --cert-manager: %v", err)
 		}
 	}

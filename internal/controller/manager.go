@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -11,11 +12,14 @@ import (
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/tessera-gpu/tessera/internal/cli"
 )
 
 // Serving is how a Tessera daemon's manager elects its leader and what it serves.
@@ -31,6 +35,29 @@ type Serving struct {
 	MetricsAddr, ProbeAddr string
 	Log                    logr.Logger
 }
+
+// GracefulShutdownTimeout is how long a manager waits for its runnables once its
+// context ends; the command exits cli.ShutdownGrace after the signal in any case.
+const GracefulShutdownTimeout = 4 * time.Second
+
+// Validate checks the flags before anything connects.
+func (s Serving) Validate() error {
+	if err := cli.CheckBindAddress("metrics-bind-address", s.MetricsAddr, true); err != nil {
+		return err
+	}
+	if err := cli.CheckBindAddress("health-probe-bind-address", s.ProbeAddr, true); err != nil {
+		return err
+	}
+	if s.LeaderElect && s.LeaderElectionNamespace == "" {
+		return errNoLeaseNamespace
+	}
+	if s.LeaseDuration < 0 {
+		return fmt.Errorf("lease duration %s: must not be negative", s.LeaseDuration)
+	}
+	return nil
+}
+
+var errNoLeaseNamespace = errors.New("leader election needs a namespace for its Lease (--leader-election-namespace or $POD_NAMESPACE); or turn it off for a single replica (--leader-elect=false)")
 
 // AddServingFlags declares --metrics-bind-address and --health-probe-bind-address.
 func (s *Serving) AddServingFlags(fs *pflag.FlagSet) {
@@ -51,7 +78,7 @@ func (s *Serving) AddFlags(fs *pflag.FlagSet, leaseID string) {
 // leader election, /healthz and a /readyz that waits for the informers.
 func NewManager(restCfg *rest.Config, scheme *runtime.Scheme, s Serving, cacheOpts crcache.Options) (manager.Manager, error) {
 	if s.LeaderElect && s.LeaderElectionNamespace == "" {
-		return nil, fmt.Errorf("leader election needs a namespace for its Lease (--leader-election-namespace or $POD_NAMESPACE); or turn it off for a single replica")
+		return nil, errNoLeaseNamespace
 	}
 	opts := ctrl.Options{
 		Scheme:                        scheme,
@@ -62,6 +89,7 @@ func NewManager(restCfg *rest.Config, scheme *runtime.Scheme, s Serving, cacheOp
 		LeaderElectionID:              s.LeaderElectionID,
 		LeaderElectionNamespace:       s.LeaderElectionNamespace,
 		LeaderElectionReleaseOnCancel: true,
+		GracefulShutdownTimeout:       ptr.To(GracefulShutdownTimeout),
 		Logger:                        s.Log,
 	}
 	if s.LeaseDuration > 0 {
