@@ -91,7 +91,7 @@ by jobs that can make progress (a whole gang), a memory slice as its share of th
 			}
 			var err error
 			if o.Profiles, o.Custom, err = simulateProfiles(profiles, configs); err != nil {
-				return err
+				return cli.Usage(err)
 			}
 			if load != nil {
 				return simulateManifests(cmd, source, load, admission, o.Profiles, o.Custom, format)
