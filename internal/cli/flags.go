@@ -56,7 +56,7 @@ func CheckBindAddress(flag, addr string, off bool) error {
 	if off && (addr == "0" || addr == "") {
 		return nil
 	}
-	how := "give HOST:PORT (for example :8080), the port from 1 to 65535"
+	how := "give HOST:PORT (for example :8080) with a port up to 65535"
 	if off {
 		how += ", or 0 to turn the endpoint off"
 	}

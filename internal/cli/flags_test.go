@@ -71,7 +71,7 @@ func TestCheckBindAddress(t *testing.T) {
 		{"[::1]:9443", false, ""},
 		{"0", true, ""},
 		{"0", false, `--a "0": give HOST:PORT`},
-		{":70000", true, `--a ":70000": port 70000 is out of range; give HOST:PORT (for example :8080), the port from 1 to 65535, or 0 to turn the endpoint off`},
+		{":70000", true, `--a ":70000": port 70000 is out of range; give HOST:PORT (for example :8080) with a port up to 65535, or 0 to turn the endpoint off`},
 		{"8080", false, `--a "8080": give HOST:PORT`},
 		{":nosuchservice", false, `unknown port "nosuchservice"`},
 	} {
