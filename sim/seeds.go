@@ -12,7 +12,7 @@ import (
 func CheckSeeds(first int64, seeds int) error {
 	switch {
 	case seeds < 1 || seeds > MaxSeeds:
-		return fmt.Errorf("--seeds %d: use 1 to %d", seeds, MaxSeeds)
+		return fmt.Errorf("--seeds: must be between 1 and %d, got %d", MaxSeeds, seeds)
 	case first < 1:
 		return fmt.Errorf("--first-seed %d: use 1 or more", first)
 	case first > math.MaxInt64-int64(seeds-1):

@@ -20,8 +20,8 @@ func TestCheckSeeds(t *testing.T) {
 		{math.MaxInt64 - 998, MaxSeeds, "with --seeds 1000"},
 		{0, 1, "--first-seed 0: use 1 or more"},
 		{-5, 3, "--first-seed -5: use 1 or more"},
-		{1, 0, "--seeds 0: use 1 to 1000"},
-		{1, MaxSeeds + 1, "--seeds 1001: use 1 to 1000"},
+		{1, 0, "--seeds: must be between 1 and 1000, got 0"},
+		{1, MaxSeeds + 1, "--seeds: must be between 1 and 1000, got 1001"},
 	} {
 		err := CheckSeeds(c.first, c.seeds)
 		if (err == nil) != (c.err == "") || (err != nil && !strings.Contains(err.Error(), c.err)) {

@@ -14,6 +14,7 @@ import (
 	"github.com/tessera-gpu/tessera/internal/kubeclient"
 	"github.com/tessera-gpu/tessera/scheduler"
 	"github.com/tessera-gpu/tessera/sim"
+	"github.com/tessera-gpu/tessera/sim/report"
 	"github.com/tessera-gpu/tessera/sim/trace"
 )
 
@@ -79,7 +80,7 @@ bound cannot be checked.`,
 func newPreviewCommand() *cobra.Command {
 	var base, head, manifests, profile, output, scenario string
 	var kube kubeclient.Options
-	var live bool
+	var live, progress bool
 	var seeds int
 	cmd := &cobra.Command{
 		Use:   "preview --base DIR --head DIR (--manifests CLUSTER.yaml | --from-cluster | --scenario NAME)",
@@ -95,7 +96,8 @@ job mix is replayed on a virtual clock under each version's queues instead (thei
 figures scaled so the base's deserved shares add up to the scenario's cluster), and the
 difference is the mean and p95 wait and the GPUs each queue holds, with preemptions and
 starved jobs. Deterministic: the same inputs give the same output. -o markdown is ready
-to post on the pull request.`,
+to post on the pull request. Progress goes to standard error, on a terminal or with
+--progress; standard output holds the preview alone.`,
 		Example: `  tessera gitops preview --base main/gitops/clusters/prod --head pr/gitops/clusters/prod --manifests prod-dump.yaml -o markdown`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -134,13 +136,17 @@ to post on the pull request.`,
 			if err != nil {
 				return fmt.Errorf("--head: %w", err)
 			}
+			var opts []preview.Option
+			if progress || (!cmd.Flags().Changed("progress") && report.IsTerminal(cmd.ErrOrStderr())) {
+				opts = append(opts, preview.WithProgress(cmd.ErrOrStderr()))
+			}
 			var result previewResult
 			if scenario != "" {
-				if result, err = preview.RunReplay(scenario, b, h, profile, &scfg, seeds); err != nil {
+				if result, err = preview.RunReplay(scenario, b, h, profile, &scfg, seeds, opts...); err != nil {
 					return err
 				}
 			} else {
-				load, _ := manifestsSource(cmd.Context(), manifests, live, kube)
+				load, _ := manifestsSource(cmd.Context(), nil, live, kube)
 				if manifests != "" {
 					load = func() (*trace.Manifests, error) { return preview.ReadCluster(manifests) }
 				}
@@ -148,7 +154,7 @@ to post on the pull request.`,
 				if err != nil {
 					return err
 				}
-				if result, err = preview.Run(cmd.Context(), cluster, b, h, admitManifests, profile, &scfg, sim.FirstSeed); err != nil {
+				if result, err = preview.Run(cmd.Context(), cluster, b, h, admitManifests, profile, &scfg, sim.FirstSeed, opts...); err != nil {
 					return err
 				}
 			}
@@ -173,6 +179,7 @@ to post on the pull request.`,
 	f.IntVar(&seeds, "seeds", 1, "--scenario: runs per version, seeds 42, 43, ...")
 	profileFlag(cmd, &profile, "tessera", "built-in scheduler profile: "+strings.Join(scheduler.ProfileNames(), ", "))
 	f.StringVarP(&output, "output", "o", "text", "text, markdown or json")
+	f.BoolVar(&progress, "progress", false, "report progress on standard error (default: when standard error is a terminal; --progress=false never)")
 	return cmd
 }
 

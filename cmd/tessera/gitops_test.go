@@ -42,6 +42,21 @@ func TestGitOpsPreview(t *testing.T) {
 	if err != nil || !strings.Contains(md, "| `train-dev` **changed** |") {
 		t.Errorf("markdown: %v\n%s", err, md)
 	}
+	// --progress reports on standard error and leaves standard output as it was; without
+	// it, and without a terminal, nothing is reported.
+	for _, progress := range []bool{true, false} {
+		args := []string{"gitops", "preview", "--base", base, "--head", head, "--manifests", cluster, "-o", "markdown"}
+		if progress {
+			args = append(args, "--progress")
+		}
+		stdout, stderr, err := executeStderr(args...)
+		if err != nil || stdout != md {
+			t.Errorf("--progress=%t: %v; stdout differs:\n%s", progress, err, stdout)
+		}
+		if got := strings.Contains(stderr, "admitting and scheduling base and head: 100%"); got != progress {
+			t.Errorf("--progress=%t: stderr:\n%s", progress, stderr)
+		}
+	}
 	for args, want := range map[string]string{
 		"--head " + head + " --manifests " + cluster:                                    "--base and --head",
 		"--base " + base + " --head " + head:                                            "--manifests FILE, --from-cluster or --scenario NAME",

@@ -32,7 +32,7 @@ func newSimulateCommand() *cobra.Command {
 		format    string
 		htmlPath  string
 		configs   []string
-		manifests string
+		manifests []string
 		admission bool
 		live      bool
 		kube      kubeclient.Options
@@ -67,12 +67,19 @@ A point the run did not reach shows as –.
 Replay columns: "wait" is arrival to start; a job that never started counts until the
 end of the run (a censored wait). "starved" counts the jobs of the worst run that never
 started or waited more than 12 hours. "util" is the GPU share doing useful work: held
-by jobs that can make progress (a whole gang), a memory slice as its share of the GPU.`,
+by jobs that can make progress (a whole gang), a memory slice as its share of the GPU.
+
+Exit codes: 0 success, 1 the command started and failed (the live cluster of
+--from-cluster did not answer), 2 unusable input (bad flags; a trace, node or pod
+list, manifests file or directory, or --config that cannot be read or is refused, such
+as a Job of negative parallelism or a Pod without containers; manifests whose
+AdmissionPolicies do not compile; a --report that cannot be written).`,
 		Example: `  tessera simulate --trace default --profile bestfit,fgd,tessera --seeds 3 --report report.html
   tessera simulate --scenario operator --profile kube-default,tessera
   tessera simulate --scenario diurnal --profile tessera --autoscale --seeds 5 --report autoscale.html
   tessera simulate --nodes nodes.csv --pods pods.csv --config my-scheduler.yaml -o json
-  tessera simulate --manifests my-cluster.yaml --profile tessera,kube-default`,
+  tessera simulate --manifests my-cluster.yaml --profile tessera,kube-default
+  tessera simulate --manifests nodes.yaml,queues.yaml --manifests jobs/`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := checkSimulateFlags(cmd, &o, manifests, format); err != nil {
@@ -100,7 +107,7 @@ by jobs that can make progress (a whole gang), a memory slice as its share of th
 			if htmlPath != "" {
 				// Open the report first: an unwritable path fails before the run, not after.
 				if html, err = os.Create(htmlPath); err != nil {
-					return fmt.Errorf("--report: %w", err)
+					return cli.Usage(fmt.Errorf("--report: %w", err))
 				}
 				defer html.Close()
 			}
@@ -111,7 +118,7 @@ by jobs that can make progress (a whole gang), a memory slice as its share of th
 					html.Close()
 					os.Remove(htmlPath)
 				}
-				return err
+				return cli.Usage(err) // the input cannot be simulated
 			}
 			summaries := report.Summarize(results)
 			out := cmd.OutOrStdout()
@@ -141,7 +148,7 @@ by jobs that can make progress (a whole gang), a memory slice as its share of th
 	f.StringVar(&o.NodesFile, "nodes", "", "node list CSV (openb format: sn,cpu_milli,memory_mib,gpu,model)")
 	f.StringVar(&o.PodsFile, "pods", "", "pod list CSV (openb format)")
 	f.StringVar(&o.Scenario, "scenario", "", "built-in scenario: "+strings.Join(trace.ScenarioNames(), ", "))
-	f.StringVar(&manifests, "manifests", "", "YAML of Nodes, Namespaces, Pods, Jobs, Queues, PodGroups and AdmissionPolicies: show where each pending pod would go, or why not")
+	f.StringSliceVar(&manifests, "manifests", nil, "YAML of Nodes, Namespaces, Pods, Jobs, Queues, PodGroups and AdmissionPolicies (and Volcano's, converted): show where each pending pod would go, or why not; several files or directories read as one cluster: repeat the flag or separate them with commas")
 	f.BoolVar(&live, "from-cluster", false, "read the live objects of the cluster in --kubeconfig (the kinds --manifests reads) and show where each pending pod would go; only reads")
 	f.StringVar(&kube.Kubeconfig, "kubeconfig", "", "--from-cluster: kubeconfig file (default: $KUBECONFIG, ~/.kube/config or in-cluster)")
 	kube.AddTimeoutFlag(f, "--from-cluster: ")
@@ -171,7 +178,7 @@ const (
 
 // checkSimulateFlags rejects conflicting and out-of-range flags, naming them, and
 // sets the mode's default.
-func checkSimulateFlags(cmd *cobra.Command, o *sim.Options, manifests, format string) error {
+func checkSimulateFlags(cmd *cobra.Command, o *sim.Options, manifests []string, format string) error {
 	set := cmd.Flags().Changed
 	var inputs []string
 	for _, f := range []string{"trace", "nodes", "scenario", "manifests", "from-cluster"} {
@@ -196,7 +203,7 @@ func checkSimulateFlags(cmd *cobra.Command, o *sim.Options, manifests, format st
 	if d, _ := cmd.Flags().GetDuration("request-timeout"); d < 0 {
 		return fmt.Errorf("--request-timeout %s: must not be negative (for example 30s; 0 waits forever)", d)
 	}
-	if manifests != "" || set("from-cluster") {
+	if len(manifests) > 0 || set("from-cluster") {
 		for _, f := range []string{"mode", "arrive", "seeds", "first-seed", "report", "autoscale", "boot-delay", "underused-share"} {
 			if set(f) {
 				return fmt.Errorf("--%s does not apply to --manifests or --from-cluster, which place the pending pods once", f)
@@ -210,8 +217,8 @@ func checkSimulateFlags(cmd *cobra.Command, o *sim.Options, manifests, format st
 	if set("admission") {
 		return fmt.Errorf("--admission applies to --manifests and --from-cluster only")
 	}
-	if o.FirstSeed < 1 {
-		return fmt.Errorf("--first-seed %d: use 1 or more", o.FirstSeed)
+	if err := sim.CheckSeeds(o.FirstSeed, o.Seeds); err != nil {
+		return err
 	}
 	if o.Mode == "" {
 		o.Mode = sim.ModeFillUp
@@ -276,12 +283,16 @@ func simulateProfiles(profiles string, configs []string) ([]string, map[string]s
 	return names, custom, nil
 }
 
-// manifestsSource returns how to read the cluster description (a YAML file, or the
-// live cluster of kube) and its name in messages; nil when the input is neither.
-func manifestsSource(ctx context.Context, path string, live bool, kube kubeclient.Options) (func() (*trace.Manifests, error), string) {
+// manifestsSource returns how to read the cluster description (YAML files, or the
+// live cluster of kube) and its name in messages; nil when the input is neither. Files
+// that cannot be read or are refused are unusable input.
+func manifestsSource(ctx context.Context, paths []string, live bool, kube kubeclient.Options) (func() (*trace.Manifests, error), string) {
 	switch {
-	case path != "":
-		return func() (*trace.Manifests, error) { return trace.ReadManifests(path) }, path
+	case len(paths) > 0:
+		return func() (*trace.Manifests, error) {
+			m, err := trace.ReadManifests(paths...)
+			return m, cli.Usage(err)
+		}, strings.Join(paths, ", ")
 	case live:
 		return func() (*trace.Manifests, error) {
 			c, err := kubeClient(kube)
@@ -307,7 +318,7 @@ func simulateManifests(cmd *cobra.Command, path string, load func() (*trace.Mani
 	if admission {
 		var res sim.AdmissionResult
 		if m, res, err = admitManifests(cmd.Context(), m); err != nil {
-			return fmt.Errorf("%s: %w", path, err)
+			return cli.Usage(fmt.Errorf("%s: %w", path, err)) // its AdmissionPolicies do not compile
 		}
 		admitted = &res
 	}

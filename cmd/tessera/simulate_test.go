@@ -255,3 +255,48 @@ func TestSimulateAutoscaleJSON(t *testing.T) {
 		t.Fatalf("results: %s", out)
 	}
 }
+
+// simulate exits as lint, preview and convert do: 2 for input it cannot use, naming
+// the file and the field; several files and directories are one cluster; a batch Job
+// scheduled by Volcano is converted and its pods placed.
+func TestSimulateManifestsInputAndExitCodes(t *testing.T) {
+	dir := t.TempDir()
+	node := filepath.Join(dir, "node.yaml")
+	writeFile(t, node, "apiVersion: v1\nkind: Node\nmetadata: {name: n1}\nstatus:\n  allocatable: {cpu: \"64\", memory: 512Gi, pods: \"110\", tessera.dev/gpu: \"8\"}\n")
+	job := func(name, parallelism, podSpec string) string {
+		p := filepath.Join(dir, "jobs", name+".yaml")
+		writeFile(t, p, "apiVersion: batch/v1\nkind: Job\nmetadata: {name: "+name+", namespace: default}\nspec:\n  parallelism: "+parallelism+
+			"\n  template:\n    spec:\n      restartPolicy: Never\n"+podSpec)
+		return p
+	}
+	volcanoJob := job("vb", "2", "      schedulerName: volcano\n      containers: [{name: c, image: i, resources: {limits: {tessera.dev/gpu: \"1\"}}}]\n")
+	for _, args := range [][]string{{"--manifests", node, "--manifests", volcanoJob}, {"--manifests", node + "," + filepath.Dir(volcanoJob)}} {
+		out, err := execute(append([]string{"simulate"}, args...)...)
+		if err != nil {
+			t.Fatalf("%v: %v", args, err)
+		}
+		if !strings.Contains(out, "default/vb-0  n1") || !strings.Contains(out, "default/vb-1  n1") || !strings.Contains(out, node+", ") {
+			t.Errorf("%v: the Volcano Job's pods are not placed:\n%s", args, out)
+		}
+	}
+
+	negative := job("neg", "-3", "      containers: [{name: c, image: i}]\n")
+	noContainers := filepath.Join(dir, "pod.yaml")
+	writeFile(t, noContainers, "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers: []\n")
+	for args, want := range map[string]string{
+		"--manifests " + node + "," + negative:                               negative + ":doc 1 (Job/neg): spec.parallelism: -3 is negative",
+		"--manifests " + node + "," + noContainers:                           noContainers + ":doc 1 (Pod/p): spec.containers: a pod needs at least one container",
+		"--manifests " + filepath.Join(dir, "nosuch.yaml"):                   "nosuch.yaml: no such file",
+		"--trace default --first-seed 9223372036854775807 --seeds 2":         "the last run's seed would be beyond 9223372036854775807",
+		"--trace default --report " + filepath.Join(dir, "no", "r.html"):     "--report: open",
+		"--nodes " + filepath.Join(dir, "n.csv") + " --pods " + noContainers: "n.csv",
+	} {
+		_, err := execute(append([]string{"simulate"}, strings.Fields(args)...)...)
+		if err == nil || !strings.Contains(err.Error(), want) || exitCode(err) != 2 {
+			t.Errorf("simulate %s: %v (exit %d), want exit 2 naming %q", args, err, exitCode(err), want)
+		}
+	}
+	if help, _ := execute("simulate", "--help"); !strings.Contains(help, "Exit codes: 0 success, 1 ") || !strings.Contains(help, ", 2 unusable input") {
+		t.Errorf("help does not state the exit codes:\n%s", help)
+	}
+}
