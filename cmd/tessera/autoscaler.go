@@ -104,7 +104,7 @@ func prepareAutoscaler(f autoscalerFlags) (func(context.Context) error, error) {
 			return err
 		}
 		log.Info("starting autoscaler", "period", f.period, "clusterAPI", infra != nil, "leaderElect", f.serving.LeaderElect)
-		return startManager(ctx, mgr)
+		return startManager(ctx, mgr, cacheSyncTimeout)
 	}, nil
 }
 

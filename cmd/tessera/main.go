@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"sync/atomic"
+	"time"
 
 	"github.com/spf13/cobra"
 	"k8s.io/klog/v2"
@@ -100,23 +101,47 @@ func untilDone(ctx context.Context, f func() error) error {
 	}
 }
 
+// cacheSyncTimeout is how long a daemon waits for its informers to sync before it
+// fails (exit code 1, the pod restarts): controller-runtime's default for a
+// controller's caches.
+const cacheSyncTimeout = 2 * time.Minute
+
 // startManager runs mgr until ctx ends and it has stopped. A manager whose informers
-// never synced (an API server that does not answer) is left at once when ctx ends:
-// controller-runtime's Start would wait for that sync, spinning, until the process
-// exits (kubernetes-sigs/controller-runtime#3440), and it holds no Lease yet, starting
-// leader election only once its caches synced.
-func startManager(ctx context.Context, mgr manager.Manager) error {
+// have not synced within syncTimeout fails; one whose informers never synced is left
+// at once when ctx ends: controller-runtime's Start would wait for that sync,
+// spinning, until the process exits (kubernetes-sigs/controller-runtime#3440), and it
+// holds no Lease yet, starting leader election only once its caches synced.
+func startManager(ctx context.Context, mgr manager.Manager, syncTimeout time.Duration) error {
 	var synced atomic.Bool
-	go func() { synced.Store(mgr.GetCache().WaitForCacheSync(ctx)) }()
+	syncDone := make(chan struct{})
+	syncCtx, cancel := context.WithTimeout(ctx, syncTimeout)
+	defer cancel()
+	go func() {
+		defer close(syncDone)
+		synced.Store(mgr.GetCache().WaitForCacheSync(syncCtx))
+	}()
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
 	select {
 	case err := <-done:
 		return err
 	case <-ctx.Done():
+		if !synced.Load() {
+			return nil
+		}
+		return <-done
+	case <-syncDone:
 	}
-	if !synced.Load() {
-		return nil
+	if !synced.Load() && ctx.Err() == nil {
+		return fmt.Errorf("the informers did not sync within %s: is the API server answering, and may this ServiceAccount list and watch what the component reads?", syncTimeout)
 	}
-	return <-done
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		if !synced.Load() {
+			return nil
+		}
+		return <-done
+	}
 }

@@ -110,6 +110,6 @@ func prepareScheduler(f schedulerFlags) (func(context.Context) error, error) {
 			return err
 		}
 		log.Info("starting scheduler", "schedulerName", f.schedulerName, "period", f.period, "leaderElect", f.serving.LeaderElect)
-		return startManager(ctx, mgr)
+		return startManager(ctx, mgr, cacheSyncTimeout)
 	}, nil
 }

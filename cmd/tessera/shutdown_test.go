@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -19,6 +20,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/tessera-gpu/tessera/internal/cli"
 )
@@ -323,5 +326,39 @@ func TestRequestTimeoutEveryCommand(t *testing.T) {
 				t.Fatalf("still running after 10s with --request-timeout=1s\n%s", tail(stderr.String(), 6))
 			}
 		})
+	}
+}
+
+// stuckManager is a manager whose informers never sync: its Start never returns, as
+// controller-runtime's does not while it waits for them.
+type stuckManager struct {
+	manager.Manager
+}
+
+func (stuckManager) Start(context.Context) error { select {} }
+func (stuckManager) GetCache() crcache.Cache     { return stuckCache{} }
+
+type stuckCache struct{ crcache.Cache }
+
+func (stuckCache) WaitForCacheSync(ctx context.Context) bool {
+	<-ctx.Done()
+	return false
+}
+
+// A manager whose informers never sync fails after the sync timeout, or stops at once
+// when its context ends first.
+func TestStartManagerUnsynced(t *testing.T) {
+	start := time.Now()
+	err := startManager(context.Background(), stuckManager{}, 200*time.Millisecond)
+	if err == nil || !strings.Contains(err.Error(), "the informers did not sync within 200ms") {
+		t.Errorf("sync timeout: got %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(100*time.Millisecond, cancel)
+	if err := startManager(ctx, stuckManager{}, time.Hour); err != nil {
+		t.Errorf("stopped before the sync: %v", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("took %s", d)
 	}
 }

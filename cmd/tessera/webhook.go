@@ -182,7 +182,7 @@ func serveWebhook(ctx context.Context, cfg *rest.Config, f webhookFlags) error {
 		return err
 	}
 	ctrl.Log.Info("starting webhook", "port", f.port, "certManager", f.certManager)
-	return startManager(ctx, mgr)
+	return startManager(ctx, mgr, cacheSyncTimeout)
 }
 
 // caValidity is how long the self-managed CA is valid (cert-controller's default).
