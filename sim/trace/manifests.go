@@ -360,6 +360,11 @@ func defaultAndValidate(raw []byte, apiVersion, kind string) ([]byte, error) {
 	if err := yaml.Unmarshal(raw, &obj); err != nil {
 		return nil, err
 	}
+	if _, ok := obj["spec"]; !ok && kind == "PodGroup" {
+		// A PodGroup without spec is a gang of one, as the scheduler reads it; the
+		// CRD's defaults, which apply inside a spec, say so in the object.
+		obj["spec"] = map[string]any{}
+	}
 	if errs := crds.DefaultAndValidate(context.Background(), apiVersion, kind, obj); len(errs) > 0 {
 		return nil, errs.ToAggregate()
 	}

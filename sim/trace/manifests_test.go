@@ -295,3 +295,11 @@ func TestReadManifestsFiles(t *testing.T) {
 		t.Errorf("missing file: %v", err)
 	}
 }
+
+// A PodGroup without spec is a gang of one, as the scheduler reads it.
+func TestPodGroupWithoutSpec(t *testing.T) {
+	m, err := DecodeManifests(strings.NewReader("apiVersion: tessera.dev/v1alpha1\nkind: PodGroup\nmetadata:\n  name: g\n"), "f.yaml")
+	if err != nil || len(m.PodGroups) != 1 || m.PodGroups[0].Spec.MinMember != 1 {
+		t.Fatalf("%v %+v", err, m)
+	}
+}
