@@ -68,13 +68,14 @@ rules-test:
 unit:
 	$(GO) test -count=1 $$($(GO) list ./... | grep -v /test/)
 
-## fuzz: the fuzz targets of what reads untrusted input (a pull request's kustomizations,
-## Volcano objects to convert, the preview's cluster dump, custom resources validated
-## offline) for FUZZTIME each, one after the other (under a minute in all with a warm
-## build cache); CI runs it after test. A failing input is saved under the package's
-## testdata/fuzz/ and replayed by go test from then on
-FUZZTIME     ?= 5s
-FUZZ_TARGETS := gitops/lint:FuzzLint volcano:FuzzConvert gitops/preview:FuzzInput deploy/crds:FuzzDefaultAndValidate
+## fuzz: the fuzz targets of what reads untrusted input (a pull request's
+## kustomizations, Volcano objects to convert, the cluster dumps of preview and
+## simulate, custom resources validated offline) for FUZZTIME each, one after the
+## other (under a minute in all with a warm build cache); CI runs it after test. A
+## failing input is saved under the package's testdata/fuzz/ and replayed by go test
+## from then on
+FUZZTIME     ?= 4s
+FUZZ_TARGETS := gitops/lint:FuzzLint volcano:FuzzConvert gitops/preview:FuzzInput sim/trace:FuzzDecodeManifests deploy/crds:FuzzDefaultAndValidate
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \
 	  echo "fuzz $${t#*:} (./$${t%%:*}, $(FUZZTIME))"; \
