@@ -74,6 +74,7 @@ func tesseraBinary(t *testing.T) string {
 type apiServer struct {
 	url      string
 	requests atomic.Int64 // requests (or connections, for a black hole) so far
+	waiting  atomic.Int64 // requests left hanging so far (connections, for a black hole)
 }
 
 func newAPIServer(t *testing.T, blackHole bool) *apiServer {
@@ -94,6 +95,7 @@ func newAPIServer(t *testing.T, blackHole bool) *apiServer {
 					return
 				}
 				s.requests.Add(1)
+				s.waiting.Add(1)
 				mu.Lock()
 				conns = append(conns, c)
 				mu.Unlock()
@@ -117,6 +119,7 @@ func newAPIServer(t *testing.T, blackHole bool) *apiServer {
 			_, _ = w.Write(doc)
 			return
 		}
+		s.waiting.Add(1)
 		select { // a list, a watch, a Lease: never answered
 		case <-hang:
 		case <-r.Context().Done():
@@ -237,13 +240,24 @@ func TestSignalStopsEveryCommand(t *testing.T) {
 					}
 					done := make(chan error, 1)
 					go func() { done <- cmd.Wait() }()
+					// Signal once the command waits for the API server (past discovery,
+					// when that answers), and a moment later.
+					deadline := time.Now().Add(20 * time.Second)
+					for api.waiting.Load() == 0 {
+						select {
+						case err := <-done:
+							t.Fatalf("exited before the signal: %v\n%s", err, stderr.String())
+						case <-time.After(20 * time.Millisecond):
+						}
+						if time.Now().After(deadline) {
+							_ = cmd.Process.Kill()
+							t.Fatalf("no request waits on the API server after 20s\n%s", stderr.String())
+						}
+					}
 					select {
 					case err := <-done:
 						t.Fatalf("exited before the signal: %v\n%s", err, stderr.String())
-					case <-time.After(1500 * time.Millisecond):
-					}
-					if api.requests.Load() == 0 {
-						t.Errorf("no request reached the API server")
+					case <-time.After(500 * time.Millisecond):
 					}
 					start := time.Now()
 					if err := cmd.Process.Signal(sig); err != nil {
