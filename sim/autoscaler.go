@@ -16,7 +16,7 @@ const autoscaleEvery = 5 * 60
 // Autoscaling turns a replay's GPU nodes off and on: a scale-down rule removes nodes,
 // and removed nodes come back, after BootDelay, when waiting jobs need them.
 type Autoscaling struct {
-	// Rule names the scale-down rule: RuleTessera or RuleCALike.
+	// Rule names the scale-down rule: RuleTessera, RuleCA or RuleKarpenter.
 	Rule string
 	// BootDelay is how long a node added back takes before pods can use it; it is
 	// paid for while it boots.
@@ -149,6 +149,7 @@ func (r *replayer) autoscale() {
 	f.lastShrink = r.now
 	f.removals += len(names)
 	f.evictions += len(displaced)
+	r.evicted(EvictedByScaleDown, len(displaced))
 	if len(displaced) > 0 {
 		r.updateProgress()
 		r.schedule()

@@ -7,10 +7,13 @@
 // admission policies (an Admitter: the webhooks' own handlers, wired by the command).
 //
 // A replay with Autoscaling turns nodes off and on: a scale-down rule (Tessera's own
-// autoscale.Planner, or caLike, a Cluster-Autoscaler-like baseline) removes nodes, and
-// while jobs wait, the removed nodes a what-if session would place them on come back
-// after a boot delay. RunAutoscaled compares both rules with the always-on cluster in
-// GPU-node-hours and waits.
+// autoscale.Planner, Cluster Autoscaler's scale-down or Karpenter's consolidation)
+// removes nodes, and while jobs wait, the removed nodes a what-if session would place
+// them on come back after a boot delay. Every eviction throws away the work since the
+// job's last checkpoint, and jobs without checkpoints are protected from eviction.
+// RunAutoscaled compares each scheduler with the autoscalers its users pair it with
+// and with the always-on cluster, in GPU-node-hours, lost work and waits, against the
+// ceiling of a re-packer free to move every pod.
 //
 // Inputs come from package trace and results go to package report.
 package sim

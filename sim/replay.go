@@ -2,6 +2,8 @@ package sim
 
 import (
 	"fmt"
+	"hash/fnv"
+	"slices"
 	"sort"
 	"time"
 
@@ -18,8 +20,6 @@ const (
 	// retryEvery re-runs the scheduler while jobs wait, so that waiting times (backfill
 	// reservations, min-runtime guards) take effect even when nothing arrives or ends.
 	retryEvery = 5 * 60
-	// checkpointEvery is how often jobs checkpoint: an evicted job loses the work since.
-	checkpointEvery = 10 * 60
 	// drainAfter bounds the run after the last arrival.
 	drainAfter = 48 * 3600
 	// starvedAfter is the wait beyond which a job counts as starved.
@@ -38,6 +38,48 @@ type ReplayJob struct {
 	GPU                 framework.GPURequest
 	MilliCPU, MemoryMiB int64
 	Arrival, Duration   int64
+	// CheckpointEvery is how often the job saves its progress, in seconds: an eviction
+	// loses the work since its last checkpoint. 0: it never checkpoints, loses all of
+	// its work to an eviction, and is protected (trace.JobSpec.Protected).
+	CheckpointEvery int64
+}
+
+// Protected reports whether the job's pods are marked not to be evicted
+// (safe-to-evict: "false", do-not-disrupt: "true"): no autoscaler removes their node
+// and no scheduler preempts them. The rule is trace.JobSpec.Protected's.
+func (j *ReplayJob) Protected() bool { return j.CheckpointEvery == 0 }
+
+// kept is the part of elapsed seconds of progress that the job's checkpoints saved.
+func (j *ReplayJob) kept(elapsed int64) int64 {
+	if j.CheckpointEvery <= 0 {
+		return 0
+	}
+	return elapsed / j.CheckpointEvery * j.CheckpointEvery
+}
+
+// WithProtectedShare returns the input with each job protected (no checkpoints) with
+// probability share, drawn from the seed and the job's name, and the others
+// checkpointing every trace.CheckpointBatch unless they already do: a variant of the
+// scenario's own rule for measuring how much the share of work that cannot move
+// decides. A negative share keeps the input's rule.
+func (in ReplayInput) WithProtectedShare(share float64, seed int64) ReplayInput {
+	if share < 0 {
+		return in
+	}
+	jobs := slices.Clone(in.Jobs)
+	for i := range jobs {
+		j := &jobs[i]
+		h := fnv.New64a()
+		fmt.Fprintf(h, "%d/%s", seed, j.Name)
+		switch u := float64(h.Sum64()>>11) / (1 << 53); {
+		case u < share:
+			j.CheckpointEvery = 0
+		case j.CheckpointEvery == 0:
+			j.CheckpointEvery = trace.CheckpointBatch
+		}
+	}
+	in.Jobs = jobs
+	return in
 }
 
 // ReplayInput is a cluster and the jobs that arrive on it.
@@ -56,7 +98,7 @@ func ScenarioInput(s trace.Scenario) ReplayInput {
 	for _, j := range s.Jobs {
 		in.Jobs = append(in.Jobs, ReplayJob{Name: j.Name, Class: j.Class, Queue: j.Queue, Priority: j.Priority,
 			MinMember: j.MinMember, Tasks: j.Tasks, GPU: framework.GPURequest{Count: j.GPUsPerTask, MemoryMiB: j.GPUMemoryMiB},
-			MilliCPU: j.MilliCPU, MemoryMiB: j.MemoryMiB, Arrival: j.Arrival, Duration: j.Duration})
+			MilliCPU: j.MilliCPU, MemoryMiB: j.MemoryMiB, Arrival: j.Arrival, Duration: j.Duration, CheckpointEvery: j.CheckpointEvery})
 	}
 	return in
 }
@@ -76,7 +118,8 @@ func PodTraceInput(name string, nodes []trace.NodeSpec, pods []trace.PodSpec) (R
 			continue
 		}
 		in.Jobs = append(in.Jobs, ReplayJob{Name: p.Name, Class: "pod", MinMember: 1, Tasks: 1, GPU: gpuRequest(&p, false),
-			MilliCPU: p.MilliCPU, MemoryMiB: p.MemoryMiB, Arrival: p.Creation - t0, Duration: max(p.Deletion-p.Creation, 1)})
+			MilliCPU: p.MilliCPU, MemoryMiB: p.MemoryMiB, Arrival: p.Creation - t0, Duration: max(p.Deletion-p.Creation, 1),
+			CheckpointEvery: trace.CheckpointForQoS(p.QoS)})
 	}
 	if len(in.Jobs) == 0 {
 		return in, fmt.Errorf("%s: no pod has creation_time and deletion_time; replay needs them (use --mode fillup)", name)
@@ -103,9 +146,10 @@ type Replay struct {
 	Autoscale *Autoscaling
 }
 
-// recordWait adds a job's wait, arrival to now, with its queue and class.
-func recordWait(out *report.Replay, spec *ReplayJob, now int64) {
-	out.WaitSeconds = append(out.WaitSeconds, float64(now-spec.Arrival))
+// recordWait adds a job's wait, its seconds waiting to start and to restart after
+// evictions, with its queue and class.
+func recordWait(out *report.Replay, spec *ReplayJob, waited int64) {
+	out.WaitSeconds = append(out.WaitSeconds, float64(waited))
 	out.WaitQueues = append(out.WaitQueues, spec.Queue)
 	out.WaitClasses = append(out.WaitClasses, spec.Class)
 }
@@ -124,7 +168,7 @@ func replayJob(spec *ReplayJob, q *framework.Queue, wholeGPUs bool) *framework.J
 		name := fmt.Sprintf("%s-%d", spec.Name, i)
 		j.Tasks = append(j.Tasks, &framework.Task{Name: name, Namespace: "sim", UID: name, Job: j, Container: "main",
 			Request: framework.Resources{MilliCPU: spec.MilliCPU, Memory: spec.MemoryMiB << 20, Pods: 1},
-			GPU:     gpu, Preemptible: true})
+			GPU:     gpu, Preemptible: !spec.Protected()})
 	}
 	return j
 }

@@ -103,16 +103,21 @@ func TestReplaySliceUtilisation(t *testing.T) {
 	}
 }
 
-// A preempted job keeps the work up to its last 10-minute checkpoint and finishes later.
+// A preempted job keeps the work up to its last 10-minute checkpoint, loses the rest,
+// waits to restart and finishes later.
 func TestReplayPreemptionKeepsCheckpoint(t *testing.T) {
 	in := ReplayInput{Name: "preempt", Nodes: oneNode(8), Queues: []trace.QueueSpec{{Name: "q", Weight: 1, Reclaimable: true}}, Horizon: 4 * 3600,
 		Jobs: []ReplayJob{
-			{Name: "low", Queue: "q", Priority: 1, MinMember: 1, Tasks: 1, GPU: framework.GPURequest{Count: 8}, MilliCPU: 1000, Duration: 2 * 3600},
+			{Name: "low", Queue: "q", Priority: 1, MinMember: 1, Tasks: 1, GPU: framework.GPURequest{Count: 8}, MilliCPU: 1000, Duration: 2 * 3600, CheckpointEvery: 600},
 			{Name: "high", Queue: "q", Priority: 100, MinMember: 1, Tasks: 1, GPU: framework.GPURequest{Count: 8}, MilliCPU: 1000, Arrival: 35 * 60, Duration: 3600},
 		}}
 	rp := replay(t, "tessera", in)
-	if rp.Preemptions != 1 || len(rp.WaitSeconds) != 2 || rp.WaitSeconds[1] != 0 {
-		t.Fatalf("preemptions %d, waits %v; want high to start at once by preempting low", rp.Preemptions, rp.WaitSeconds)
+	// Waits are recorded as jobs complete: high first, at once; low waited an hour to restart.
+	if rp.Preemptions != 1 || !slices.Equal(rp.WaitSeconds, []float64{0, 3600}) {
+		t.Fatalf("preemptions %d, waits %v; want high to start at once by preempting low, and low to wait 3600 s to restart", rp.Preemptions, rp.WaitSeconds)
+	}
+	if want := 5.0 / 60 * 8; math.Abs(rp.LostGPUHours-want) > 1e-9 || rp.Evictions[EvictedByPreemption] != 1 {
+		t.Errorf("lost %g GPU-hours, evictions %v; want %g (5 minutes of 8 GPUs) and one preemption", rp.LostGPUHours, rp.Evictions, want)
 	}
 	// Busy for 35 min (low) + 60 min (high) + 90 min (low, from its 30-minute checkpoint).
 	busyUntil := 0.0

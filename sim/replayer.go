@@ -3,6 +3,7 @@ package sim
 import (
 	"container/heap"
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 
@@ -47,12 +48,18 @@ type replayer struct {
 
 	// fleet turns nodes off and on; nil: the nodes are always on.
 	fleet *fleet
+	// allNodes are the input's nodes, present or not; noMigration packs the running
+	// tasks onto them as they start, for the savings bounds.
+	allNodes    []*framework.Node
+	noMigration *noMigration
 
 	out *report.Replay
 	// lastT is the time up to which the measurements are taken.
 	lastT             int64
 	allocInt, utilInt float64 // integrals of allocated and useful milli over [0, horizon]
 	nodeInt           float64 // integral of the paid GPU nodes over [0, horizon]
+	// integrals of the savings bounds' nodes over [0, horizon]
+	ceilingInt, noMigrationInt float64
 }
 
 // running is a job's progress on the virtual clock.
@@ -64,6 +71,11 @@ type running struct {
 	started   bool
 	startedAt int64
 	epoch     int // invalidates completion events after an eviction
+	// waitFrom is when the job's current wait began (its arrival, or the eviction
+	// that stopped it), -1 while it makes progress; waited sums its ended waits.
+	waitFrom, waited int64
+	// milli is the useful GPU share its running tasks hold while it makes progress.
+	milli int64
 }
 
 // waiting reports whether the job waits to start or to resume.
@@ -82,6 +94,7 @@ func newReplayer(rp Replay) (*replayer, error) {
 	in := rp.Input
 	r := &replayer{rp: rp, cfg: cfg, sched: s, queues: map[string]*framework.Queue{}, active: map[*framework.Job]*running{}, out: &report.Replay{}}
 	nodes := buildNodes(in.Nodes)
+	r.allNodes, r.noMigration = slices.Clone(nodes), newNoMigration(nodes)
 	r.snap = &framework.Snapshot{Nodes: nodes, TopologyLevels: []string{"tessera.dev/rack", "topology.kubernetes.io/zone"}}
 	for _, q := range in.Queues {
 		fq := &framework.Queue{Name: q.Name, Weight: q.Weight, Reclaimable: q.Reclaimable, Capability: framework.Unlimited}
@@ -189,7 +202,7 @@ func (r *replayer) arrive() {
 	for r.next < len(jobs) && jobs[r.next].Arrival <= r.now {
 		spec := &jobs[r.next]
 		j := replayJob(spec, r.queues[spec.Queue], r.cfg.WholeGPUs)
-		r.active[j] = &running{spec: spec, job: j, since: -1}
+		r.active[j] = &running{spec: spec, job: j, since: -1, waitFrom: spec.Arrival}
 		r.snap.Jobs = append(r.snap.Jobs, j)
 		r.next++
 		if r.rp.OnJob != nil {
@@ -211,6 +224,9 @@ func (r *replayer) complete() {
 			}
 			t.Status = framework.TaskSucceeded
 		}
+		recordWait(r.out, c.r.spec, c.r.waited)
+		r.out.WorkGPUHours += float64(c.r.spec.Duration) * float64(c.r.milli) / framework.MilliPerGPU / 3600
+		r.out.JCTSeconds = append(r.out.JCTSeconds, float64(r.now-c.r.spec.Arrival))
 		delete(r.active, c.r.job)
 	}
 }
@@ -229,10 +245,13 @@ func (r *replayer) schedule() {
 	evicted := map[*framework.Job]bool{}
 	for _, e := range res.Evictions {
 		evicted[e.Task.Job] = true
+		r.evicted(EvictedByPreemption, 1)
 	}
-	for j := range evicted {
-		r.out.Preemptions++
-		r.stopProgress(r.active[j])
+	for _, j := range snap.Jobs {
+		if evicted[j] {
+			r.out.Preemptions++
+			r.stopProgress(r.active[j])
+		}
 	}
 	for _, b := range res.Bindings {
 		b.Task.Status = framework.TaskRunning
@@ -262,21 +281,61 @@ func (r *replayer) startProgress(a *running) {
 		return
 	}
 	a.since = r.now
+	a.waited += r.now - a.waitFrom
+	a.waitFrom = -1
+	a.milli = 0
+	for _, t := range a.job.Tasks {
+		if t.Status == framework.TaskRunning {
+			a.milli += usefulMilli(&a.spec.GPU, t)
+		}
+	}
 	if !a.started {
 		a.started, a.startedAt = true, r.now
-		recordWait(r.out, a.spec, r.now)
 	}
 	heap.Push(&r.ends, completion{at: r.now + a.spec.Duration - a.done, r: a, epoch: a.epoch})
 }
 
-// stopProgress stops a job's progress; it keeps the work up to its last checkpoint.
+// stopProgress stops a job's progress: it keeps the work up to its last checkpoint,
+// the rest is lost, and it waits again from now.
 func (r *replayer) stopProgress(a *running) {
 	if a.since < 0 {
 		return
 	}
-	a.done += (r.now - a.since) / checkpointEvery * checkpointEvery
-	a.since = -1
+	elapsed := r.now - a.since
+	kept := a.spec.kept(elapsed)
+	a.done += kept
+	r.lose(a, elapsed-kept)
+	a.since, a.waitFrom = -1, r.now
 	a.epoch++
+}
+
+// Causes of evictions, as the report counts them.
+const (
+	EvictedByPreemption = "preemption"
+	EvictedByScaleDown  = "scale-down"
+)
+
+// evicted counts pods evicted for cause.
+func (r *replayer) evicted(cause string, pods int) {
+	if pods == 0 {
+		return
+	}
+	if r.out.Evictions == nil {
+		r.out.Evictions = map[string]int{}
+	}
+	r.out.Evictions[cause] += pods
+}
+
+// lose accounts for the last seconds of a's progress, thrown away by an eviction:
+// they count as lost GPU-time and no longer as useful utilisation.
+func (r *replayer) lose(a *running, seconds int64) {
+	if seconds <= 0 || a.milli == 0 {
+		return
+	}
+	r.out.LostGPUHours += float64(seconds) * float64(a.milli) / framework.MilliPerGPU / 3600
+	if span := min(r.now, r.horizon) - min(r.now-seconds, r.horizon); span > 0 {
+		r.utilInt -= float64(a.milli) * float64(span)
+	}
 }
 
 // measure records the samples due up to to and integrates allocation and useful
@@ -286,6 +345,7 @@ func (r *replayer) measure(to int64) {
 	a, u := r.held()
 	qa, qp := r.perQueue()
 	nodes := r.snap.Nodes
+	ceiling, noMigration := r.bounds()
 	for ts := (r.lastT/sampleEvery + 1) * sampleEvery; ts <= to; ts += sampleEvery {
 		for i := range out.Queues {
 			out.Queues[i].AllocGPUs = append(out.Queues[i].AllocGPUs, qa[i])
@@ -295,14 +355,44 @@ func (r *replayer) measure(to int64) {
 		out.AllocPct = append(out.AllocPct, 100*float64(a)/float64(r.capacity))
 		out.UtilPct = append(out.UtilPct, 100*float64(u)/float64(r.capacity))
 		out.Nodes = append(out.Nodes, r.paidNodes())
+		out.CeilingNodes = append(out.CeilingNodes, ceiling)
 		out.IdleNodes = append(out.IdleNodes, idleNodes(nodes))
 	}
 	if span := min(to, r.horizon) - min(r.lastT, r.horizon); span > 0 {
 		r.allocInt += float64(a) * float64(span)
 		r.utilInt += float64(u) * float64(span)
 		r.nodeInt += float64(r.paidNodes()) * float64(span)
+		r.ceilingInt += float64(ceiling) * float64(span)
+		r.noMigrationInt += float64(noMigration) * float64(span)
 	}
 	r.lastT = to
+}
+
+// bounds is the nodes the running tasks need re-packed (the ceiling's) and placed
+// once as they started (no migration); it brings the no-migration packing up to the
+// tasks running now.
+func (r *replayer) bounds() (ceiling, noMigration int) {
+	var running []*framework.Task
+	for _, a := range r.byName() {
+		for _, t := range a.job.Tasks {
+			if t.Status == framework.TaskRunning {
+				running = append(running, t)
+			}
+		}
+	}
+	now := make(map[*framework.Task]bool, len(running))
+	for _, t := range running {
+		now[t] = true
+	}
+	for t := range r.noMigration.at {
+		if !now[t] {
+			r.noMigration.end(t)
+		}
+	}
+	for _, t := range running {
+		r.noMigration.start(t)
+	}
+	return repackNodes(r.allNodes, running), r.noMigration.used()
 }
 
 // held is the GPU milli allocated on the nodes and the part of it doing useful work.
@@ -379,12 +469,21 @@ func (r *replayer) close() {
 	}
 	// Jobs that never started wait until the end of the run at least: their waits
 	// count as censored there, so the statistics do not leave out the worst cases.
+	// Jobs still running or waiting to restart count what they waited so far, and
+	// their completion time as the end of the run.
 	for _, a := range r.byName() {
-		if !a.started {
+		if a.waitFrom >= 0 {
+			a.waited += r.now - a.waitFrom
+		}
+		switch {
+		case !a.started:
 			out.JobsStarved++
 			out.CensoredWaits++
-			recordWait(out, a.spec, r.now)
+		case a.waited > starvedAfter:
+			out.JobsStarved++
 		}
+		recordWait(out, a.spec, a.waited)
+		out.JCTSeconds = append(out.JCTSeconds, float64(r.now-a.spec.Arrival))
 	}
 	if r.lastT < r.horizon {
 		r.measure(r.horizon) // nothing ran at the end of the window
@@ -392,6 +491,8 @@ func (r *replayer) close() {
 	out.MeanAllocPct = 100 * r.allocInt / float64(r.horizon) / float64(r.capacity)
 	out.MeanUtilPct = 100 * r.utilInt / float64(r.horizon) / float64(r.capacity)
 	out.GPUNodeHours = r.nodeInt / 3600
+	out.CeilingNodeHours, out.NoMigrationNodeHours = r.ceilingInt/3600, r.noMigrationInt/3600
+	out.GPUsPerNode = float64(r.capacity) / framework.MilliPerGPU / float64(len(r.rp.Input.Nodes))
 	if r.fleet != nil {
 		out.NodesRemoved, out.ScaleDownEvictions = r.fleet.removals, r.fleet.evictions
 	}

@@ -64,8 +64,35 @@ func TestReplayerSteps(t *testing.T) {
 	}
 }
 
-// An evicted job keeps the work up to its last checkpoint: stopProgress rounds down.
+// An evicted job keeps the work up to its last checkpoint: stopProgress rounds down,
+// the rest is lost GPU-time, and its wait to restart counts.
 func TestReplayerStopKeepsCheckpoint(t *testing.T) {
+	in := twoJobs()
+	in.Jobs[0].CheckpointEvery = 600
+	r, err := newReplayer(Replay{Input: in, Profile: "tessera", Seed: 42})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.arrive()
+	r.schedule()
+	a := r.active[r.snap.Jobs[0]]
+	r.now = 600*2 + 300
+	r.stopProgress(a)
+	if a.done != 2*600 || a.since != -1 || a.epoch != 1 || a.waitFrom != r.now {
+		t.Errorf("after stop: done %d since %d epoch %d waiting from %d; want two checkpoints kept, stopped, epoch 1, waiting from %d", a.done, a.since, a.epoch, a.waitFrom, r.now)
+	}
+	if want := 300.0 * 4 / 3600; r.out.LostGPUHours != want {
+		t.Errorf("lost %g GPU-hours, want %g (300 s of 4 GPUs)", r.out.LostGPUHours, want)
+	}
+	r.now += 900
+	r.startProgress(a)
+	if a.waited != 900 {
+		t.Errorf("waited %d s, want the 900 s to restart", a.waited)
+	}
+}
+
+// A job without checkpoints loses everything it did, and is protected from eviction.
+func TestReplayerNoCheckpointLosesAll(t *testing.T) {
 	r, err := newReplayer(Replay{Input: twoJobs(), Profile: "tessera", Seed: 42})
 	if err != nil {
 		t.Fatal(err)
@@ -73,10 +100,13 @@ func TestReplayerStopKeepsCheckpoint(t *testing.T) {
 	r.arrive()
 	r.schedule()
 	a := r.active[r.snap.Jobs[0]]
-	r.now = checkpointEvery*2 + 300
+	if a.job.Tasks[0].Preemptible {
+		t.Error("a job without checkpoints is preemptible; want it protected")
+	}
+	r.now = 1500
 	r.stopProgress(a)
-	if a.done != 2*checkpointEvery || a.since != -1 || a.epoch != 1 {
-		t.Errorf("after stop: done %d since %d epoch %d; want two checkpoints kept, stopped, epoch 1", a.done, a.since, a.epoch)
+	if a.done != 0 || r.out.LostGPUHours != 1500.0*4/3600 {
+		t.Errorf("done %d, lost %g GPU-hours; want 0 kept and 1500 s of 4 GPUs lost", a.done, r.out.LostGPUHours)
 	}
 }
 

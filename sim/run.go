@@ -45,9 +45,13 @@ type Options struct {
 	Progress io.Writer
 	// Warn receives warnings about the input ("warning: ..." lines); nil for none.
 	Warn io.Writer
-	// Autoscale runs each replay three times (always on, Tessera's autoscaler, the
-	// CA-like rule) and reports the savings (RunAutoscaled); replay mode only.
+	// Autoscale runs each replay always on and under each autoscaler paired with its
+	// profile, and reports the savings (RunAutoscaled); replay mode only.
 	Autoscale bool
+	// ProtectedShare, when set, replaces the input's rule for which jobs never
+	// checkpoint and are protected from eviction with a random share of the jobs
+	// (ReplayInput.WithProtectedShare), a variant for held-out measurements.
+	ProtectedShare *float64
 	// BootDelay is how long a node added back takes before pods can use it (the
 	// command's default is DefaultBootDelay).
 	BootDelay time.Duration
@@ -57,16 +61,19 @@ type Options struct {
 
 // replay runs one replay, autoscaled when the options say so.
 func (o Options) replay(rp Replay) (report.Result, error) {
+	if o.ProtectedShare != nil {
+		rp.Input = rp.Input.WithProtectedShare(*o.ProtectedShare, rp.Seed)
+	}
 	if !o.Autoscale {
 		return RunReplay(rp)
 	}
 	return RunAutoscaled(rp, Autoscaling{BootDelay: o.BootDelay, UnderusedShare: o.UnderusedShare})
 }
 
-// replayUnits is the progress units of a replay of jobs: one per job and run.
-func (o Options) replayUnits(jobs int) int {
+// replayUnits is the progress units of a profile's replay of jobs: one per job and run.
+func (o Options) replayUnits(profile string, jobs int) int {
 	if o.Autoscale {
-		return 3 * jobs
+		return (1 + len(autoscalersOf(profile))) * jobs
 	}
 	return jobs
 }
@@ -96,15 +103,15 @@ type run struct {
 // Run performs every (profile, seed) run of the options, two at a time per core, and
 // returns the results in profile order, then seed order.
 func Run(o Options) ([]report.Result, error) {
-	if o.Seeds < 1 || o.Seeds > MaxSeeds {
-		return nil, fmt.Errorf("--seeds: must be between 1 and %d, got %d", MaxSeeds, o.Seeds)
-	}
-	if lists := strings.Split(o.Trace, ","); len(lists) > 1 {
-		return runLists(o, lists)
-	}
 	first := o.FirstSeed
 	if first == 0 {
 		first = FirstSeed
+	}
+	if err := CheckSeeds(first, o.Seeds); err != nil {
+		return nil, err
+	}
+	if lists := strings.Split(o.Trace, ","); len(lists) > 1 {
+		return runLists(o, lists)
 	}
 	var runs []run
 	named := map[string]bool{}
@@ -139,7 +146,7 @@ func Run(o Options) ([]report.Result, error) {
 	if o.Progress != nil {
 		total := 0
 		for _, r := range runs {
-			total += units(r.seed)
+			total += units(r)
 		}
 		progress = report.NewProgress(o.Progress, total, label)
 		defer progress.Done()
@@ -169,7 +176,7 @@ func Run(o Options) ([]report.Result, error) {
 
 // runner reads the input once and returns the function that performs one run, the
 // number of progress units of a run with a given seed, and the progress label.
-func (o Options) runner() (func(run, func()) (report.Result, error), func(int64) int, string, error) {
+func (o Options) runner() (func(run, func()) (report.Result, error), func(run) int, string, error) {
 	switch {
 	case o.Scenario != "":
 		if o.Mode == ModeFillUp {
@@ -185,9 +192,9 @@ func (o Options) runner() (func(run, func()) (report.Result, error), func(int64)
 			}
 			return o.replay(Replay{Input: ScenarioInput(s), Profile: r.profile, Config: r.cfg, Seed: r.seed, OnJob: tick})
 		}
-		units := func(seed int64) int {
-			s, _ := trace.BuildScenario(o.Scenario, seed)
-			return o.replayUnits(len(s.Jobs))
+		units := func(r run) int {
+			s, _ := trace.BuildScenario(o.Scenario, r.seed)
+			return o.replayUnits(r.profile, len(s.Jobs))
 		}
 		return one, units, "jobs", nil
 	case o.Trace != "" || o.PodsFile != "":
@@ -211,7 +218,7 @@ func (o Options) runner() (func(run, func()) (report.Result, error), func(int64)
 			}
 			return func(r run, tick func()) (report.Result, error) {
 				return o.replay(Replay{Input: rin, Profile: r.profile, Config: r.cfg, Seed: r.seed, OnJob: tick})
-			}, func(int64) int { return o.replayUnits(len(rin.Jobs)) }, "pods", nil
+			}, func(r run) int { return o.replayUnits(r.profile, len(rin.Jobs)) }, "pods", nil
 		}
 		if o.Autoscale {
 			return nil, nil, "", fmt.Errorf("--autoscale runs in --mode replay; fill-up pods never leave, so no node ever empties")
@@ -224,7 +231,7 @@ func (o Options) runner() (func(run, func()) (report.Result, error), func(int64)
 		if err := trace.CheckFillUp(in.Pods, capacity, arrive); err != nil {
 			return nil, nil, "", err
 		}
-		units := func(seed int64) int { return len(trace.FillUp(in.Pods, capacity, arrive, seed)) }
+		units := func(r run) int { return len(trace.FillUp(in.Pods, capacity, arrive, r.seed)) }
 		return func(r run, tick func()) (report.Result, error) {
 			return RunFillUp(FillUp{Trace: in.Name, Nodes: in.Nodes, Pods: in.Pods, Profile: r.profile, Config: r.cfg, Seed: r.seed, Arrive: arrive, OnPod: tick})
 		}, units, "pods", nil

@@ -9,17 +9,35 @@ import (
 // DefaultBootDelay is how long a GPU node added back takes before pods can use it.
 const DefaultBootDelay = 5 * time.Minute
 
-// RunAutoscaled replays the same jobs with the same profile and seed three times: on
-// the always-on cluster, under Tessera's autoscaler (RuleTessera) and under the
-// Cluster-Autoscaler-like rule (RuleCALike), both adding removed nodes back after
-// a.BootDelay through the same scale-up. The result is the run under Tessera's
-// autoscaler with the savings of both rules against always on.
+// AutoscalersOf is, per scheduler profile, the autoscalers its users run it with and
+// that an autoscaled replay pairs it with, besides always on: the default scheduler
+// with Cluster Autoscaler, Volcano with Cluster Autoscaler or Karpenter, Tessera with
+// its own. A profile not listed is paired with Tessera's autoscaler and Cluster
+// Autoscaler.
+var AutoscalersOf = map[string][]string{
+	"kube-default": {RuleCA},
+	"volcano":      {RuleCA, RuleKarpenter},
+	"tessera":      {RuleTessera},
+}
+
+func autoscalersOf(profile string) []string {
+	if rules, ok := AutoscalersOf[profile]; ok {
+		return rules
+	}
+	return []string{RuleTessera, RuleCA}
+}
+
+// RunAutoscaled replays the same jobs with the same profile and seed on the always-on
+// cluster and under each autoscaler paired with the profile (AutoscalersOf), every
+// one adding removed nodes back after a.BootDelay through the same scale-up. The
+// result's Replay is the always-on run; Autoscaled holds every run by autoscaler, and
+// Autoscale compares them.
 func RunAutoscaled(rp Replay, a Autoscaling) (report.Result, error) {
 	wall := time.Now()
 	runs := map[string]*report.Replay{}
-	for _, rule := range []string{"", RuleTessera, RuleCALike} {
+	for _, rule := range append([]string{report.AlwaysOn}, autoscalersOf(rp.Profile)...) {
 		one := rp
-		if rule != "" {
+		if rule != report.AlwaysOn {
 			a.Rule = rule
 			one.Autoscale = &a
 		}
@@ -29,8 +47,8 @@ func RunAutoscaled(rp Replay, a Autoscaling) (report.Result, error) {
 		}
 		runs[rule] = res.Replay
 	}
-	ts := runs[RuleTessera]
-	s := report.NewSavings(runs[""], ts, runs[RuleCALike])
-	ts.GPUNodeHoursSaved = s.GPUNodeHoursAlwaysOn - s.GPUNodeHours
-	return report.Result{Policy: rp.Profile, Seed: rp.Seed, Trace: rp.Input.Name, WallSeconds: time.Since(wall).Seconds(), Replay: ts, Savings: s}, nil
+	res := report.Result{Policy: rp.Profile, Seed: rp.Seed, Trace: rp.Input.Name, WallSeconds: time.Since(wall).Seconds(),
+		Replay: runs[report.AlwaysOn], Autoscaled: runs}
+	res.Autoscale = report.Summarize([]report.Result{res})[0].Autoscale
+	return res, nil
 }

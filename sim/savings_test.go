@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/tessera-gpu/tessera/scheduler/framework"
+	"github.com/tessera-gpu/tessera/sim/report"
 	"github.com/tessera-gpu/tessera/sim/trace"
 )
 
@@ -27,43 +28,43 @@ func burstsInput() ReplayInput {
 	return in
 }
 
-// Both rules remove the idle nodes and boot them back for the second burst, whose
-// jobs then wait for the boot; always on, nobody waits and all 32 node-hours are paid.
+// Every autoscaler removes the idle nodes and boots them back for the second burst,
+// whose jobs then wait for the boot; always on, nobody waits and all 32 node-hours
+// are paid.
 func TestAutoscaledReplayRemovesAndBootsNodes(t *testing.T) {
 	const boot = 5 * time.Minute
-	res, err := RunAutoscaled(Replay{Input: burstsInput(), Profile: "tessera", Seed: 42}, Autoscaling{BootDelay: boot})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := res.Savings
-	t.Logf("always on %.1f node-h, wait %.0fs; tessera %.1f node-h (%.1f%%), wait %.0fs; CA-like %.1f node-h (%.1f%%), wait %.0fs",
-		s.GPUNodeHoursAlwaysOn, s.MeanWaitSecondsAlwaysOn, s.GPUNodeHours, s.SavedPct, s.MeanWaitSeconds, s.CALike.GPUNodeHours, s.CALike.SavedPct, s.CALike.MeanWaitSeconds)
-	if s.GPUNodeHoursAlwaysOn != 32 || s.MeanWaitSecondsAlwaysOn != 0 {
-		t.Errorf("always on: %g node-h, mean wait %gs; want 32 and 0", s.GPUNodeHoursAlwaysOn, s.MeanWaitSecondsAlwaysOn)
-	}
-	// The second burst's 4 jobs of 20 wait for the boot.
-	wantWait := 4 * boot.Seconds() / 20
-	for _, rule := range []struct {
-		name        string
-		saved, wait float64
-	}{{"tessera", s.SavedPct, s.MeanWaitSeconds}, {"CA-like", s.CALike.SavedPct, s.CALike.MeanWaitSeconds}} {
-		if rule.saved < 40 || rule.wait != wantWait {
-			t.Errorf("%s: saved %.1f%%, mean wait %gs; want over 40%% and %gs (the boot delay, for the 4 late jobs)", rule.name, rule.saved, rule.wait, wantWait)
+	for _, profile := range []string{"tessera", "volcano"} {
+		res, err := RunAutoscaled(Replay{Input: burstsInput(), Profile: profile, Seed: 42}, Autoscaling{BootDelay: boot})
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	for name, rp := range map[string][]int{"tessera": res.Replay.Nodes, "CA-like": s.CALikeReplay.Nodes} {
-		night, late := rp[5*6], rp[7*6] // at 5 h and 7 h
-		if night != 0 || late != 4 || slices.Max(rp) != 4 {
-			t.Errorf("%s: %d nodes at 5 h, %d at 7 h; want none, then all 4 back", name, night, late)
+		a := res.Autoscale
+		on := a.Arm(profile, report.AlwaysOn)
+		if on == nil || on.GPUNodeHours != 32 || on.MeanWaitSeconds != 0 || on.SavedPct != 0 {
+			t.Fatalf("%s always on: %+v; want 32 node-h, no wait, nothing saved", profile, on)
 		}
-	}
-	if res.Replay.NodesRemoved < 4 || res.Replay.GPUNodeHoursSaved != s.GPUNodeHoursAlwaysOn-s.GPUNodeHours {
-		t.Errorf("removed %d nodes, saved %g node-h", res.Replay.NodesRemoved, res.Replay.GPUNodeHoursSaved)
+		// The second burst's 4 jobs of 20 wait for the boot.
+		wantWait := 4 * boot.Seconds() / 20
+		for _, rule := range autoscalersOf(profile) {
+			arm := a.Arm(profile, rule)
+			t.Logf("%s: %.1f node-h (%.1f%%, net %.1f%%), wait %.0fs", arm.Name(), arm.GPUNodeHours, arm.SavedPct, arm.NetSavedPct, arm.MeanWaitSeconds)
+			if arm.SavedPct < 40 || arm.NetSavedPct != arm.SavedPct || arm.MeanWaitSeconds != wantWait {
+				t.Errorf("%s: saved %.1f%% (net %.1f%%), mean wait %gs; want over 40%%, nothing lost, and %gs (the boot delay, for the 4 late jobs)",
+					arm.Name(), arm.SavedPct, arm.NetSavedPct, arm.MeanWaitSeconds, wantWait)
+			}
+			nodes := res.Autoscaled[rule].Nodes
+			night, late := nodes[5*6], nodes[7*6] // at 5 h and 7 h
+			if night != 0 || late != 4 || slices.Max(nodes) != 4 {
+				t.Errorf("%s: %d nodes at 5 h, %d at 7 h; want none, then all 4 back", arm.Name(), night, late)
+			}
+			if res.Autoscaled[rule].NodesRemoved < 4 {
+				t.Errorf("%s: removed %d nodes", arm.Name(), res.Autoscaled[rule].NodesRemoved)
+			}
+		}
 	}
 }
 
-// Without an autoscaler the replay is the always-on run: the savings' always-on
-// figures are exactly RunReplay's.
+// The result's replay is the always-on run, exactly RunReplay's.
 func TestAutoscaledAlwaysOnIsThePlainReplay(t *testing.T) {
 	in := burstsInput()
 	plain := replay(t, "tessera", in)
@@ -71,14 +72,14 @@ func TestAutoscaledAlwaysOnIsThePlainReplay(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	on := res.Savings.AlwaysOn
-	if !slices.Equal(on.WaitSeconds, plain.WaitSeconds) || on.MeanAllocPct != plain.MeanAllocPct || on.GPUNodeHours != plain.GPUNodeHours {
+	on := res.Replay
+	if on != res.Autoscaled[report.AlwaysOn] || !slices.Equal(on.WaitSeconds, plain.WaitSeconds) || on.MeanAllocPct != plain.MeanAllocPct || on.GPUNodeHours != plain.GPUNodeHours {
 		t.Errorf("always-on run differs from the plain replay: %+v vs %+v", on, plain)
 	}
 }
 
 func TestAutoscalingRejectsUnknownRule(t *testing.T) {
-	if _, err := RunReplay(Replay{Input: burstsInput(), Profile: "tessera", Autoscale: &Autoscaling{Rule: "karpenter"}}); err == nil {
+	if _, err := RunReplay(Replay{Input: burstsInput(), Profile: "tessera", Autoscale: &Autoscaling{Rule: "cluster-autoscaler"}}); err == nil {
 		t.Error("an unknown rule was accepted")
 	}
 }

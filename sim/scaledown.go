@@ -18,8 +18,10 @@ const (
 	// defaults (a node without GPU pods for idleAfter, whose removal leaves every pod
 	// and every pending gang within its queue's deserved share a place).
 	RuleTessera = "tessera"
-	// RuleCALike is a Cluster-Autoscaler-like rule (caLike).
-	RuleCALike = "ca-like"
+	// RuleCA is Cluster Autoscaler's scale-down as its documentation describes it (caLike).
+	RuleCA = "ca"
+	// RuleKarpenter is Karpenter's consolidation, WhenEmptyOrUnderutilized, delete only.
+	RuleKarpenter = "karpenter"
 )
 
 func newRule(a Autoscaling, s *scheduler.Scheduler) (scaleDownRule, error) {
@@ -31,10 +33,12 @@ func newRule(a Autoscaling, s *scheduler.Scheduler) (scaleDownRule, error) {
 		}
 		pol.UnderusedShare = a.UnderusedShare
 		return &plannerRule{planner: autoscale.NewPlanner(pol, s)}, nil
-	case RuleCALike:
+	case RuleCA:
 		return newCALike(), nil
+	case RuleKarpenter:
+		return newKarpenter(), nil
 	}
-	return nil, fmt.Errorf("autoscaling rule %q: use %s or %s", a.Rule, RuleTessera, RuleCALike)
+	return nil, fmt.Errorf("autoscaling rule %q: use %s, %s or %s", a.Rule, RuleTessera, RuleCA, RuleKarpenter)
 }
 
 // plannerRule removes the candidates of Tessera's autoscale.Planner; every present
@@ -44,7 +48,7 @@ type plannerRule struct{ planner *autoscale.Planner }
 func (p *plannerRule) pick(snap *framework.Snapshot, _ int64, f *fleet) []string {
 	c := &autoscale.Cluster{Snap: snap, Nodes: make(map[string]autoscale.NodeState, len(snap.Nodes))}
 	for _, n := range snap.Nodes {
-		c.Nodes[n.Name] = autoscale.NodeState{GPUsReady: true}
+		c.Nodes[n.Name] = autoscale.NodeState{GPUsReady: true, Blocker: protectedBlocker(n)}
 	}
 	if last := f.lastChange(); last >= 0 {
 		c.LastScaleDown = epoch.Add(time.Duration(last) * time.Second)
@@ -54,4 +58,16 @@ func (p *plannerRule) pick(snap *framework.Snapshot, _ int64, f *fleet) []string
 		names = append(names, d.Node)
 	}
 	return names
+}
+
+// protectedBlocker keeps a node that runs a pod marked not to be evicted, as the
+// actuator does for safe-to-evict: "false" and do-not-disrupt (autoscale.NodeBlocker).
+func protectedBlocker(n *framework.Node) *autoscale.Blocker {
+	for _, t := range n.Tasks {
+		if !t.Preemptible {
+			return &autoscale.Blocker{Reason: autoscale.ReasonNotSafeToEvict,
+				Message: fmt.Sprintf("pod %s is annotated %s=false", t.Key(), autoscale.AnnotationSafeToEvict)}
+		}
+	}
+	return nil
 }

@@ -27,15 +27,16 @@ func init() { register(newSimulateCommand) }
 
 func newSimulateCommand() *cobra.Command {
 	var (
-		o         sim.Options
-		profiles  string
-		format    string
-		htmlPath  string
-		configs   []string
-		manifests []string
-		admission bool
-		live      bool
-		kube      kubeclient.Options
+		o              sim.Options
+		profiles       string
+		format         string
+		htmlPath       string
+		configs        []string
+		protectedShare float64
+		manifests      []string
+		admission      bool
+		live           bool
+		kube           kubeclient.Options
 	)
 	cmd := &cobra.Command{
 		Use:   "simulate",
@@ -162,9 +163,10 @@ AdmissionPolicies do not compile; a --report that cannot be written).`,
 	f.StringVarP(&format, "output", "o", "table", "table, markdown (the same tables for a README or a pull request) or json")
 	cli.DeprecatedAlias(cmd, "output", "format")
 	f.StringVar(&htmlPath, "report", "", "write a self-contained HTML report with charts to this file")
-	f.BoolVar(&o.Autoscale, "autoscale", false, "replay: run each replay also under Tessera's autoscaler and a Cluster-Autoscaler-like rule, and report GPU-node-hours saved and waits against always-on")
+	f.BoolVar(&o.Autoscale, "autoscale", false, "replay: run each replay also under the autoscalers its scheduler is paired with (kube-default: ca; volcano: ca, karpenter; tessera: tessera) and report GPU-node-hours saved, lost work and waits against always-on, and the ceiling")
 	f.DurationVar(&o.BootDelay, "boot-delay", sim.DefaultBootDelay, "with --autoscale: how long a GPU node added back takes before pods can use it")
 	f.Float64Var(&o.UnderusedShare, "underused-share", 0, "with --autoscale: Tessera's autoscaler also removes nodes whose allocated GPU share stayed at or below this (0 to 1) when the scheduler places their pods elsewhere; 0 removes empty nodes only")
+	f.Float64Var(&protectedShare, "non-evictable-share", -1, "replay: instead of the scenario's rule (jobs without checkpoints are protected from eviction), protect a random share of the jobs (0 to 1) and let the others checkpoint every 30 minutes; -1 keeps the rule")
 	f.StringArrayVar(&configs, "config", nil, "scheduler configuration file to run besides the profiles, under its file name without the extension (repeatable)")
 	return cmd
 }
@@ -204,7 +206,7 @@ func checkSimulateFlags(cmd *cobra.Command, o *sim.Options, manifests []string, 
 		return fmt.Errorf("--request-timeout %s: must not be negative (for example 30s; 0 waits forever)", d)
 	}
 	if len(manifests) > 0 || set("from-cluster") {
-		for _, f := range []string{"mode", "arrive", "seeds", "first-seed", "report", "autoscale", "boot-delay", "underused-share"} {
+		for _, f := range []string{"mode", "arrive", "seeds", "first-seed", "report", "autoscale", "boot-delay", "underused-share", "non-evictable-share"} {
 			if set(f) {
 				return fmt.Errorf("--%s does not apply to --manifests or --from-cluster, which place the pending pods once", f)
 			}
@@ -241,6 +243,18 @@ func checkSimulateFlags(cmd *cobra.Command, o *sim.Options, manifests []string, 
 		return fmt.Errorf("--underused-share applies with --autoscale only")
 	case !(o.UnderusedShare >= 0 && o.UnderusedShare <= 1):
 		return fmt.Errorf("--underused-share %g: must be a share between 0 and 1 (for example 0.5)", o.UnderusedShare)
+	case set("non-evictable-share") && o.Mode != sim.ModeReplay:
+		return fmt.Errorf("--non-evictable-share applies to --mode replay only")
+	}
+	if set("non-evictable-share") {
+		share, _ := cmd.Flags().GetFloat64("non-evictable-share")
+		switch {
+		case share == -1:
+		case share >= 0 && share <= 1:
+			o.ProtectedShare = &share
+		default:
+			return fmt.Errorf("--non-evictable-share %g: must be a share between 0 and 1 (for example 0.33), or -1 for the scenario's rule", share)
+		}
 	}
 	return nil
 }

@@ -227,32 +227,47 @@ func TestSimulateManifestsBuiltinPolicyName(t *testing.T) {
 	}
 }
 
-// --autoscale on a small replay: the JSON results carry the savings of both rules.
+// --autoscale on a small replay: the JSON summary carries an autoscale object with an
+// arm per scheduler and autoscaler, and the ceiling.
 func TestSimulateAutoscaleJSON(t *testing.T) {
 	dir := t.TempDir()
 	nodes, pods := filepath.Join(dir, "nodes.csv"), filepath.Join(dir, "pods.csv")
 	writeFile(t, nodes, "sn,cpu_milli,memory_mib,gpu,model\nn0,64000,262144,8,A100\nn1,64000,262144,8,A100\n")
 	writeFile(t, pods, "name,cpu_milli,memory_mib,num_gpu,gpu_milli,creation_time,deletion_time\n"+
 		"a,1000,1024,8,1000,0,3600\nb,1000,1024,8,1000,0,3600\nc,1000,1024,8,1000,21600,25200\n")
-	out, err := execute("simulate", "--nodes", nodes, "--pods", pods, "--mode", "replay", "--profile", "tessera", "--autoscale", "--boot-delay", "2m", "--format", "json")
+	out, err := execute("simulate", "--nodes", nodes, "--pods", pods, "--mode", "replay", "--profile", "tessera,volcano", "--autoscale", "--boot-delay", "2m",
+		"--non-evictable-share", "0", "-o", "json")
 	if err != nil {
 		t.Fatal(err)
 	}
 	var doc struct {
-		Results []struct {
-			SavedPct float64 `json:"saved_pct"`
-			AlwaysOn float64 `json:"gpu_node_hours_always_on"`
-			CALike   *struct {
-				SavedPct        float64 `json:"saved_pct"`
-				MeanWaitSeconds float64 `json:"mean_wait_seconds"`
-			} `json:"ca_like"`
-		} `json:"results"`
+		Summary []struct {
+			Autoscale *struct {
+				CeilingSavedPct float64 `json:"ceiling_saved_pct"`
+				Arms            []struct {
+					Scheduler   string  `json:"scheduler"`
+					Autoscaler  string  `json:"autoscaler"`
+					SavedPct    float64 `json:"saved_pct"`
+					NetSavedPct float64 `json:"net_saved_pct"`
+				} `json:"arms"`
+			} `json:"autoscale"`
+		} `json:"summary"`
 	}
 	if err := json.Unmarshal([]byte(out), &doc); err != nil {
 		t.Fatal(err)
 	}
-	if len(doc.Results) != 1 || doc.Results[0].SavedPct <= 0 || doc.Results[0].AlwaysOn <= 0 || doc.Results[0].CALike == nil || doc.Results[0].CALike.SavedPct <= 0 {
-		t.Fatalf("results: %s", out)
+	if len(doc.Summary) != 2 || doc.Summary[0].Autoscale == nil || doc.Summary[0].Autoscale.CeilingSavedPct <= 0 {
+		t.Fatalf("summary: %s", out)
+	}
+	var arms []string
+	for _, a := range doc.Summary[0].Autoscale.Arms {
+		arms = append(arms, a.Scheduler+"+"+a.Autoscaler)
+		if a.Autoscaler != "always-on" && (a.SavedPct <= 0 || a.NetSavedPct > a.SavedPct) {
+			t.Errorf("%s+%s: saved %g%%, net %g%%", a.Scheduler, a.Autoscaler, a.SavedPct, a.NetSavedPct)
+		}
+	}
+	if want := "tessera+always-on tessera+tessera volcano+always-on volcano+ca volcano+karpenter"; strings.Join(arms, " ") != want {
+		t.Errorf("arms %v, want %s", arms, want)
 	}
 }
 

@@ -70,7 +70,6 @@ type htmlFillRow struct {
 // htmlReplay is a trace's replay section.
 type htmlReplay struct {
 	Trace        string
-	Autoscaled   bool // the autoscaler columns are shown
 	Rows         []htmlReplayRow
 	CensoredNote string
 	Savings      *htmlSavings
@@ -79,12 +78,12 @@ type htmlReplay struct {
 }
 
 type htmlReplayRow struct {
-	Color, Policy                             string
-	Best                                      bool
-	Runs, Starved                             int
-	Alloc, Util, WaitMean, WaitP95            string
-	Preemptions, NodesRemoved, NodeHoursSaved float64
-	Wall                                      float64
+	Color, Policy                  string
+	Best                           bool
+	Runs, Starved                  int
+	Alloc, Util, WaitMean, WaitP95 string
+	Preemptions                    float64
+	Wall                           float64
 }
 
 // htmlRun is a row of the table of all runs.
@@ -264,16 +263,14 @@ func FillHeadline(ss []Summary) string {
 }
 
 func replaySection(trace string, ss []Summary, results []Result, colors map[string]string) *htmlReplay {
-	rs := &htmlReplay{Trace: trace, CensoredNote: censoredNote(ss), Savings: savingsSection(ss, results), Legend: legend(ss, colors)}
-	// Autoscaler columns appear once an autoscaler fills them.
-	rs.Autoscaled = slices.ContainsFunc(ss, func(s Summary) bool { return s.Replay.MeanNodesRemoved > 0 || s.Replay.MeanGPUNodeHoursSaved > 0 })
+	rs := &htmlReplay{Trace: trace, CensoredNote: censoredNote(ss), Savings: savingsSection(ss), Legend: legend(ss, colors)}
 	best := slices.MaxFunc(ss, func(a, c Summary) int { return cmpFloat(a.Replay.MeanUtilPct, c.Replay.MeanUtilPct) })
 	for _, s := range ss {
 		r := s.Replay
 		rs.Rows = append(rs.Rows, htmlReplayRow{Color: colors[s.Policy], Policy: s.Policy, Best: len(ss) > 1 && s.Policy == best.Policy,
 			Runs: s.Runs, Alloc: pm(r.MeanAllocPct, r.StddevAllocPct, s.Runs), Util: pm(r.MeanUtilPct, r.StddevUtilPct, s.Runs),
 			WaitMean: FormatSeconds(r.MeanWaitSeconds), WaitP95: FormatSeconds(r.P95WaitSeconds), Preemptions: r.MeanPreemptions,
-			Starved: r.MaxJobsStarved, NodesRemoved: r.MeanNodesRemoved, NodeHoursSaved: r.MeanGPUNodeHoursSaved, Wall: s.MeanWallSeconds})
+			Starved: r.MaxJobsStarved, Wall: s.MeanWallSeconds})
 	}
 	var alloc, util, waits []series
 	var done []guide

@@ -117,7 +117,7 @@ func TestWriteMarkdownSavingsAndEscapes(t *testing.T) {
 		t.Fatal(err)
 	}
 	sameTables(t, text.String(), md.String())
-	for _, want := range []string{"autoscaling, against the same jobs on the always-on cluster:\n\n| policy | runs | GPU-node-h always on |", `| a\|b | 1 |`, "2.00× |"} {
+	for _, want := range []string{"autoscaling, against the same jobs on the always-on cluster:\n\n| scheduler | autoscaler | runs | GPU-node-h |", `| a\|b | always-on | 1 |`, "| a\\|b | ca | 1 | 80.0 | 20.0 |"} {
 		if !strings.Contains(md.String(), want) {
 			t.Errorf("markdown lacks %q:\n%s", want, md.String())
 		}

@@ -104,10 +104,10 @@ func TestSummarize(t *testing.T) {
 
 	rep := Summarize([]Result{
 		{Policy: "p", Replay: &Replay{MeanAllocPct: 70, WaitSeconds: []float64{0, 10}, Preemptions: 2, JobsStarved: 0}},
-		{Policy: "p", Replay: &Replay{MeanAllocPct: 80, WaitSeconds: []float64{20, 30, 40}, Preemptions: 5, JobsStarved: 3, GPUNodeHoursSaved: 4}},
+		{Policy: "p", Replay: &Replay{MeanAllocPct: 80, WaitSeconds: []float64{20, 30, 40}, Preemptions: 5, JobsStarved: 3}},
 	})[0].Replay
 	if rep == nil || rep.MeanAllocPct != 75 || math.Abs(rep.StddevAllocPct-math.Sqrt(50)) > 1e-12 || rep.MeanWaitSeconds != 20 ||
-		rep.P95WaitSeconds != 38 || rep.MeanPreemptions != 3.5 || rep.MaxJobsStarved != 3 || rep.MeanGPUNodeHoursSaved != 2 {
+		rep.P95WaitSeconds != 38 || rep.MeanPreemptions != 3.5 || rep.MaxJobsStarved != 3 {
 		t.Errorf("replay summary %+v", rep)
 	}
 }

@@ -39,9 +39,11 @@ type Result struct {
 	Curve []Point `json:"-"`
 	// Replay holds the replay-mode measurements; nil for fill-up runs.
 	Replay *Replay `json:"replay,omitempty"`
-	// Savings, for an autoscaled replay (Replay is then the run under Tessera's
-	// autoscaler), adds its figures to the result's: gpu_node_hours, saved_pct, ca_like...
-	*Savings
+	// Autoscaled, for an autoscaled replay, holds the same jobs' replays under each
+	// autoscaler paired with the policy, by autoscaler (AlwaysOn is Replay itself).
+	Autoscaled map[string]*Replay `json:"-"`
+	// Autoscale compares this run's autoscalers (the policy's arms only).
+	Autoscale *Autoscale `json:"autoscale,omitempty"`
 }
 
 // Point is one sample of a fill-up run: arrived GPU request, allocated GPUs and
@@ -66,8 +68,9 @@ type Replay struct {
 	Nodes []int `json:"nodes"`
 	// IdleNodes is the number of nodes running no pod at each time; empty if not recorded.
 	IdleNodes []int `json:"idle_nodes,omitempty"`
-	// WaitSeconds has one entry per job: its queue wait, arrival to start; for a job
-	// that never started, arrival to the end of the run (a censored wait).
+	// WaitSeconds has one entry per job: the time it waited, to start and to restart
+	// after each eviction; for a job that never started, arrival to the end of the run
+	// (a censored wait).
 	WaitSeconds []float64 `json:"wait_seconds"`
 	// WaitQueues and WaitClasses, parallel to WaitSeconds, name each job's queue and
 	// class ("" when the input has none).
@@ -87,14 +90,33 @@ type Replay struct {
 	Queues []QueueSeries `json:"queues,omitempty"`
 	// AllDoneHours is when every job had finished, in hours; 0 when some never did.
 	AllDoneHours float64 `json:"all_done_hours,omitempty"`
-	// NodesRemoved and GPUNodeHoursSaved are set when autoscaling is on.
-	NodesRemoved      int     `json:"nodes_removed,omitempty"`
-	GPUNodeHoursSaved float64 `json:"gpu_node_hours_saved,omitempty"`
+	// NodesRemoved is set when autoscaling is on.
+	NodesRemoved int `json:"nodes_removed,omitempty"`
 	// GPUNodeHours are the hours of the GPU nodes paid for (present or booting),
-	// summed over the window means are taken over; Result.Savings reports them.
-	GPUNodeHours float64 `json:"-"`
+	// summed over the window means are taken over; Autoscale reports them.
+	GPUNodeHours float64 `json:"gpu_node_hours"`
+	// GPUsPerNode is the input's GPUs per node, to charge lost GPU-hours as node-hours.
+	GPUsPerNode float64 `json:"-"`
+	// CeilingNodes is, at each sample, the fewest nodes that hold the pods running then
+	// re-packed first-fit-decreasing; CeilingNodeHours integrates it over the window.
+	CeilingNodes     []int   `json:"ceiling_nodes,omitempty"`
+	CeilingNodeHours float64 `json:"ceiling_node_hours"`
+	// NoMigrationNodeHours integrates the nodes holding a pod when each pod, as it
+	// starts, goes first-fit onto the nodes in a fixed order and never moves.
+	NoMigrationNodeHours float64 `json:"no_migration_node_hours"`
 	// ScaleDownEvictions counts the pods evicted from nodes the autoscaler removed.
 	ScaleDownEvictions int `json:"scale_down_evictions,omitempty"`
+	// Evictions counts the pods evicted, by cause (preemption, scale-down).
+	Evictions map[string]int `json:"evictions,omitempty"`
+	// LostGPUHours is the GPU-hours of work that evictions threw away: what jobs had
+	// done since their last checkpoint (all of it for jobs without checkpoints). It is
+	// not counted as useful utilisation.
+	LostGPUHours float64 `json:"lost_gpu_hours"`
+	// WorkGPUHours is the GPU-hours of work the jobs that completed needed.
+	WorkGPUHours float64 `json:"work_gpu_hours"`
+	// JCTSeconds has one entry per job: arrival to completion, restarts included; for
+	// a job not done at the end of the run, arrival to the end (censored).
+	JCTSeconds []float64 `json:"jct_seconds"`
 }
 
 // QueueSeries is one queue of a replay over time: what it holds against what it
@@ -132,9 +154,10 @@ type Summary struct {
 	Curve []Point `json:"-"`
 	// Replay aggregates the replay measurements; nil unless every run has them.
 	Replay *ReplaySummary `json:"replay,omitempty"`
-	// Savings pools the runs' autoscaling figures (node-hours averaged per run, waits
-	// pooled over all jobs); nil unless every run has them.
-	Savings *Savings `json:"savings,omitempty"`
+	// Autoscale compares, for an autoscaled replay, every scheduler with the
+	// autoscalers paired with it on this trace, all policies of the run together (the
+	// same in each summary of the trace); nil when not autoscaled.
+	Autoscale *Autoscale `json:"autoscale,omitempty"`
 }
 
 // ReplaySummary aggregates replay runs.
@@ -149,10 +172,8 @@ type ReplaySummary struct {
 	// CensoredWaits is the runs' total of jobs that never started.
 	CensoredWaits int `json:"censored_waits"`
 	// MeanPreemptions is per run; MaxJobsStarved is the worst run's count.
-	MeanPreemptions       float64 `json:"mean_preemptions"`
-	MaxJobsStarved        int     `json:"max_jobs_starved"`
-	MeanNodesRemoved      float64 `json:"mean_nodes_removed,omitempty"`
-	MeanGPUNodeHoursSaved float64 `json:"mean_gpu_node_hours_saved,omitempty"`
+	MeanPreemptions float64 `json:"mean_preemptions"`
+	MaxJobsStarved  int     `json:"max_jobs_starved"`
 	// Waits is the wait distribution per queue, then per job class, pooled over the
 	// runs, censored waits included: a mean over all jobs hides who waits.
 	Waits []GroupWaits `json:"waits,omitempty"`
@@ -213,6 +234,7 @@ func Summarize(results []Result) []Summary {
 	for _, k := range order {
 		out = append(out, summarizeGroup(k.policy, k.trace, groups[k]))
 	}
+	autoscaleByTrace(results, out)
 	return out
 }
 
@@ -250,8 +272,6 @@ func summarizeGroup(policy, trace string, rs []Result) Summary {
 			rep.CensoredWaits += r.Replay.CensoredWaits
 			rep.MeanPreemptions += float64(r.Replay.Preemptions) / float64(len(rs))
 			rep.MaxJobsStarved = max(rep.MaxJobsStarved, r.Replay.JobsStarved)
-			rep.MeanNodesRemoved += float64(r.Replay.NodesRemoved) / float64(len(rs))
-			rep.MeanGPUNodeHoursSaved += r.Replay.GPUNodeHoursSaved / float64(len(rs))
 		}
 		rep.MeanAllocPct, rep.StddevAllocPct = MeanStddev(pick(func(r Result) float64 { return r.Replay.MeanAllocPct }))
 		rep.MeanUtilPct, rep.StddevUtilPct = MeanStddev(pick(func(r Result) float64 { return r.Replay.MeanUtilPct }))
@@ -259,7 +279,6 @@ func summarizeGroup(policy, trace string, rs []Result) Summary {
 		rep.P95WaitSeconds = Percentile(waits, 95)
 		rep.Waits = groupWaits(rs)
 		s.Replay = rep
-		s.Savings = summarizeSavings(rs)
 	}
 	return s
 }

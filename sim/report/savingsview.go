@@ -1,44 +1,60 @@
 package report
 
-import "fmt"
+import (
+	"fmt"
+	"slices"
+)
 
 // savingsColumns head the autoscaling table, text and HTML alike.
-var savingsColumns = []string{"policy", "runs", "GPU-node-h always on", "tessera GPU-node-h", "saved %", "wait always on", "wait tessera", "wait change %",
-	"evicted/run", "CA-like saved %", "CA-like wait", "CA-like evicted/run", "saved vs CA-like"}
+var savingsColumns = []string{"scheduler", "autoscaler", "runs", "GPU-node-h", "saved %", "net saved %", "of ceiling %", "lost work %",
+	"evicted/run (preempt / scale-down)", "wait mean", "wait p95", "mean JCT"}
 
-// savingsRows are the autoscaling table's rows, one per policy whose runs were autoscaled.
-func savingsRows(replay []Summary) [][]string {
+// savingsRows are the autoscaling table's rows, one per arm.
+func savingsRows(a *Autoscale) [][]string {
 	var rows [][]string
-	for _, s := range replay {
-		v := s.Savings
-		if v == nil {
-			continue
-		}
-		ratio := Missing
-		if r := v.SavedRatio(); r > 0 {
-			ratio = fmt.Sprintf("%.2f×", r)
-		}
-		rows = append(rows, []string{s.Policy, fmt.Sprint(s.Runs), fmt.Sprintf("%.1f", v.GPUNodeHoursAlwaysOn), fmt.Sprintf("%.1f", v.GPUNodeHours),
-			fmt.Sprintf("%.1f", v.SavedPct), FormatSeconds(v.MeanWaitSecondsAlwaysOn), FormatSeconds(v.MeanWaitSeconds), fmt.Sprintf("%+.1f", v.WaitChangePct()),
-			fmt.Sprintf("%.0f", v.ScaleDownEvictions), fmt.Sprintf("%.1f", v.CALike.SavedPct), FormatSeconds(v.CALike.MeanWaitSeconds),
-			fmt.Sprintf("%.0f", v.CALike.ScaleDownEvictions), ratio})
+	for _, arm := range a.Arms {
+		rows = append(rows, []string{arm.Scheduler, arm.Autoscaler, fmt.Sprint(arm.Runs), fmt.Sprintf("%.1f", arm.GPUNodeHours),
+			fmt.Sprintf("%.1f", arm.SavedPct), fmt.Sprintf("%.1f", arm.NetSavedPct), fmt.Sprintf("%.0f", arm.SavedOfCeilingPct),
+			fmt.Sprintf("%.2f", arm.LostGPUHoursPct),
+			fmt.Sprintf("%.0f (%.0f / %.0f)", arm.Evictions, arm.EvictionsByCause["preemption"], arm.EvictionsByCause["scale-down"]),
+			FormatSeconds(arm.MeanWaitSeconds), FormatSeconds(arm.P95WaitSeconds), FormatSeconds(arm.MeanJCTSeconds)})
 	}
 	return rows
 }
 
+// ceilingNote states the two bounds under the table.
+func ceilingNote(a *Autoscale) string {
+	return fmt.Sprintf("ceiling: %.1f%% saved by re-packing the running pods onto the fewest nodes every 10 minutes (free migration); "+
+		"%.1f%% with no migration (each pod placed first-fit as it starts, empty nodes off)", a.CeilingSavedPct, a.NoMigrationSavedPct)
+}
+
 // savingsKey is printed under the autoscaling table.
 const savingsKey = "GPU-node-h: hours of GPU nodes paid for (present or booting) over the arrival window, mean per run; " +
-	"saved %: fewer than always on; waits: mean, all runs pooled; evicted: pods evicted from removed nodes (they resume from their last checkpoint); CA-like: a Cluster-Autoscaler-like rule with the same scale-up and boot delay; " +
-	"saved vs CA-like: tessera's saved % over CA-like's"
+	"saved %: against the same scheduler always on; net saved %: with the work evictions threw away (since each job's last checkpoint) charged as node-hours, on both sides; " +
+	"of ceiling %: net saved over the ceiling's saving; lost work %: GPU-hours thrown away over GPU-hours of work done; " +
+	"waits (to start and to restart after evictions) and JCT (arrival to completion): all runs pooled; " +
+	"ca: Cluster Autoscaler's scale-down; karpenter: Karpenter's consolidation (WhenEmptyOrUnderutilized, delete only); " +
+	"every autoscaler adds removed nodes back after the same boot delay; pods of jobs without checkpoints are marked safe-to-evict: \"false\" and do-not-disrupt, and every arm honours that"
+
+// autoscaleOf is the trace's comparison, carried by each of its summaries.
+func autoscaleOf(replay []Summary) *Autoscale {
+	for _, s := range replay {
+		if s.Autoscale != nil {
+			return s.Autoscale
+		}
+	}
+	return nil
+}
 
 // writeSavings writes the autoscaling table of a trace's replay runs, if autoscaled.
 func writeSavings(l layout, replay []Summary) {
-	rows := savingsRows(replay)
-	if len(rows) == 0 {
+	a := autoscaleOf(replay)
+	if a == nil || len(a.Arms) == 0 {
 		return
 	}
 	l.note("autoscaling, against the same jobs on the always-on cluster:")
-	l.table(append([][]string{savingsColumns}, rows...))
+	l.table(append([][]string{savingsColumns}, savingsRows(a)...))
+	l.note(ceilingNote(a))
 	l.note(savingsKey)
 }
 
@@ -56,46 +72,53 @@ type htmlNodesChart struct {
 	Chart  svgChart
 }
 
-// savingsSection is the autoscaling table and, per policy, its GPU nodes over time
-// always on, under Tessera's autoscaler and under the CA-like rule; nil when no run
-// was autoscaled.
-func savingsSection(replay []Summary, results []Result) *htmlSavings {
-	rows := savingsRows(replay)
-	if len(rows) == 0 {
+// savingsSection is the autoscaling table and a chart of the GPU nodes paid for over
+// time under every arm and the ceiling; nil when no run was autoscaled.
+func savingsSection(replay []Summary) *htmlSavings {
+	a := autoscaleOf(replay)
+	if a == nil || len(a.Arms) == 0 {
 		return nil
 	}
-	out := &htmlSavings{Columns: savingsColumns, Rows: rows, Key: savingsKey}
-	for _, s := range replay {
-		if s.Savings != nil {
-			if c, ok := nodesChart(s.Policy, runsOf(results, s)); ok {
-				out.Charts = append(out.Charts, c)
-			}
-		}
+	out := &htmlSavings{Columns: savingsColumns, Rows: savingsRows(a), Key: ceilingNote(a) + ". " + savingsKey}
+	if c, ok := nodesChart(a); ok {
+		out.Charts = append(out.Charts, c)
 	}
 	return out
 }
 
-// nodesChart draws a policy's GPU nodes over time, mean over seeds, for the three
-// ways of running the cluster; false when no run has the figures.
-func nodesChart(policy string, runs []Result) (htmlNodesChart, bool) {
-	lines := []struct {
-		name, color string
-		pick        func(Result) *Replay
-	}{
-		{"always on", palette[9], func(r Result) *Replay { return r.Savings.AlwaysOn }},
-		{"tessera autoscaler", palette[0], func(r Result) *Replay { return r.Replay }},
-		{"CA-like", palette[1], func(r Result) *Replay { return r.Savings.CALikeReplay }},
+// nodesChart draws the GPU nodes paid for over time, mean over seeds, for every arm
+// (always on once) and the ceiling; false when no run has the figures.
+func nodesChart(a *Autoscale) (htmlNodesChart, bool) {
+	type line struct {
+		name string
+		runs []Result
+	}
+	var lines []line
+	var ceiling []Result
+	for i, arm := range a.Arms {
+		if arm.Autoscaler == AlwaysOn && slices.ContainsFunc(a.Arms[:i], func(x Arm) bool { return x.Autoscaler == AlwaysOn }) {
+			continue
+		}
+		var runs []Result
+		for _, r := range arm.replays {
+			runs = append(runs, Result{Replay: r})
+			if arm.Autoscaler == AlwaysOn && len(ceiling) < len(arm.replays) {
+				ceiling = append(ceiling, Result{Replay: &Replay{Times: r.Times, Nodes: r.CeilingNodes}})
+			}
+		}
+		name := arm.Name()
+		if arm.Autoscaler == AlwaysOn {
+			name = AlwaysOn
+		}
+		lines = append(lines, line{name, runs})
+	}
+	if len(ceiling) > 0 && len(ceiling[0].Replay.Nodes) > 0 {
+		lines = append(lines, line{"ceiling (re-packed)", ceiling})
 	}
 	var ss []series
 	tMax, nMax := 0.0, 1.0
-	for _, l := range lines {
-		var picked []Result
-		for _, r := range runs {
-			if r.Savings != nil && l.pick(r) != nil {
-				picked = append(picked, Result{Replay: l.pick(r)})
-			}
-		}
-		grid, _, _, n := meanTimeSeries(picked)
+	for i, l := range lines {
+		grid, _, _, n := meanTimeSeries(l.runs)
 		if len(grid) == 0 {
 			continue
 		}
@@ -103,12 +126,12 @@ func nodesChart(policy string, runs []Result) (htmlNodesChart, bool) {
 		for _, v := range n {
 			nMax = max(nMax, v)
 		}
-		ss = append(ss, series{name: l.name, color: l.color, xs: grid, ys: n})
+		ss = append(ss, series{name: l.name, color: palette[i%len(palette)], xs: grid, ys: n})
 	}
 	if len(ss) == 0 {
 		return htmlNodesChart{}, false
 	}
-	c := htmlNodesChart{Chart: lineChart{title: fmt.Sprintf("GPU nodes paid for over time, %s (mean over seeds)", policy), xLabel: "time, hours", yLabel: "GPU nodes",
+	c := htmlNodesChart{Chart: lineChart{title: "GPU nodes paid for over time (mean over seeds)", xLabel: "time, hours", yLabel: "GPU nodes",
 		xMax: tMax, yMax: nMax * 1.1, step: true, series: ss}.svg()}
 	for _, s := range ss {
 		c.Legend = append(c.Legend, htmlLegend{s.color, s.name})

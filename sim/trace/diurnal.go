@@ -166,7 +166,7 @@ func diurnalScenario(seed int64) (Scenario, error) {
 			arrival = 0
 		}
 		j := JobSpec{Name: fmt.Sprintf("pod-%05d", k), Class: "pod", MinMember: 1, Tasks: 1,
-			MilliCPU: p.spec.MilliCPU, MemoryMiB: p.spec.MemoryMiB, Arrival: arrival, Duration: run}
+			MilliCPU: p.spec.MilliCPU, MemoryMiB: p.spec.MemoryMiB, Arrival: arrival, Duration: run, CheckpointEvery: CheckpointForQoS(p.spec.QoS)}
 		if p.spec.IsShare() {
 			j.GPUMemoryMiB, _ = MilliToMiB(p.spec.GPUMilli, diurnalModel)
 		} else {

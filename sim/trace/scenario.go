@@ -53,6 +53,38 @@ type JobSpec struct {
 	// Arrival is when the job is submitted and Duration how long it runs once all of
 	// its tasks are placed, both in seconds.
 	Arrival, Duration int64
+	// CheckpointEvery is how often the job saves its progress, in seconds; an eviction
+	// loses the work since. 0: the job never checkpoints, so an eviction loses all of
+	// it, and its users mark its pods not to be evicted (Protected).
+	CheckpointEvery int64
+}
+
+// Protected reports whether the job's pods carry Cluster Autoscaler's
+// safe-to-evict: "false" and Karpenter's do-not-disrupt: "true". The rule, the same for
+// every scheduler and autoscaler: a job that never checkpoints is protected, since an
+// eviction would throw all of its work away.
+func (j JobSpec) Protected() bool { return j.CheckpointEvery == 0 }
+
+// Checkpoint intervals of the built-in scenarios' job classes, in seconds.
+const (
+	// CheckpointPretrain: pretraining saves its state every hour.
+	CheckpointPretrain = 3600
+	// CheckpointFinetune: fine-tunes save every 30 minutes.
+	CheckpointFinetune = 1800
+	// CheckpointBatch: openb's best-effort and burstable pods, batch work, save every 30
+	// minutes.
+	CheckpointBatch = 1800
+)
+
+// CheckpointForQoS is the checkpoint interval of an openb pod by its qos column:
+// latency-sensitive pods (LS: notebooks, interactive and serving work) never
+// checkpoint and are protected; the others (BE, Burstable, Guaranteed: batch work)
+// checkpoint every CheckpointBatch.
+func CheckpointForQoS(qos string) int64 {
+	if qos == "LS" {
+		return 0
+	}
+	return CheckpointBatch
 }
 
 // GPUs is the job's whole-GPU demand (Tasks x GPUsPerTask); 0 for slice jobs.
@@ -122,6 +154,7 @@ func operatorClasses() []operatorJobClass {
 			j.Tasks, j.MinMember, j.GPUsPerTask = 4, 4, 8
 			j.MilliCPU, j.MemoryMiB = 64000, 512*1024
 			j.Duration = uniform(r, 2*3600, 6*3600)
+			j.CheckpointEvery = CheckpointPretrain
 		},
 	}, {
 		// 8-GPU fine-tunes: 1 or 2 pods of 8 GPUs, 1 to 3 hours, mostly train-prod.
@@ -135,10 +168,11 @@ func operatorClasses() []operatorJobClass {
 			j.MinMember, j.GPUsPerTask = j.Tasks, 8
 			j.MilliCPU, j.MemoryMiB = 48000, 384*1024
 			j.Duration = uniform(r, 1*3600, 3*3600)
+			j.CheckpointEvery = CheckpointFinetune
 		},
 	}, {
 		// Single-GPU experiments and notebooks needing 10-40 GiB of an 80 GiB card, 1 to
-		// 3 hours, 55% train-dev, low priority. The split keeps train-dev's demand at the
+		// 3 hours, 55% train-dev, low priority, no checkpoints. The split keeps train-dev's demand at the
 		// day's peak within its capability (TestOperatorScenarioQueuesFitCapability).
 		class: "experiment", ratePerHour: 60, backlog: 60,
 		gen: func(r *rand.Rand, j *JobSpec) {
