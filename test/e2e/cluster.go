@@ -419,7 +419,7 @@ func (c *Cluster) StartAgent(node string) error {
 	port := freePort()
 	if _, err := c.run(name, c.agent, []string{"--node-name=" + node, "--kubeconfig=" + c.Kubeconfig,
 		"--fake-gpus=" + c.opts.GPUs, "--device-plugin-dir=", "--sample-interval=5s",
-		"--metrics-addr=127.0.0.1:" + strconv.Itoa(port)}); err != nil {
+		"--metrics-bind-address=127.0.0.1:" + strconv.Itoa(port)}); err != nil {
 		return err
 	}
 	c.mu.Lock()
