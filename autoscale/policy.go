@@ -65,6 +65,10 @@ func PolicyFrom(p *tesserav1.ScaleDownPolicy) (Policy, error) {
 	if s.GPUUtilizationThreshold < 0 || s.GPUUtilizationThreshold > 100 {
 		return out, fmt.Errorf("ScaleDownPolicy %s: spec.gpuUtilizationThreshold %d must be a percent in [0, 100]", p.Name, s.GPUUtilizationThreshold)
 	}
+	if s.UnderusedGPUPercent < 0 || s.UnderusedGPUPercent > 100 {
+		return out, fmt.Errorf("ScaleDownPolicy %s: spec.underusedGPUPercent %d must be a percent in [0, 100] (0 removes empty nodes only)", p.Name, s.UnderusedGPUPercent)
+	}
+	out.UnderusedShare = float64(s.UnderusedGPUPercent) / 100
 	if out.MaxParallel == 0 {
 		out.MaxParallel = DefaultMaxParallel
 	}

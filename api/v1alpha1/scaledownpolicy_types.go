@@ -24,6 +24,16 @@ type ScaleDownPolicySpec struct {
 	// +optional
 	GPUUtilizationThreshold int32 `json:"gpuUtilizationThreshold,omitempty"`
 
+	// UnderusedGPUPercent, when above 0, also makes candidates of nodes whose allocated
+	// GPU share stayed at or below this percent of their GPUs for idleAfter, when the
+	// scheduler places their pods on other nodes without evicting anyone and no pod on
+	// them is protected (safe-to-evict "false", do-not-disrupt). Their pods are evicted
+	// and lose the work since their last checkpoint. 0 removes nodes without GPU pods only.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=100
+	// +optional
+	UnderusedGPUPercent int32 `json:"underusedGPUPercent,omitempty"`
+
 	// MaxParallel is how many nodes may be draining at once.
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=1000

@@ -165,7 +165,7 @@ AdmissionPolicies do not compile; a --report that cannot be written).`,
 	f.StringVar(&htmlPath, "report", "", "write a self-contained HTML report with charts to this file")
 	f.BoolVar(&o.Autoscale, "autoscale", false, "replay: run each replay also under the autoscalers its scheduler is paired with (kube-default: ca; volcano: ca, karpenter; tessera: tessera) and report GPU-node-hours saved, lost work and waits against always-on, and the ceiling")
 	f.DurationVar(&o.BootDelay, "boot-delay", sim.DefaultBootDelay, "with --autoscale: how long a GPU node added back takes before pods can use it")
-	f.Float64Var(&o.UnderusedShare, "underused-share", 0, "with --autoscale: Tessera's autoscaler also removes nodes whose allocated GPU share stayed at or below this (0 to 1) when the scheduler places their pods elsewhere; 0 removes empty nodes only")
+	f.Float64Var(&o.UnderusedShare, "underused-share", 0, "with --autoscale: Tessera's autoscaler also removes nodes whose allocated GPU share stayed at or below this (0 to 1) when the scheduler places their pods elsewhere; 0 removes empty nodes only (a ScaleDownPolicy's spec.underusedGPUPercent / 100)")
 	f.Float64Var(&protectedShare, "non-evictable-share", -1, "replay: instead of the scenario's rule (jobs without checkpoints are protected from eviction), protect a random share of the jobs (0 to 1) and let the others checkpoint every 30 minutes; -1 keeps the rule")
 	f.StringArrayVar(&configs, "config", nil, "scheduler configuration file to run besides the profiles, under its file name without the extension (repeatable)")
 	return cmd

@@ -1,0 +1,32 @@
+package autoscale
+
+import (
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	tesserav1 "github.com/tessera-gpu/tessera/api/v1alpha1"
+)
+
+// A ScaleDownPolicy's underusedGPUPercent turns on the Underused method, the same the
+// simulator's --underused-share does; 0 keeps empty nodes only.
+func TestPolicyUnderusedGPUPercent(t *testing.T) {
+	p := &tesserav1.ScaleDownPolicy{ObjectMeta: metav1.ObjectMeta{Name: "p"}}
+	pol, err := PolicyFrom(p)
+	if err != nil || pol.UnderusedShare != 0 || len(NewPlanner(pol, nil).Methods) != 1 {
+		t.Fatalf("defaults: %+v, %v; want empty nodes only", pol, err)
+	}
+	p.Spec.UnderusedGPUPercent = 50
+	if pol, err = PolicyFrom(p); err != nil || pol.UnderusedShare != 0.5 {
+		t.Fatalf("50%%: share %g, %v", pol.UnderusedShare, err)
+	}
+	ms := NewPlanner(pol, nil).Methods
+	if len(ms) != 2 || ms[1] != (Underused{Share: 0.5}) {
+		t.Errorf("methods %v, want Empty and Underused at 0.5", ms)
+	}
+	p.Spec.UnderusedGPUPercent = 150
+	if _, err := PolicyFrom(p); err == nil || !strings.Contains(err.Error(), "spec.underusedGPUPercent") {
+		t.Errorf("150%%: %v, want an error naming the field", err)
+	}
+}
