@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"net"
 	"net/http"
 	"os"
@@ -11,15 +10,12 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
-	"k8s.io/client-go/tools/clientcmd"
-
 	"github.com/tessera-gpu/tessera/internal/cli"
+	"github.com/tessera-gpu/tessera/internal/kubeclient/kubeclienttest"
 )
 
 // execute runs the command line and returns its standard output (stderr is dropped).
@@ -88,8 +84,8 @@ func TestCommandLine(t *testing.T) {
 // Every flag is checked before the agent connects: an error naming the flag, exit
 // code 2, no request to the API server.
 func TestFlagsCheckedBeforeConnecting(t *testing.T) {
-	api := blackHole(t)
-	base := []string{"--node-name", "n1", "--fake-gpus", "dgxa100", "--kubeconfig", kubeconfigFor(t, api.url)}
+	api := kubeclienttest.NewBlackHole(t)
+	base := []string{"--node-name", "n1", "--fake-gpus", "dgxa100", "--kubeconfig", kubeclienttest.WriteKubeconfig(t, api.URL)}
 	for _, c := range []struct {
 		args []string
 		want string
@@ -113,7 +109,7 @@ func TestFlagsCheckedBeforeConnecting(t *testing.T) {
 			t.Errorf("%v: got %v (exit code %d), want %q (2)", c.args, err, cli.ExitCode(err), c.want)
 		}
 	}
-	if n := api.conns.Load(); n != 0 {
+	if n := api.Conns(); n != 0 {
 		t.Errorf("%d connection(s) to the API server while checking flags", n)
 	}
 }
@@ -121,19 +117,14 @@ func TestFlagsCheckedBeforeConnecting(t *testing.T) {
 // The agent finds its cluster as every Tessera command does: --kubeconfig, else
 // $KUBECONFIG, else ~/.kube/config, else in-cluster; with none, it says so.
 func TestKubeconfigLookup(t *testing.T) {
-	if _, err := os.Stat(clientcmd.RecommendedHomeFile); err == nil {
-		t.Skipf("%s exists", clientcmd.RecommendedHomeFile)
-	}
-	t.Setenv("KUBECONFIG", "")
-	t.Setenv("KUBERNETES_SERVICE_HOST", "")
-	t.Setenv("KUBERNETES_SERVICE_PORT", "")
+	kubeclienttest.NoCluster(t)
 	_, err := execute("--node-name", "n1", "--fake-gpus", "dgxa100")
 	if err == nil || err.Error() != "no kubeconfig: set --kubeconfig or $KUBECONFIG, or run in a cluster" || cli.ExitCode(err) != cli.ExitUsage {
 		t.Errorf("no configuration: %v", err)
 	}
 	// $KUBECONFIG names the cluster: the agent starts, serves, and stops with its context.
-	api := blackHole(t)
-	t.Setenv("KUBECONFIG", kubeconfigFor(t, api.url))
+	api := kubeclienttest.NewBlackHole(t)
+	t.Setenv("KUBECONFIG", kubeclienttest.WriteKubeconfig(t, api.URL))
 	metrics, probes := freeAddr(t), freeAddr(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	root := newRootCommand()
@@ -151,7 +142,7 @@ func TestKubeconfigLookup(t *testing.T) {
 			t.Errorf("GET %s: %d, want %d", c.url, got, c.code)
 		}
 	}
-	if api.conns.Load() == 0 {
+	if api.Conns() == 0 {
 		t.Error("the agent never reached the API server in $KUBECONFIG")
 	}
 	cancel()
@@ -193,56 +184,6 @@ func freeAddr(t *testing.T) string {
 	return l.Addr().String()
 }
 
-// apiServer is an API server that accepts connections and never answers.
-type apiServer struct {
-	url   string
-	conns atomic.Int64
-}
-
-func blackHole(t *testing.T) *apiServer {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := &apiServer{url: "http://" + l.Addr().String()}
-	var mu sync.Mutex
-	var conns []net.Conn
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			s.conns.Add(1)
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-		}
-	}()
-	t.Cleanup(func() {
-		l.Close()
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range conns {
-			c.Close()
-		}
-	})
-	return s
-}
-
-// kubeconfigFor writes a kubeconfig of the cluster at url.
-func kubeconfigFor(t *testing.T, url string) string {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "kubeconfig")
-	kc := fmt.Sprintf("apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: %q}}]\nusers: [{name: u, user: {token: t}}]\n"+
-		"contexts: [{name: c, context: {cluster: c, user: u}}]\ncurrent-context: c\n", url)
-	if err := os.WriteFile(path, []byte(kc), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
-
 // TestBinaryStarts builds the agent with cgo, as Dockerfile.node-agent does, and runs it
 // on this machine, which need not have an NVIDIA driver: go-nvml resolves NVML's symbols
 // only once it loads libnvidia-ml, so the binary must not be bound at start
@@ -281,8 +222,8 @@ func TestBinaryStarts(t *testing.T) {
 	// Against an API server that never answers, the agent still stops within a few
 	// seconds of SIGTERM or SIGINT, and exits 0.
 	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
-		api := blackHole(t)
-		cmd := exec.Command(bin, "--node-name", "n1", "--fake-gpus", "dgxa100", "--device-plugin-dir=", "--kubeconfig", kubeconfigFor(t, api.url),
+		api := kubeclienttest.NewBlackHole(t)
+		cmd := exec.Command(bin, "--node-name", "n1", "--fake-gpus", "dgxa100", "--device-plugin-dir=", "--kubeconfig", kubeclienttest.WriteKubeconfig(t, api.URL),
 			"--metrics-bind-address", freeAddr(t))
 		var stderr bytes.Buffer
 		cmd.Stderr = &stderr

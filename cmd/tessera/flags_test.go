@@ -2,14 +2,12 @@ package main
 
 import (
 	"bytes"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"k8s.io/client-go/tools/clientcmd"
-
 	"github.com/tessera-gpu/tessera/internal/cli"
+	"github.com/tessera-gpu/tessera/internal/kubeclient/kubeclienttest"
 )
 
 // Every long-running command checks every flag before it connects to anything: a bad
@@ -17,7 +15,7 @@ import (
 // the API server.
 func TestFlagsCheckedBeforeConnecting(t *testing.T) {
 	api := newAPIServer(t, true)
-	kc := kubeconfigFor(t, api.url)
+	kc := kubeclienttest.WriteKubeconfig(t, api.url)
 	dir := t.TempDir()
 	writeFile(t, filepath.Join(dir, "kustomization.yaml"), "resources: [ns.yaml]\n")
 	writeFile(t, filepath.Join(dir, "ns.yaml"), "apiVersion: v1\nkind: Namespace\nmetadata: {name: team-a}\n")
@@ -75,7 +73,7 @@ func TestFlagsCheckedBeforeConnecting(t *testing.T) {
 			t.Errorf("%s: exit code %d, want %d (%v)", name, code, cli.ExitUsage, err)
 		}
 	}
-	if n := api.requests.Load(); n != 0 {
+	if n := api.Requests(); n != 0 {
 		t.Errorf("%d connection(s) to the API server while checking flags", n)
 	}
 }
@@ -83,12 +81,7 @@ func TestFlagsCheckedBeforeConnecting(t *testing.T) {
 // With no --kubeconfig, no $KUBECONFIG, no ~/.kube/config and no in-cluster
 // configuration, a command says so in Tessera's words, before anything else.
 func TestNoKubeconfig(t *testing.T) {
-	if _, err := os.Stat(clientcmd.RecommendedHomeFile); err == nil {
-		t.Skipf("%s exists", clientcmd.RecommendedHomeFile)
-	}
-	t.Setenv("KUBECONFIG", "")
-	t.Setenv("KUBERNETES_SERVICE_HOST", "")
-	t.Setenv("KUBERNETES_SERVICE_PORT", "")
+	kubeclienttest.NoCluster(t)
 	const want = "no kubeconfig: set --kubeconfig or $KUBECONFIG, or run in a cluster"
 	for _, args := range [][]string{
 		{"explain", "queue", "q"},
@@ -105,7 +98,7 @@ func TestNoKubeconfig(t *testing.T) {
 	}
 	// $KUBECONFIG is read: a file that does not answer is a timeout, not a lookup error.
 	api := newAPIServer(t, true)
-	t.Setenv("KUBECONFIG", kubeconfigFor(t, api.url))
+	t.Setenv("KUBECONFIG", kubeclienttest.WriteKubeconfig(t, api.url))
 	if _, err := execute("explain", "queue", "q", "--request-timeout=200ms"); err == nil || !strings.Contains(err.Error(), "did not answer within 200ms") {
 		t.Errorf("explain with $KUBECONFIG: %v", err)
 	}

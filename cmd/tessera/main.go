@@ -122,26 +122,21 @@ func startManager(ctx context.Context, mgr manager.Manager, syncTimeout time.Dur
 	}()
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
-	select {
-	case err := <-done:
-		return err
-	case <-ctx.Done():
-		if !synced.Load() {
-			return nil
+	syncing := syncDone // nil once the sync is over: a nil channel never receives
+	for {
+		select {
+		case err := <-done:
+			return err
+		case <-ctx.Done():
+			if !synced.Load() {
+				return nil
+			}
+			return <-done
+		case <-syncing:
+			syncing = nil
+			if !synced.Load() && ctx.Err() == nil {
+				return fmt.Errorf("the informers did not sync within %s: is the API server answering, and may this ServiceAccount list and watch what the component reads?", syncTimeout)
+			}
 		}
-		return <-done
-	case <-syncDone:
-	}
-	if !synced.Load() && ctx.Err() == nil {
-		return fmt.Errorf("the informers did not sync within %s: is the API server answering, and may this ServiceAccount list and watch what the component reads?", syncTimeout)
-	}
-	select {
-	case err := <-done:
-		return err
-	case <-ctx.Done():
-		if !synced.Load() {
-			return nil
-		}
-		return <-done
 	}
 }

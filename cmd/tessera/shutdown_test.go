@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/tessera-gpu/tessera/internal/cli"
+	"github.com/tessera-gpu/tessera/internal/kubeclient/kubeclienttest"
 )
 
 // The binary the tests run, built once (tesseraBinary).
@@ -73,44 +74,39 @@ func tesseraBinary(t *testing.T) string {
 // as its manager and its informers, which then wait forever.
 type apiServer struct {
 	url      string
-	requests atomic.Int64 // requests (or connections, for a black hole) so far
-	waiting  atomic.Int64 // requests left hanging so far (connections, for a black hole)
+	hole     *kubeclienttest.BlackHole // the black hole, if it is one
+	requests atomic.Int64
+	waiting  atomic.Int64
+}
+
+// Requests is how many requests reached s so far (connections, for a black hole).
+func (s *apiServer) Requests() int64 {
+	if s.hole != nil {
+		return s.hole.Conns()
+	}
+	return s.requests.Load()
+}
+
+// Waiting is how many requests s left hanging so far (connections, for a black hole).
+func (s *apiServer) Waiting() int64 {
+	if s.hole != nil {
+		return s.hole.Conns()
+	}
+	return s.waiting.Load()
 }
 
 func newAPIServer(t *testing.T, blackHole bool) *apiServer {
 	t.Helper()
+	if blackHole {
+		hole := kubeclienttest.NewBlackHole(t)
+		return &apiServer{url: hole.URL, hole: hole}
+	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	s := &apiServer{url: "http://" + l.Addr().String()}
 	hang := make(chan struct{})
-	if blackHole {
-		var mu sync.Mutex
-		var conns []net.Conn
-		go func() {
-			for {
-				c, err := l.Accept()
-				if err != nil {
-					return
-				}
-				s.requests.Add(1)
-				s.waiting.Add(1)
-				mu.Lock()
-				conns = append(conns, c)
-				mu.Unlock()
-			}
-		}()
-		t.Cleanup(func() {
-			l.Close()
-			mu.Lock()
-			defer mu.Unlock()
-			for _, c := range conns {
-				c.Close()
-			}
-		})
-		return s
-	}
 	discovery := discoveryDocuments(t)
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.requests.Add(1)
@@ -192,20 +188,6 @@ func discoveryDocuments(t *testing.T) map[string][]byte {
 	return docs
 }
 
-// kubeconfigFor writes a kubeconfig of the cluster at url.
-func kubeconfigFor(t *testing.T, url string) string {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "kubeconfig")
-	writeFile(t, path, fmt.Sprintf(`apiVersion: v1
-kind: Config
-clusters: [{name: c, cluster: {server: %q}}]
-users: [{name: u, user: {token: t}}]
-contexts: [{name: c, context: {cluster: c, user: u}}]
-current-context: c
-`, url))
-	return path
-}
-
 // Every command that talks to a cluster stops within a few seconds of SIGTERM or
 // SIGINT, whatever the API server does: one that never answers, one that answers
 // discovery only (the component gets to its manager, whose informers and Lease then
@@ -232,7 +214,7 @@ func TestSignalStopsEveryCommand(t *testing.T) {
 				t.Run(fmt.Sprintf("%s/%s/%s", name, server, sig), func(t *testing.T) {
 					t.Parallel()
 					api := newAPIServer(t, blackHole)
-					cmd := exec.Command(bin, append(args, "--kubeconfig", kubeconfigFor(t, api.url))...)
+					cmd := exec.Command(bin, append(args, "--kubeconfig", kubeclienttest.WriteKubeconfig(t, api.url))...)
 					var stderr bytes.Buffer
 					cmd.Stderr = &stderr
 					if err := cmd.Start(); err != nil {
@@ -243,7 +225,7 @@ func TestSignalStopsEveryCommand(t *testing.T) {
 					// Signal once the command waits for the API server (past discovery,
 					// when that answers), and a moment later.
 					deadline := time.Now().Add(20 * time.Second)
-					for api.waiting.Load() == 0 {
+					for api.Waiting() == 0 {
 						select {
 						case err := <-done:
 							t.Fatalf("exited before the signal: %v\n%s", err, stderr.String())
@@ -313,7 +295,7 @@ func TestRequestTimeoutEveryCommand(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			api := newAPIServer(t, true)
-			cmd := exec.Command(bin, append(args, "--kubeconfig", kubeconfigFor(t, api.url), "--request-timeout=1s")...)
+			cmd := exec.Command(bin, append(args, "--kubeconfig", kubeclienttest.WriteKubeconfig(t, api.url), "--request-timeout=1s")...)
 			var stderr bytes.Buffer
 			cmd.Stderr = &stderr
 			start := time.Now()
