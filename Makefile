@@ -11,7 +11,7 @@ LDFLAGS       := -X github.com/tessera-gpu/tessera/internal/version.Version=$(VE
 export CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 CONTROLLER_GEN := $(GO) run sigs.k8s.io/controller-tools/cmd/controller-gen@v0.23.0
 STATICCHECK   := $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
-GENERATED     := api deploy/crds deploy/helm/tessera/crds deploy/kustomize/base
+GENERATED     := api deploy/crds deploy/helm/tessera/crds deploy/kustomize/base docs/reference
 CHART         := deploy/helm/tessera
 
 .PHONY: all build test chart-test unit integration rules-test fuzz k8s-binaries e2e-binaries e2e dev-cluster lint generate verify demo figures bench bench-scheduler clean
@@ -99,6 +99,7 @@ generate:
 	rm -f $(CHART)/crds/*.yaml && cp deploy/crds/tessera.dev_*.yaml $(CHART)/crds/
 	cd test/chart && $(GO) run ./cmd/render -chart ../../$(CHART) -values ../../deploy/kustomize/values.yaml \
 	  -out ../../deploy/kustomize/base
+	TESSERA_UPDATE_REFERENCE=1 $(GO) test -count=1 -run TestCLIReference ./cmd/tessera
 
 ## verify: fail when generated files are stale (regenerating changes them)
 verify:
