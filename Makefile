@@ -100,6 +100,8 @@ generate:
 	cd test/chart && $(GO) run ./cmd/render -chart ../../$(CHART) -values ../../deploy/kustomize/values.yaml \
 	  -out ../../deploy/kustomize/base
 	TESSERA_UPDATE_REFERENCE=1 $(GO) test -count=1 -run TestCLIReference ./cmd/tessera
+	TESSERA_UPDATE_REFERENCE=1 $(GO) test -count=1 -run TestCRDReference ./deploy/crds
+	cd test/chart && TESSERA_UPDATE_REFERENCE=1 $(GO) test -count=1 -run TestMetricsReference .
 
 ## verify: fail when generated files are stale (regenerating changes them)
 verify:

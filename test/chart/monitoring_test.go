@@ -346,21 +346,24 @@ func selectedMetrics(expr parser.Expr) []string {
 	return out
 }
 
+// metricComponents registers each component's metrics as its binary does.
+var metricComponents = []struct {
+	component string
+	register  func(prometheus.Registerer)
+}{
+	{"scheduler", func(r prometheus.Registerer) { schedk8s.NewMetrics(r) }},
+	{"webhook", func(r prometheus.Registerer) { webhooks.NewMetrics(r); policy.NewMetrics(r) }},
+	{"autoscaler", func(r prometheus.Registerer) { actuator.NewMetrics(r) }},
+	{"node agent", func(r prometheus.Registerer) { agentmetrics.New(r, "node") }},
+}
+
 // registeredMetrics returns every series name the components register, mapped to the
 // component, each from a registry of its own as the binaries build it. Histograms
 // serve _bucket, _sum and _count series, summaries the name, _sum and _count.
 func registeredMetrics(t *testing.T) map[string]string {
 	t.Helper()
 	known := map[string]string{}
-	for _, c := range []struct {
-		component string
-		register  func(prometheus.Registerer)
-	}{
-		{"scheduler", func(r prometheus.Registerer) { schedk8s.NewMetrics(r) }},
-		{"webhook", func(r prometheus.Registerer) { webhooks.NewMetrics(r); policy.NewMetrics(r) }},
-		{"autoscaler", func(r prometheus.Registerer) { actuator.NewMetrics(r) }},
-		{"node agent", func(r prometheus.Registerer) { agentmetrics.New(r, "node") }},
-	} {
+	for _, c := range metricComponents {
 		rec := &recorder{}
 		c.register(rec)
 		for _, col := range rec.collectors {
