@@ -3,13 +3,13 @@ package main
 import (
 	"bytes"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+
+	"github.com/tessera-gpu/tessera/internal/golden"
 )
 
 // cliReference is docs/reference/cli.md, generated from the commands themselves.
@@ -20,19 +20,8 @@ const cliReference = "../../docs/reference/cli.md"
 // with `make generate` (TESSERA_UPDATE_REFERENCE=1).
 func TestCLIReference(t *testing.T) {
 	got := renderCLIReference(newRootCommand())
-	if os.Getenv("TESSERA_UPDATE_REFERENCE") == "1" {
-		if err := os.MkdirAll(filepath.Dir(cliReference), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(cliReference, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(cliReference)
-	if err != nil || string(want) != got {
-		t.Errorf("docs/reference/cli.md is stale (%v): run make generate", err)
-	}
+	golden.Check(t, cliReference, []byte(got))
+
 }
 
 func renderCLIReference(root *cobra.Command) string {

@@ -4,13 +4,14 @@ import (
 	"bytes"
 	"fmt"
 	"maps"
-	"os"
 	"slices"
 	"strings"
 	"testing"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"sigs.k8s.io/yaml"
+
+	"github.com/tessera-gpu/tessera/internal/golden"
 )
 
 // crdReference is docs/reference/crds.md, generated from the CRDs (themselves
@@ -51,15 +52,8 @@ func TestCRDReference(t *testing.T) {
 			}
 		}
 	}
-	if os.Getenv("TESSERA_UPDATE_REFERENCE") == "1" {
-		if err := os.WriteFile(crdReference, b.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	if want, err := os.ReadFile(crdReference); err != nil || !bytes.Equal(want, b.Bytes()) {
-		t.Errorf("docs/reference/crds.md is stale (%v): run make generate", err)
-	}
+	golden.Check(t, crdReference, b.Bytes())
+
 }
 
 // writeFields writes a row for the field at path and its children, in name order.

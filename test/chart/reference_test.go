@@ -3,13 +3,14 @@ package chart
 import (
 	"bytes"
 	"fmt"
-	"os"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/tessera-gpu/tessera/internal/golden"
 )
 
 // metricsReference is docs/reference/metrics.md, generated from the components'
@@ -53,15 +54,8 @@ func TestMetricsReference(t *testing.T) {
 		slices.Sort(rows)
 		fmt.Fprintf(&b, "\n## %s\n\n| metric | type | labels | meaning |\n|---|---|---|---|\n%s\n", c.component, strings.Join(rows, "\n"))
 	}
-	if os.Getenv("TESSERA_UPDATE_REFERENCE") == "1" {
-		if err := os.WriteFile(metricsReference, b.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	if want, err := os.ReadFile(metricsReference); err != nil || !bytes.Equal(want, b.Bytes()) {
-		t.Errorf("docs/reference/metrics.md is stale (%v): run make generate", err)
-	}
+	golden.Check(t, metricsReference, b.Bytes())
+
 }
 
 // metricKind names a collector's type, as Prometheus's TYPE line would.
