@@ -65,6 +65,9 @@ func newRootCommand() *cobra.Command {
 	klogFlags := flag.NewFlagSet("klog", flag.ContinueOnError)
 	klog.InitFlags(klogFlags)
 	root.PersistentFlags().AddGoFlag(klogFlags.Lookup("v"))
+	// klog's -v is bound to its global level and takes its default from its current
+	// value, which an earlier command of the same process may have set.
+	root.PersistentFlags().Lookup("v").DefValue = "0"
 	for _, newCommand := range subcommands {
 		root.AddCommand(newCommand())
 	}
