@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tessera-gpu/tessera/gitops/lint"
+	"github.com/tessera-gpu/tessera/internal/yamlerr/yamlerrtest"
 )
 
 // FuzzLint lints a repository of one kustomization and one manifest file, both the
@@ -31,7 +32,7 @@ func FuzzLint(f *testing.F) {
 		}
 	}
 	for _, seed := range [][2]string{
-		{kust, bomb(9)},
+		{kust, yamlerrtest.Bomb(9)},
 		{kust + "  - .\n", queues},
 		{kust + "  - ../../../../etc/passwd\n", queues},
 		{"namePrefix: x-\n" + kust, queues + "---\n" + queues},

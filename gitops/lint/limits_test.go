@@ -13,6 +13,7 @@ import (
 
 	"github.com/tessera-gpu/tessera/gitops/lint"
 	"github.com/tessera-gpu/tessera/internal/yamlerr"
+	"github.com/tessera-gpu/tessera/internal/yamlerr/yamlerrtest"
 )
 
 // writeTree writes files (path relative to dir: content) under dir.
@@ -27,24 +28,6 @@ func writeTree(t *testing.T, dir string, files map[string]string) {
 			t.Fatal(err)
 		}
 	}
-}
-
-// bomb is a "billion laughs" ConfigMap: levels of anchors, each a list of nine
-// aliases of the one before.
-func bomb(levels int) string {
-	var b strings.Builder
-	b.WriteString("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: lol\ndata:\n  l0: &l0 [lol]\n")
-	for i := 1; i <= levels; i++ {
-		fmt.Fprintf(&b, "  l%d: &l%d [", i, i)
-		for j := range 9 {
-			if j > 0 {
-				b.WriteString(", ")
-			}
-			fmt.Fprintf(&b, "*l%d", i-1)
-		}
-		b.WriteString("]\n")
-	}
-	return b.String()
 }
 
 // within runs f and fails the test if it takes longer than d (the input would
@@ -88,15 +71,15 @@ func TestUnusableRepositories(t *testing.T) {
 		{"nesting deeper than MaxDepth", nest(lint.MaxDepth + 1), "k0", []string{fmt.Sprintf("kustomizations nest more than %d deep", lint.MaxDepth), "k0/kustomization.yaml", "…"}, false},
 		{"YAML bomb in a resource", map[string]string{
 			"kustomization.yaml": "resources:\n  - bomb.yaml\n",
-			"bomb.yaml":          bomb(9),
+			"bomb.yaml":          yamlerrtest.Bomb(9),
 		}, ".", []string{"bomb.yaml:", "YAML aliases expand to more than 1000000 nodes"}, true},
 		{"YAML bomb in a kustomization", map[string]string{
-			"kustomization.yaml": "resources:\n  - q.yaml\n" + strings.Replace(bomb(9), "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: lol\ndata:\n", "x:\n", 1),
+			"kustomization.yaml": "resources:\n  - q.yaml\n" + strings.Replace(yamlerrtest.Bomb(9), "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: lol\ndata:\n", "x:\n", 1),
 			"q.yaml":             q,
 		}, ".", []string{"kustomization.yaml:", "YAML aliases expand"}, true},
 		{"YAML bomb in a kustomization that kustomize builds", map[string]string{
 			"kustomization.yaml": "namePrefix: x-\nresources:\n  - bomb.yaml\n",
-			"bomb.yaml":          bomb(9),
+			"bomb.yaml":          yamlerrtest.Bomb(9),
 		}, ".", []string{"bomb.yaml:", "YAML aliases expand to more than 1000000 nodes"}, true},
 		{"file larger than the limit", map[string]string{
 			"kustomization.yaml": "resources:\n  - big.yaml\n",
@@ -144,7 +127,7 @@ func TestBuildRefusesBombs(t *testing.T) {
 	dir := t.TempDir()
 	writeTree(t, dir, map[string]string{
 		"kustomization.yaml":   "resources:\n  - bomb.yaml\n",
-		"bomb.yaml":            bomb(9),
+		"bomb.yaml":            yamlerrtest.Bomb(9),
 		"c/kustomization.yaml": "resources:\n  - .\n",
 		"p/kustomization.yaml": "resources:\n  - pipe.yaml\n",
 		"r/kustomization.yaml": "configMapGenerator:\n  - name: x\n    files: [https://example.com/x]\n",
