@@ -15,18 +15,14 @@ import (
 	"time"
 
 	"github.com/tessera-gpu/tessera/internal/cli"
+	"github.com/tessera-gpu/tessera/internal/cli/clitest"
 	"github.com/tessera-gpu/tessera/internal/kubeclient/kubeclienttest"
 )
 
 // execute runs the command line and returns its standard output (stderr is dropped).
 func execute(args ...string) (string, error) {
-	root := newRootCommand()
-	var out bytes.Buffer
-	root.SetOut(&out)
-	root.SetErr(&bytes.Buffer{})
-	root.SetArgs(args)
-	err := root.Execute()
-	return out.String(), err
+	out, _, err := clitest.Execute(newRootCommand(), args...)
+	return out, err
 }
 
 func TestFakeGPUs(t *testing.T) {

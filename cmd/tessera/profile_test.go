@@ -1,21 +1,16 @@
 package main
 
 import (
-	"bytes"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/tessera-gpu/tessera/internal/cli/clitest"
 )
 
 // executeStderr runs the command line and returns its standard output and error.
 func executeStderr(args ...string) (stdout, stderr string, err error) {
-	root := newRootCommand()
-	var out, errOut bytes.Buffer
-	root.SetOut(&out)
-	root.SetErr(&errOut)
-	root.SetArgs(args)
-	err = root.Execute()
-	return out.String(), errOut.String(), err
+	return clitest.Execute(newRootCommand(), args...)
 }
 
 const policyDeprecated = "Flag --policy has been deprecated, use --profile"

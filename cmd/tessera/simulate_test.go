@@ -9,18 +9,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tessera-gpu/tessera/internal/cli/clitest"
 	"github.com/tessera-gpu/tessera/scheduler/testutil"
 )
 
 // execute runs the command line and returns its standard output (stderr is dropped).
 func execute(args ...string) (string, error) {
-	root := newRootCommand()
-	var out bytes.Buffer
-	root.SetOut(&out)
-	root.SetErr(&bytes.Buffer{})
-	root.SetArgs(args)
-	err := root.Execute()
-	return out.String(), err
+	out, _, err := clitest.Execute(newRootCommand(), args...)
+	return out, err
 }
 
 func TestSimulateScenarioJSONAndReport(t *testing.T) {
