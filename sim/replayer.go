@@ -341,6 +341,9 @@ func (r *replayer) lose(a *running, seconds int64) {
 // measure records the samples due up to to and integrates allocation and useful
 // utilisation over the window; the cluster held what it holds now since lastT.
 func (r *replayer) measure(to int64) {
+	if to <= r.lastT && r.lastT > 0 {
+		return // no time passed: nothing to record
+	}
 	out := r.out
 	a, u := r.held()
 	qa, qp := r.perQueue()
