@@ -147,11 +147,13 @@ type Replay struct {
 }
 
 // recordWait adds a job's wait, its seconds waiting to start and to restart after
-// evictions, with its queue and class.
-func recordWait(out *report.Replay, spec *ReplayJob, waited int64) {
+// evictions, with its queue, its class and the GPUs it asks for (memory slices counted
+// against refMemoryMiB, the cluster's largest GPU).
+func recordWait(out *report.Replay, spec *ReplayJob, waited, refMemoryMiB int64) {
 	out.WaitSeconds = append(out.WaitSeconds, float64(waited))
 	out.WaitQueues = append(out.WaitQueues, spec.Queue)
 	out.WaitClasses = append(out.WaitClasses, spec.Class)
+	out.WaitGPUs = append(out.WaitGPUs, float64(spec.Tasks)*float64(spec.GPU.NominalMilli(refMemoryMiB))/framework.MilliPerGPU)
 }
 
 // epoch is the virtual clock's origin.

@@ -77,12 +77,12 @@ func TestReplayGangProgressesOnlyWhenWhole(t *testing.T) {
 	}
 	// The job that never started waits until the end of the run (48 hours after the
 	// last arrival): a censored wait, counted rather than left out.
-	if !slices.Equal(kd.WaitSeconds, []float64{drainAfter}) {
-		t.Errorf("kube-default: waits %v, want the censored wait %d", kd.WaitSeconds, drainAfter)
+	if !slices.Equal(kd.WaitSeconds, []float64{drainAfter}) || !slices.Equal(kd.WaitGPUs, []float64{16}) {
+		t.Errorf("kube-default: waits %v of %v GPUs, want the censored wait %d of 16 GPUs", kd.WaitSeconds, kd.WaitGPUs, drainAfter)
 	}
 	summary := report.Summarize([]report.Result{{Policy: "kube-default", Replay: kd}})[0].Replay
-	if summary.MeanWaitSeconds != drainAfter || summary.CensoredWaits != 1 {
-		t.Errorf("summary: mean wait %v, censored %d", summary.MeanWaitSeconds, summary.CensoredWaits)
+	if summary.MeanWaitSeconds != drainAfter || summary.CensoredWaits != 1 || summary.JobsWaitedOver12h != 1 || summary.MaxWaitSeconds != drainAfter {
+		t.Errorf("summary: mean wait %v, censored %d, over 12h %d, max %v", summary.MeanWaitSeconds, summary.CensoredWaits, summary.JobsWaitedOver12h, summary.MaxWaitSeconds)
 	}
 	// Tessera never admits a gang that can never fit and holds nothing.
 	ts := replay(t, "tessera", in)
@@ -100,6 +100,10 @@ func TestReplaySliceUtilisation(t *testing.T) {
 	}
 	if ts.MeanAllocPct < 24.9 || ts.MeanAllocPct > 25.1 || ts.MeanUtilPct != ts.MeanAllocPct {
 		t.Errorf("tessera: alloc %.2f%% util %.2f%%; want a quarter held and used", ts.MeanAllocPct, ts.MeanUtilPct)
+	}
+	// Its wait weighs as a quarter of a GPU, whatever GPU the scheduler gave it.
+	if !slices.Equal(kd.WaitGPUs, []float64{0.25}) || !slices.Equal(ts.WaitGPUs, []float64{0.25}) {
+		t.Errorf("wait weights %v, %v; want a quarter GPU", kd.WaitGPUs, ts.WaitGPUs)
 	}
 }
 
@@ -131,5 +135,10 @@ func TestReplayPreemptionKeepsCheckpoint(t *testing.T) {
 	}
 	if want := 185.0 / 60; math.Abs(rp.AllDoneHours-want) > 1e-9 {
 		t.Errorf("all jobs done at %.3f h, want %.3f h", rp.AllDoneHours, want)
+	}
+	// Completion times, parallel to the waits: high ran its hour at once; low waited an
+	// hour to restart and ran its 5 lost minutes again: 35 + 60 + 90 minutes.
+	if !slices.Equal(rp.JCTSeconds, []float64{3600, 185 * 60}) || !slices.Equal(rp.WaitGPUs, []float64{8, 8}) {
+		t.Errorf("JCTs %v, GPUs %v; want [3600 11100], [8 8]", rp.JCTSeconds, rp.WaitGPUs)
 	}
 }

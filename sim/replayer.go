@@ -38,6 +38,9 @@ type replayer struct {
 	queues map[string]*framework.Queue
 	// capacity is the cluster's GPU milli, the denominator of every GPU share.
 	capacity int64
+	// refMemoryMiB is the memory of the cluster's largest GPU, to count a job's memory
+	// slices as GPUs.
+	refMemoryMiB int64
 	// end bounds the run; horizon is the window means are taken over.
 	end, horizon int64
 
@@ -110,6 +113,9 @@ func newReplayer(rp Replay) (*replayer, error) {
 	}
 	for _, n := range nodes {
 		r.capacity += n.Allocatable.GPU
+		for _, g := range n.GPUs {
+			r.refMemoryMiB = max(r.refMemoryMiB, g.MemoryMiB)
+		}
 	}
 	if r.capacity == 0 {
 		return nil, fmt.Errorf("%s: the cluster has no GPUs", in.Name)
@@ -224,7 +230,7 @@ func (r *replayer) complete() {
 			}
 			t.Status = framework.TaskSucceeded
 		}
-		recordWait(r.out, c.r.spec, c.r.waited)
+		recordWait(r.out, c.r.spec, c.r.waited, r.refMemoryMiB)
 		r.out.WorkGPUHours += float64(c.r.spec.Duration) * float64(c.r.milli) / framework.MilliPerGPU / 3600
 		r.out.JCTSeconds = append(r.out.JCTSeconds, float64(r.now-c.r.spec.Arrival))
 		delete(r.active, c.r.job)
@@ -485,7 +491,7 @@ func (r *replayer) close() {
 		case a.waited > starvedAfter:
 			out.JobsStarved++
 		}
-		recordWait(out, a.spec, a.waited)
+		recordWait(out, a.spec, a.waited, r.refMemoryMiB)
 		out.JCTSeconds = append(out.JCTSeconds, float64(r.now-a.spec.Arrival))
 	}
 	if r.lastT < r.horizon {

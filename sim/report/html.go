@@ -82,7 +82,8 @@ type htmlReplayRow struct {
 	Best                           bool
 	Runs, Starved                  int
 	Alloc, Util, WaitMean, WaitP95 string
-	Preemptions                    float64
+	WaitP99, WaitMax, WaitGPU, JCT string
+	Preemptions, LostGPUHours      float64
 	Wall                           float64
 }
 
@@ -270,7 +271,8 @@ func replaySection(trace string, ss []Summary, results []Result, colors map[stri
 		rs.Rows = append(rs.Rows, htmlReplayRow{Color: colors[s.Policy], Policy: s.Policy, Best: len(ss) > 1 && s.Policy == best.Policy,
 			Runs: s.Runs, Alloc: pm(r.MeanAllocPct, r.StddevAllocPct, s.Runs), Util: pm(r.MeanUtilPct, r.StddevUtilPct, s.Runs),
 			WaitMean: FormatSeconds(r.MeanWaitSeconds), WaitP95: FormatSeconds(r.P95WaitSeconds), Preemptions: r.MeanPreemptions,
-			Starved: r.MaxJobsStarved, Wall: s.MeanWallSeconds})
+			WaitP99: FormatSeconds(r.P99WaitSeconds), WaitMax: FormatSeconds(r.MaxWaitSeconds), WaitGPU: FormatSeconds(r.GPUWeightedMeanWaitSeconds),
+			JCT: FormatSeconds(r.MeanJCTSeconds), LostGPUHours: r.MeanLostGPUHours, Starved: r.MaxJobsStarved, Wall: s.MeanWallSeconds})
 	}
 	var alloc, util, waits []series
 	var done []guide

@@ -112,6 +112,39 @@ func TestSummarize(t *testing.T) {
 	}
 }
 
+// The tail figures: percentiles and completion times pool the jobs of all runs, the
+// counts over 6 and 12 hours are the worst run's, the GPU-weighted mean weighs each
+// wait by the job's GPUs, lost GPU-hours are a mean per run; per queue and class too.
+func TestSummarizeTail(t *testing.T) {
+	h := 3600.0
+	rep := Summarize([]Result{
+		{Policy: "p", Replay: &Replay{WaitSeconds: []float64{0, 7 * h, 13 * h}, WaitGPUs: []float64{32, 1, 0.25},
+			WaitQueues: []string{"prod", "dev", "dev"}, JCTSeconds: []float64{h, 9 * h, 20 * h}, LostGPUHours: 4}},
+		{Policy: "p", Replay: &Replay{WaitSeconds: []float64{7 * h, 8 * h}, WaitGPUs: []float64{8, 8},
+			WaitQueues: []string{"prod", "dev"}, JCTSeconds: []float64{10 * h, 9 * h}, LostGPUHours: 0}},
+	})[0].Replay
+	waits := []float64{0, 7 * h, 13 * h, 7 * h, 8 * h}
+	jcts := []float64{h, 9 * h, 20 * h, 10 * h, 9 * h}
+	weighted := (7*h*1 + 13*h*0.25 + 7*h*8 + 8*h*8) / (32 + 1 + 0.25 + 8 + 8)
+	if rep.P99WaitSeconds != Percentile(waits, 99) || rep.MaxWaitSeconds != 13*h || rep.JobsWaitedOver6h != 2 || rep.JobsWaitedOver12h != 1 ||
+		math.Abs(rep.GPUWeightedMeanWaitSeconds-weighted) > 1e-9 || rep.MeanJCTSeconds != 9.8*h ||
+		rep.P95JCTSeconds != Percentile(jcts, 95) || rep.P99JCTSeconds != Percentile(jcts, 99) || rep.MeanLostGPUHours != 2 {
+		t.Errorf("tail %+v", rep)
+	}
+	if len(rep.Waits) != 2 {
+		t.Fatalf("waits by queue %+v", rep.Waits)
+	}
+	dev, prod := rep.Waits[0], rep.Waits[1]
+	if dev.Name != "dev" || dev.Jobs != 3 || dev.P99Seconds != Percentile([]float64{7 * h, 13 * h, 8 * h}, 99) ||
+		math.Abs(dev.GPUWeightedMeanSeconds-(7*h+13*h*0.25+8*h*8)/9.25) > 1e-9 ||
+		math.Abs(dev.MeanJCTSeconds-38*h/3) > 1e-9 || dev.P95JCTSeconds != Percentile([]float64{9 * h, 20 * h, 9 * h}, 95) {
+		t.Errorf("queue dev %+v", dev)
+	}
+	if prod.Name != "prod" || math.Abs(prod.GPUWeightedMeanSeconds-7*h*8/40) > 1e-9 || prod.MeanJCTSeconds != 5.5*h {
+		t.Errorf("queue prod %+v", prod)
+	}
+}
+
 func TestMeanCurve(t *testing.T) {
 	a := Result{Policy: "p", Curve: []Point{{0, 0, 0}, {0.6, 0.6, 0}, {1.2, 1.1, 0.2}, {2.4, 2.0, 0.4}, {3.1, 2.5, 0.5}}}
 	b := Result{Policy: "p", Curve: []Point{{0, 0, 0}, {1.0, 1.0, 0.0}, {2.0, 1.8, 0.2}}}

@@ -76,6 +76,10 @@ type Replay struct {
 	// class ("" when the input has none).
 	WaitQueues  []string `json:"wait_queues,omitempty"`
 	WaitClasses []string `json:"wait_classes,omitempty"`
+	// WaitGPUs, parallel to WaitSeconds, is the GPUs each job asks for (all of its
+	// tasks; a memory slice as its share of the cluster's largest GPU), the weight of
+	// its wait in the GPU-weighted mean.
+	WaitGPUs []float64 `json:"wait_gpus,omitempty"`
 	// CensoredWaits counts the jobs that never started, whose waits are lower bounds.
 	CensoredWaits int `json:"censored_waits"`
 	Preemptions   int `json:"preemptions"`
@@ -114,7 +118,8 @@ type Replay struct {
 	LostGPUHours float64 `json:"lost_gpu_hours"`
 	// WorkGPUHours is the GPU-hours of work the jobs that completed needed.
 	WorkGPUHours float64 `json:"work_gpu_hours"`
-	// JCTSeconds has one entry per job: arrival to completion, restarts included; for
+	// JCTSeconds has one entry per job, parallel to WaitSeconds: arrival to completion,
+	// so its waits, its runs and the work evictions threw away, which it ran again; for
 	// a job not done at the end of the run, arrival to the end (censored).
 	JCTSeconds []float64 `json:"jct_seconds"`
 }
@@ -169,6 +174,23 @@ type ReplaySummary struct {
 	// Wait statistics pool the waits of all runs, censored ones included.
 	MeanWaitSeconds float64 `json:"mean_wait_seconds"`
 	P95WaitSeconds  float64 `json:"p95_wait_seconds"`
+	P99WaitSeconds  float64 `json:"p99_wait_seconds"`
+	MaxWaitSeconds  float64 `json:"max_wait_seconds"`
+	// GPUWeightedMeanWaitSeconds weighs each job's wait by the GPUs it asks for: a
+	// 32-GPU gang counts 32 times, a quarter-GPU slice a quarter.
+	GPUWeightedMeanWaitSeconds float64 `json:"gpu_weighted_mean_wait_seconds"`
+	// JobsWaitedOver6h and JobsWaitedOver12h are the worst run's count of jobs whose
+	// wait exceeded 6 and 12 hours, jobs still waiting at the end of the run included.
+	JobsWaitedOver6h  int `json:"jobs_waited_over_6h"`
+	JobsWaitedOver12h int `json:"jobs_waited_over_12h"`
+	// Job completion times (arrival to completion: waits, runs and the work evictions
+	// threw away) pool the jobs of all runs; a job not done counts up to the end of its
+	// run.
+	MeanJCTSeconds float64 `json:"mean_jct_seconds"`
+	P95JCTSeconds  float64 `json:"p95_jct_seconds"`
+	P99JCTSeconds  float64 `json:"p99_jct_seconds"`
+	// MeanLostGPUHours is the GPU-hours of work evictions threw away, mean per run.
+	MeanLostGPUHours float64 `json:"lost_gpu_hours"`
 	// CensoredWaits is the runs' total of jobs that never started.
 	CensoredWaits int `json:"censored_waits"`
 	// MeanPreemptions is per run; MaxJobsStarved is the worst run's count.
@@ -188,14 +210,57 @@ type GroupWaits struct {
 	MeanSeconds float64 `json:"mean_seconds"`
 	P50Seconds  float64 `json:"p50_seconds"`
 	P95Seconds  float64 `json:"p95_seconds"`
+	P99Seconds  float64 `json:"p99_seconds"`
 	MaxSeconds  float64 `json:"max_seconds"`
+	// GPUWeightedMeanSeconds weighs each job's wait by the GPUs it asks for.
+	GPUWeightedMeanSeconds float64 `json:"gpu_weighted_mean_seconds"`
+	// MeanJCTSeconds and P95JCTSeconds are the group's job completion times.
+	MeanJCTSeconds float64 `json:"mean_jct_seconds"`
+	P95JCTSeconds  float64 `json:"p95_jct_seconds"`
+}
+
+// jobFigures are the per-job figures of runs pooled: waits, the GPUs weighing them
+// and completion times.
+type jobFigures struct{ waits, gpus, jcts []float64 }
+
+// add appends job i of r.
+func (f *jobFigures) add(r *Replay, i int) {
+	f.waits = append(f.waits, r.WaitSeconds[i])
+	f.gpus = append(f.gpus, at(r.WaitGPUs, i))
+	if i < len(r.JCTSeconds) {
+		f.jcts = append(f.jcts, r.JCTSeconds[i])
+	}
+}
+
+// at is v[i], or 0 past its end.
+func at(v []float64, i int) float64 {
+	if i < len(v) {
+		return v[i]
+	}
+	return 0
+}
+
+// WeightedMean is the mean of v weighted by w (parallel to v); 0 when the weights sum
+// to 0.
+func WeightedMean(v, w []float64) float64 {
+	var sum, weight float64
+	for i, x := range v {
+		if i < len(w) {
+			sum += x * w[i]
+			weight += w[i]
+		}
+	}
+	if weight == 0 {
+		return 0
+	}
+	return sum / weight
 }
 
 // groupWaits splits the runs' waits by queue and by class, in name order.
 func groupWaits(rs []Result) []GroupWaits {
 	var out []GroupWaits
 	for _, by := range []string{"queue", "class"} {
-		groups := map[string][]float64{}
+		groups := map[string]*jobFigures{}
 		for _, r := range rs {
 			names := r.Replay.WaitQueues
 			if by == "class" {
@@ -203,15 +268,21 @@ func groupWaits(rs []Result) []GroupWaits {
 			}
 			for i, name := range names {
 				if name != "" && i < len(r.Replay.WaitSeconds) {
-					groups[name] = append(groups[name], r.Replay.WaitSeconds[i])
+					if groups[name] == nil {
+						groups[name] = &jobFigures{}
+					}
+					groups[name].add(r.Replay, i)
 				}
 			}
 		}
 		for _, name := range slices.Sorted(maps.Keys(groups)) {
-			w := groups[name]
+			g := groups[name]
+			w := g.waits
 			mean, _ := MeanStddev(w)
+			jct, _ := MeanStddev(g.jcts)
 			out = append(out, GroupWaits{By: by, Name: name, Jobs: len(w), MeanSeconds: mean,
-				P50Seconds: Percentile(w, 50), P95Seconds: Percentile(w, 95), MaxSeconds: slices.Max(w)})
+				P50Seconds: Percentile(w, 50), P95Seconds: Percentile(w, 95), P99Seconds: Percentile(w, 99), MaxSeconds: slices.Max(w),
+				GPUWeightedMeanSeconds: WeightedMean(w, g.gpus), MeanJCTSeconds: jct, P95JCTSeconds: Percentile(g.jcts, 95)})
 		}
 	}
 	return out
@@ -266,21 +337,46 @@ func summarizeGroup(policy, trace string, rs []Result) Summary {
 	s.Curve = meanCurve(rs)
 	if !slices.ContainsFunc(rs, func(r Result) bool { return r.Replay == nil }) {
 		rep := &ReplaySummary{}
-		var waits []float64
+		var all jobFigures
 		for _, r := range rs {
-			waits = append(waits, r.Replay.WaitSeconds...)
+			for i := range r.Replay.WaitSeconds {
+				all.add(r.Replay, i)
+			}
 			rep.CensoredWaits += r.Replay.CensoredWaits
 			rep.MeanPreemptions += float64(r.Replay.Preemptions) / float64(len(rs))
 			rep.MaxJobsStarved = max(rep.MaxJobsStarved, r.Replay.JobsStarved)
+			rep.JobsWaitedOver6h = max(rep.JobsWaitedOver6h, countOver(r.Replay.WaitSeconds, 6*3600))
+			rep.JobsWaitedOver12h = max(rep.JobsWaitedOver12h, countOver(r.Replay.WaitSeconds, 12*3600))
 		}
+		waits := all.waits
 		rep.MeanAllocPct, rep.StddevAllocPct = MeanStddev(pick(func(r Result) float64 { return r.Replay.MeanAllocPct }))
 		rep.MeanUtilPct, rep.StddevUtilPct = MeanStddev(pick(func(r Result) float64 { return r.Replay.MeanUtilPct }))
 		rep.MeanWaitSeconds, _ = MeanStddev(waits)
 		rep.P95WaitSeconds = Percentile(waits, 95)
+		rep.P99WaitSeconds = Percentile(waits, 99)
+		if len(waits) > 0 {
+			rep.MaxWaitSeconds = slices.Max(waits)
+		}
+		rep.GPUWeightedMeanWaitSeconds = WeightedMean(waits, all.gpus)
+		rep.MeanJCTSeconds, _ = MeanStddev(all.jcts)
+		rep.P95JCTSeconds = Percentile(all.jcts, 95)
+		rep.P99JCTSeconds = Percentile(all.jcts, 99)
+		rep.MeanLostGPUHours, _ = MeanStddev(pick(func(r Result) float64 { return r.Replay.LostGPUHours }))
 		rep.Waits = groupWaits(rs)
 		s.Replay = rep
 	}
 	return s
+}
+
+// countOver counts the values above limit.
+func countOver(v []float64, limit float64) int {
+	n := 0
+	for _, x := range v {
+		if x > limit {
+			n++
+		}
+	}
+	return n
 }
 
 // samePublished is the published figure every run carries, or nil when some run

@@ -15,8 +15,10 @@ import (
 // fill-up runs the unallocated % at 100% arrived (and the published figure of the FGD
 // paper's simulator where the runs carry one), allocation % at 50/90/100/130% arrived,
 // fragmentation % at 90% arrived (mean ± sample stddev across seeds) and the mean wall
-// time; for replay runs the mean GPU allocation, mean and p95 queue wait, preemptions
-// per run, the worst run's starved jobs and the wall time. Fill-up runs of several
+// time; for replay runs the mean GPU allocation, mean, p95, p99 and longest queue wait,
+// preemptions per run, the worst run's starved jobs and the wall time, then the tail:
+// GPU-weighted mean wait, the worst run's jobs that waited over 6 and 12 hours, job
+// completion times and lost GPU-hours, and the waits per queue and job class. Fill-up runs of several
 // traces end with one table of unallocated % at 100% arrived, a row per trace and a
 // column per policy. summaries may be nil, then they are computed from results.
 func WriteTable(w io.Writer, results []Result, summaries []Summary) error {
@@ -157,12 +159,12 @@ func writeTables(l layout, results []Result, summaries []Summary) {
 		}
 		if len(replay) > 0 {
 			l.title(fmt.Sprintf("%s — replay, %s", tr, runsNote(replay)))
-			rows := [][]string{{"policy", "runs", "mean alloc%", "mean util%", "wait mean", "wait p95", "preemptions/run", "starved", "wall s"}}
+			rows := [][]string{{"policy", "runs", "mean alloc%", "mean util%", "wait mean", "wait p95", "wait p99", "wait max", "preemptions/run", "starved", "wall s"}}
 			for _, s := range replay {
 				r := s.Replay
 				rows = append(rows, []string{s.Policy, fmt.Sprint(s.Runs),
 					pm(r.MeanAllocPct, r.StddevAllocPct, s.Runs), pm(r.MeanUtilPct, r.StddevUtilPct, s.Runs),
-					FormatSeconds(r.MeanWaitSeconds), FormatSeconds(r.P95WaitSeconds),
+					FormatSeconds(r.MeanWaitSeconds), FormatSeconds(r.P95WaitSeconds), FormatSeconds(r.P99WaitSeconds), FormatSeconds(r.MaxWaitSeconds),
 					fmt.Sprintf("%.0f", r.MeanPreemptions), fmt.Sprint(r.MaxJobsStarved), fmt.Sprintf("%.2f", s.MeanWallSeconds)})
 			}
 			l.table(rows)
@@ -170,6 +172,7 @@ func writeTables(l layout, results []Result, summaries []Summary) {
 			if note := censoredNote(replay); note != "" {
 				l.note(note)
 			}
+			writeTail(l, replay)
 			writeGroupWaits(l, replay)
 			writeSavings(l, replay)
 		}
@@ -339,7 +342,12 @@ const (
 	acrossPublishedKey = "in brackets: the figure published for the FGD paper's simulator on that pod list, " +
 		"mean of seeds 42-51 at --arrive 1.3 (sim/traces/fgd)"
 	replayKey = "alloc%: GPUs held; util%: GPUs doing useful work (whole gangs, slices as their share); " +
+		"waits (to start and to restart after evictions): all runs pooled; " +
 		"starved: jobs of the worst run that never started or waited over 12h"
+	tailKey = "GPU-weighted wait: each job's wait weighted by the GPUs it asks for (a 32-GPU gang counts 32 times); " +
+		"waited >6h, >12h: jobs of the worst run, those still waiting at the end included; " +
+		"JCT: arrival to completion (waits, runs and work lost to evictions), a job not done counting to the end of the run; " +
+		"lost GPU-h: work evictions threw away since each job's last checkpoint, mean per run"
 )
 
 // censoredNote says which policies' waits include jobs that never started, or is
@@ -440,14 +448,32 @@ func (e *errWriter) Write(p []byte) (int, error) {
 	return n, err
 }
 
+// writeTail writes, per policy, what the means hide: the GPU-weighted mean wait, the
+// jobs of the worst run that waited over 6 and 12 hours, job completion times and the
+// work evictions threw away.
+func writeTail(l layout, replay []Summary) {
+	rows := [][]string{{"policy", "GPU-weighted wait", "waited >6h", ">12h", "JCT mean", "JCT p95", "JCT p99", "lost GPU-h/run"}}
+	for _, s := range replay {
+		r := s.Replay
+		rows = append(rows, []string{s.Policy, FormatSeconds(r.GPUWeightedMeanWaitSeconds),
+			fmt.Sprint(r.JobsWaitedOver6h), fmt.Sprint(r.JobsWaitedOver12h),
+			FormatSeconds(r.MeanJCTSeconds), FormatSeconds(r.P95JCTSeconds), FormatSeconds(r.P99JCTSeconds),
+			fmt.Sprintf("%.1f", r.MeanLostGPUHours)})
+	}
+	l.note("tail and completion, all runs pooled:")
+	l.table(rows)
+	l.note(tailKey)
+}
+
 // writeGroupWaits writes the wait distribution per queue and per job class, one row
 // per policy and group, when the runs know queues or classes.
 func writeGroupWaits(l layout, replay []Summary) {
-	rows := [][]string{{"policy", "waits of", "jobs", "mean", "p50", "p95", "max"}}
+	rows := [][]string{{"policy", "waits of", "jobs", "mean", "p50", "p95", "p99", "max", "GPU-weighted", "JCT mean", "JCT p95"}}
 	for _, s := range replay {
 		for _, g := range s.Replay.Waits {
 			rows = append(rows, []string{s.Policy, g.By + " " + g.Name, fmt.Sprint(g.Jobs), FormatSeconds(g.MeanSeconds),
-				FormatSeconds(g.P50Seconds), FormatSeconds(g.P95Seconds), FormatSeconds(g.MaxSeconds)})
+				FormatSeconds(g.P50Seconds), FormatSeconds(g.P95Seconds), FormatSeconds(g.P99Seconds), FormatSeconds(g.MaxSeconds),
+				FormatSeconds(g.GPUWeightedMeanSeconds), FormatSeconds(g.MeanJCTSeconds), FormatSeconds(g.P95JCTSeconds)})
 		}
 	}
 	if len(rows) > 1 {
