@@ -59,7 +59,11 @@ func strip(obj any) (any, error) {
 	return obj, nil
 }
 
-// Cache builds snapshots from informer-fed state.
+// Cache builds snapshots from informer-fed state. Without Watch every snapshot lists
+// the objects from the reader; once Watch's event handlers have seen every informer's
+// objects, the cache keeps the objects itself, as the events report them. Either way
+// a snapshot converts only the nodes and pods that changed since the last one (a
+// snapshot.Memo).
 type Cache struct {
 	reader client.Reader
 	opts   snapshot.Options
@@ -67,6 +71,33 @@ type Cache struct {
 	mu      sync.Mutex
 	assumed map[types.UID]assumption
 	changed chan struct{}
+	// objects is what the event handlers reported, by kind and namespace/name; synced
+	// reports whether each handler has seen its informer's initial list.
+	objects *objects
+	synced  []func() bool
+
+	// build serializes snapshots, which share memo.
+	build sync.Mutex
+	memo  *snapshot.Memo
+}
+
+// objects are the watched objects by namespace/name (name for cluster-scoped kinds).
+type objects struct {
+	pods   map[string]*corev1.Pod
+	nodes  map[string]*corev1.Node
+	gnodes map[string]*tesserav1.GPUNode
+	queues map[string]*tesserav1.Queue
+	groups map[string]*tesserav1.PodGroup
+	pcs    map[string]*schedulingv1.PriorityClass
+	pdbs   map[string]*policyv1.PodDisruptionBudget
+	nss    map[string]*corev1.Namespace
+	jobs   map[string]*batchv1.Job
+}
+
+func newObjects() *objects {
+	return &objects{pods: map[string]*corev1.Pod{}, nodes: map[string]*corev1.Node{}, gnodes: map[string]*tesserav1.GPUNode{},
+		queues: map[string]*tesserav1.Queue{}, groups: map[string]*tesserav1.PodGroup{}, pcs: map[string]*schedulingv1.PriorityClass{},
+		pdbs: map[string]*policyv1.PodDisruptionBudget{}, nss: map[string]*corev1.Namespace{}, jobs: map[string]*batchv1.Job{}}
 }
 
 // assumption is a decision the informers have not reported back yet.
@@ -84,27 +115,99 @@ const assumeTTL = 30 * time.Second
 // New returns a cache reading from c. Options.SchedulerName and friends are passed on
 // to snapshot.Builder; PriorityClasses are read from the cluster.
 func New(c client.Reader, opts snapshot.Options) *Cache {
-	return &Cache{reader: c, opts: opts, assumed: map[types.UID]assumption{}, changed: make(chan struct{}, 1)}
+	return &Cache{reader: c, opts: opts, assumed: map[types.UID]assumption{}, changed: make(chan struct{}, 1), memo: snapshot.NewMemo()}
 }
 
 // Watch registers event handlers on the informers of every watched kind, so Changed
-// fires when one changes. Call it once, before the informers start or after.
+// fires when one changes and the cache keeps the objects the events report. Call it
+// once, before the informers start or after.
 func (c *Cache) Watch(ctx context.Context, informers crcache.Informers) error {
 	h := toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    func(any) { c.notify() },
-		UpdateFunc: func(any, any) { c.notify() },
-		DeleteFunc: func(any) { c.notify() },
+		AddFunc:    func(o any) { c.observe(o, false) },
+		UpdateFunc: func(_, o any) { c.observe(o, false) },
+		DeleteFunc: func(o any) { c.observe(o, true) },
 	}
+	c.mu.Lock()
+	if c.objects == nil {
+		c.objects = newObjects()
+	}
+	c.mu.Unlock()
 	for _, o := range Objects() {
 		inf, err := informers.GetInformer(ctx, o)
 		if err != nil {
 			return fmt.Errorf("informer for %T: %w", o, err)
 		}
-		if _, err := inf.AddEventHandler(h); err != nil {
+		reg, err := inf.AddEventHandler(h)
+		if err != nil {
 			return fmt.Errorf("event handler for %T: %w", o, err)
 		}
+		c.mu.Lock()
+		c.synced = append(c.synced, reg.HasSynced)
+		c.mu.Unlock()
 	}
 	return nil
+}
+
+// observe records an added, updated or deleted object.
+func (c *Cache) observe(obj any, deleted bool) {
+	if t, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+		obj, deleted = t.Obj, true
+	}
+	o, ok := obj.(client.Object)
+	if !ok {
+		return
+	}
+	key := o.GetName()
+	if ns := o.GetNamespace(); ns != "" {
+		key = ns + "/" + key
+	}
+	c.mu.Lock()
+	if os := c.objects; os != nil {
+		switch o := o.(type) {
+		case *corev1.Pod:
+			record(os.pods, key, o, deleted)
+		case *corev1.Node:
+			record(os.nodes, key, o, deleted)
+		case *tesserav1.GPUNode:
+			record(os.gnodes, key, o, deleted)
+		case *tesserav1.Queue:
+			record(os.queues, key, o, deleted)
+		case *tesserav1.PodGroup:
+			record(os.groups, key, o, deleted)
+		case *schedulingv1.PriorityClass:
+			record(os.pcs, key, o, deleted)
+		case *policyv1.PodDisruptionBudget:
+			record(os.pdbs, key, o, deleted)
+		case *corev1.Namespace:
+			record(os.nss, key, o, deleted)
+		case *batchv1.Job:
+			record(os.jobs, key, o, deleted)
+		}
+	}
+	c.mu.Unlock()
+	c.notify()
+}
+
+func record[T any](m map[string]*T, key string, o *T, deleted bool) {
+	if deleted {
+		delete(m, key)
+	} else {
+		m[key] = o
+	}
+}
+
+// watching reports whether the event handlers have seen every informer's objects;
+// called with c.mu held.
+func (c *Cache) watching() bool {
+	if c.objects == nil || len(c.synced) < len(Objects()) {
+		return false
+	}
+	for _, f := range c.synced {
+		if !f() {
+			return false
+		}
+	}
+	return true
 }
 
 func (c *Cache) notify() {
@@ -152,10 +255,54 @@ type State struct {
 	GPUNodes  map[string]*tesserav1.GPUNode
 }
 
-// Snapshot lists the cached objects and builds a snapshot taken at now, with the
-// assumed binds and evictions applied. The errors are the objects the builder left out
-// or partly ignored; err is set only when the cache cannot be read.
+// input is the objects one snapshot is built from.
+type input struct {
+	pods   []*corev1.Pod
+	nodes  []*corev1.Node
+	gnodes []*tesserav1.GPUNode
+	queues []*tesserav1.Queue
+	groups []*tesserav1.PodGroup
+	pcs    []*schedulingv1.PriorityClass
+	pdbs   []*policyv1.PodDisruptionBudget
+	nss    []*corev1.Namespace
+	jobs   []*batchv1.Job
+}
+
+// Snapshot builds a snapshot taken at now from the cached objects, with the assumed
+// binds and evictions applied. The errors are the objects the builder left out or
+// partly ignored; err is set only when the cache cannot be read.
 func (c *Cache) Snapshot(ctx context.Context, now time.Time) (*framework.Snapshot, *State, []error, error) {
+	c.build.Lock()
+	defer c.build.Unlock()
+	c.mu.Lock()
+	watching := c.watching()
+	var in input
+	if watching {
+		os := c.objects
+		in = input{pods: values(os.pods), nodes: values(os.nodes), gnodes: values(os.gnodes), queues: values(os.queues),
+			groups: values(os.groups), pcs: values(os.pcs), pdbs: values(os.pdbs), nss: values(os.nss), jobs: values(os.jobs)}
+	}
+	c.mu.Unlock()
+	if !watching {
+		var err error
+		if in, err = c.list(ctx); err != nil {
+			return nil, nil, nil, err
+		}
+	}
+	snap, st, errs := c.snapshot(&in, now, c.memo)
+	return snap, st, errs, nil
+}
+
+func values[T any](m map[string]*T) []*T {
+	out := make([]*T, 0, len(m))
+	for _, o := range m {
+		out = append(out, o)
+	}
+	return out
+}
+
+// list reads every watched kind from the reader.
+func (c *Cache) list(ctx context.Context) (input, error) {
 	var (
 		pods   corev1.PodList
 		nodes  corev1.NodeList
@@ -169,34 +316,51 @@ func (c *Cache) Snapshot(ctx context.Context, now time.Time) (*framework.Snapsho
 	)
 	for _, l := range []client.ObjectList{&pods, &nodes, &gnodes, &queues, &groups, &pcs, &pdbs, &nss, &jobs} {
 		if err := c.reader.List(ctx, l); err != nil {
-			return nil, nil, nil, fmt.Errorf("list %T from the cache: %w", l, err)
+			return input{}, fmt.Errorf("list %T from the cache: %w", l, err)
 		}
 	}
+	return input{pods: pointers(pods.Items), nodes: pointers(nodes.Items), gnodes: pointers(gnodes.Items), queues: pointers(queues.Items),
+		groups: pointers(groups.Items), pcs: pointers(pcs.Items), pdbs: pointers(pdbs.Items), nss: pointers(nss.Items), jobs: pointers(jobs.Items)}, nil
+}
+
+func pointers[T any](items []T) []*T {
+	out := make([]*T, len(items))
+	for i := range items {
+		out[i] = &items[i]
+	}
+	return out
+}
+
+// snapshot builds the snapshot of in, with the assumed binds and evictions applied,
+// through memo (nil: converting every object).
+func (c *Cache) snapshot(in *input, now time.Time, memo *snapshot.Memo) (*framework.Snapshot, *State, []error) {
 	opts := c.opts
-	opts.PriorityClasses = make(map[string]int32, len(pcs.Items))
-	for i := range pcs.Items {
-		opts.PriorityClasses[pcs.Items[i].Name] = pcs.Items[i].Value
+	opts.PriorityClasses = make(map[string]int32, len(in.pcs))
+	for _, pc := range in.pcs {
+		opts.PriorityClasses[pc.Name] = pc.Value
 	}
 	b := snapshot.NewBuilder(now, opts)
-	st := &State{Builder: b, Pods: make(map[types.UID]*corev1.Pod, len(pods.Items)), PodGroups: map[string]*tesserav1.PodGroup{},
-		Queues: map[string]*tesserav1.Queue{}, Jobs: map[string]*batchv1.Job{}, Nodes: map[string]*corev1.Node{}, GPUNodes: map[string]*tesserav1.GPUNode{}}
-	for i := range gnodes.Items {
-		st.GPUNodes[gnodes.Items[i].Name] = &gnodes.Items[i]
+	if memo != nil {
+		b.WithMemo(memo)
 	}
-	for i := range nodes.Items {
-		n := &nodes.Items[i]
+	st := &State{Builder: b, Pods: make(map[types.UID]*corev1.Pod, len(in.pods)), PodGroups: make(map[string]*tesserav1.PodGroup, len(in.groups)),
+		Queues: make(map[string]*tesserav1.Queue, len(in.queues)), Jobs: make(map[string]*batchv1.Job, len(in.jobs)),
+		Nodes: make(map[string]*corev1.Node, len(in.nodes)), GPUNodes: make(map[string]*tesserav1.GPUNode, len(in.gnodes))}
+	for _, g := range in.gnodes {
+		st.GPUNodes[g.Name] = g
+	}
+	for _, n := range in.nodes {
 		st.Nodes[n.Name] = n
 		b.AddNode(n, st.GPUNodes[n.Name])
 	}
-	addAll(queues.Items, st.Queues, b.AddQueue)
-	addAll(groups.Items, st.PodGroups, b.AddPodGroup)
-	addAll(nss.Items, nil, b.AddNamespace)
-	addAll(jobs.Items, st.Jobs, b.AddJob)
-	addAll(pdbs.Items, nil, b.AddPDB)
+	addAll(in.queues, st.Queues, b.AddQueue)
+	addAll(in.groups, st.PodGroups, b.AddPodGroup)
+	addAll(in.nss, nil, b.AddNamespace)
+	addAll(in.jobs, st.Jobs, b.AddJob)
+	addAll(in.pdbs, nil, b.AddPDB)
 	c.mu.Lock()
 	seen := make(map[types.UID]bool, len(c.assumed))
-	for i := range pods.Items {
-		p := &pods.Items[i]
+	for _, p := range in.pods {
 		if a, ok := c.assumed[p.UID]; ok {
 			seen[p.UID] = true
 			p = c.apply(p, a, now)
@@ -211,7 +375,7 @@ func (c *Cache) Snapshot(ctx context.Context, now time.Time) (*framework.Snapsho
 	}
 	c.mu.Unlock()
 	snap, errs := b.Build()
-	return snap, st, errs, nil
+	return snap, st, errs
 }
 
 // addAll hands each listed object to add and, when index is not nil, records it there
@@ -219,9 +383,8 @@ func (c *Cache) Snapshot(ctx context.Context, now time.Time) (*framework.Snapsho
 func addAll[T any, P interface {
 	*T
 	client.Object
-}](items []T, index map[string]P, add func(P)) {
-	for i := range items {
-		o := P(&items[i])
+}](items []P, index map[string]P, add func(P)) {
+	for _, o := range items {
 		if index != nil {
 			key := o.GetName()
 			if ns := o.GetNamespace(); ns != "" {

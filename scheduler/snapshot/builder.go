@@ -49,6 +49,7 @@ type Builder struct {
 	namespaces map[string]*corev1.Namespace
 	pods       map[string]podInput
 	pdbs       []*policyv1.PodDisruptionBudget
+	memo       *Memo
 }
 
 type nodeInput struct {
@@ -132,14 +133,32 @@ func (b *Builder) AddPDB(pdb *policyv1.PodDisruptionBudget) {
 	}
 }
 
-// protected reports whether an exhausted PodDisruptionBudget covers the pod.
-func (b *Builder) protected(p *corev1.Pod) bool {
+// exhausted is an exhausted PodDisruptionBudget's namespace and selector.
+type exhausted struct {
+	namespace string
+	selector  labels.Selector
+}
+
+// exhaustedPDBs returns the PodDisruptionBudgets that allow no disruption and select
+// some pods, with their selectors parsed.
+func (b *Builder) exhaustedPDBs() []exhausted {
+	var out []exhausted
 	for _, pdb := range b.pdbs {
-		if pdb.Namespace != p.Namespace || pdb.Status.DisruptionsAllowed > 0 || pdb.Spec.Selector == nil {
+		if pdb.Status.DisruptionsAllowed > 0 || pdb.Spec.Selector == nil {
 			continue
 		}
 		sel, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector)
-		if err == nil && !sel.Empty() && sel.Matches(labels.Set(p.Labels)) {
+		if err == nil && !sel.Empty() {
+			out = append(out, exhausted{pdb.Namespace, sel})
+		}
+	}
+	return out
+}
+
+// protected reports whether an exhausted PodDisruptionBudget covers the pod.
+func (s *build) protected(p *corev1.Pod) bool {
+	for _, e := range s.exhausted {
+		if e.namespace == p.Namespace && e.selector.Matches(labels.Set(p.Labels)) {
 			return true
 		}
 	}
@@ -157,6 +176,7 @@ type build struct {
 	scalars   map[corev1.ResourceName]bool
 	placed    []*taskAcc // tasks that hold resources, in job order after sorting
 	queueSpec map[string]corev1.ResourceList
+	exhausted []exhausted
 }
 
 // jobAcc gathers one job's tasks before it is finished.
@@ -176,6 +196,7 @@ type taskAcc struct {
 	task     *framework.Task
 	pod      *corev1.Pod
 	priority int32
+	memo     *podMemo // nil without a Memo
 }
 
 // Build converts the collected objects. Objects that cannot be converted are left out
@@ -188,12 +209,20 @@ func (b *Builder) Build() (*framework.Snapshot, []error) {
 		jobs:      map[string]*jobAcc{},
 		scalars:   map[corev1.ResourceName]bool{},
 		queueSpec: map[string]corev1.ResourceList{},
+		exhausted: b.exhaustedPDBs(),
+	}
+	if b.memo != nil {
+		b.memo.gen++
+		b.memo.hits, b.memo.misses = 0, 0
 	}
 	s.buildNodes()
 	s.buildQueues()
 	s.buildJobs()
 	s.place()
 	s.finish()
+	if b.memo != nil {
+		b.memo.sweep(len(b.nodes), len(b.pods))
+	}
 	return s.snap, s.errs
 }
 
@@ -202,7 +231,15 @@ func (s *build) fail(err error) { s.errs = append(s.errs, err) }
 func (s *build) buildNodes() {
 	for _, name := range slices.Sorted(maps.Keys(s.Builder.nodes)) {
 		in := s.Builder.nodes[name]
-		n, err := convertNode(in.node, in.gpu)
+		var n *framework.Node
+		var err error
+		if s.memo != nil {
+			if n, err = s.memo.node(in.node, in.gpu); n != nil {
+				n = cloneNode(n)
+			}
+		} else {
+			n, err = convertNode(in.node, in.gpu)
+		}
 		if err != nil {
 			s.fail(err)
 			continue
@@ -248,12 +285,23 @@ func (s *build) buildJobs() {
 		case !bound && p.DeletionTimestamp != nil:
 			continue // a pending pod being deleted is not scheduled
 		}
-		t, err := convertTask(p, s.opts.WholeGPUs && ours)
+		var (
+			t   *framework.Task
+			err error
+			pm  *podMemo
+		)
+		if s.memo != nil {
+			if pm, t, err = s.memo.pod(key, p, s.opts.WholeGPUs && ours); t != nil {
+				t = cloneTask(t)
+			}
+		} else {
+			t, err = convertTask(p, s.opts.WholeGPUs && ours)
+		}
 		if err != nil {
 			s.fail(err)
 			continue
 		}
-		if len(s.pdbs) > 0 && bound && s.protected(p) {
+		if len(s.exhausted) > 0 && bound && s.protected(p) {
 			t.Preemptible = false
 		}
 		prio := in.priority
@@ -280,7 +328,7 @@ func (s *build) buildJobs() {
 		for k := range t.Request.Scalar {
 			s.scalars[k] = true
 		}
-		ta := &taskAcc{task: t, pod: p, priority: prio}
+		ta := &taskAcc{task: t, pod: p, priority: prio, memo: pm}
 		if !ours {
 			t.Preemptible = false
 			s.foreignJob(ta)
@@ -571,6 +619,34 @@ func (s *build) placeOn(ta *taskAcc, set framework.GPUSet) {
 // assigned maps the annotation's UUIDs to the node's GPUs.
 func (s *build) assigned(ta *taskAcc, v string) (framework.GPUSet, error) {
 	p, t := ta.pod, ta.task
+	n := s.nodes[p.Spec.NodeName]
+	var set framework.GPUSet
+	var err error
+	if pm := ta.memo; pm != nil {
+		tmpl := s.memo.nodes[n.Name].out
+		if pm.on != tmpl || pm.assignment != v {
+			pm.set, pm.setErr = resolveAssignment(p, t, n, v)
+			pm.on, pm.assignment = tmpl, v
+		}
+		set, err = pm.set, pm.setErr
+	} else {
+		set, err = resolveAssignment(p, t, n, v)
+	}
+	if err != nil {
+		return 0, err
+	}
+	field := "metadata.annotations[" + tesserav1.AnnotationGPUAssign + "]"
+	for _, i := range set.Indices() {
+		if g := &n.GPUs[i]; t.GPU.MilliOn(g) > g.FreeMilli() && g.Healthy {
+			s.fail(objErr("Pod", p.Namespace, p.Name, field, "GPU %s on node %s is oversubscribed by the pods assigned to it", g.UUID, n.Name))
+		}
+	}
+	return set, nil
+}
+
+// resolveAssignment maps the UUIDs of the annotation v to the GPUs of n, the pod's
+// node. It depends only on the pod's spec, v and n's GPU list.
+func resolveAssignment(p *corev1.Pod, t *framework.Task, n *framework.Node, v string) (framework.GPUSet, error) {
 	field := "metadata.annotations[" + tesserav1.AnnotationGPUAssign + "]"
 	bad := func(format string, args ...any) error {
 		return objErr("Pod", p.Namespace, p.Name, field, format+"; GPUs are picked as the scheduler would", args...)
@@ -582,7 +658,6 @@ func (s *build) assigned(ta *taskAcc, v string) (framework.GPUSet, error) {
 	if a.Node != p.Spec.NodeName {
 		return 0, bad("names node %q, the pod runs on %q", a.Node, p.Spec.NodeName)
 	}
-	n := s.nodes[p.Spec.NodeName]
 	var set framework.GPUSet
 	for _, c := range a.Containers {
 		for _, u := range c.UUIDs {
@@ -595,11 +670,6 @@ func (s *build) assigned(ta *taskAcc, v string) (framework.GPUSet, error) {
 	}
 	if want := t.GPU.GPUs(); set.Len() != want {
 		return 0, bad("names %d GPUs, the pod asks %s", set.Len(), describeGPU(&t.GPU))
-	}
-	for _, i := range set.Indices() {
-		if g := &n.GPUs[i]; t.GPU.MilliOn(g) > g.FreeMilli() && g.Healthy {
-			s.fail(objErr("Pod", p.Namespace, p.Name, field, "GPU %s on node %s is oversubscribed by the pods assigned to it", g.UUID, n.Name))
-		}
 	}
 	return set, nil
 }

@@ -1,0 +1,153 @@
+package snapshot
+
+import (
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	tesserav1 "github.com/tessera-gpu/tessera/api/v1alpha1"
+	"github.com/tessera-gpu/tessera/scheduler/framework"
+)
+
+// Memo carries the conversions of nodes and pods from one Build to the next, so that a
+// builder fed mostly the objects of the last build converts only those that changed:
+// a scheduler rebuilding its snapshot every session pays for the changes, not for the
+// cluster. An object counts as unchanged when it is the same pointer as last time, or
+// has the same UID and a non-empty resourceVersion equal to last time's (the API
+// server's objects never change without a new resourceVersion; objects handed to a
+// Builder with a Memo must not be modified in place).
+//
+// The snapshots are still independent of each other, except that the nodes of
+// snapshots built with one Memo share their Labels and Taints, which sessions only
+// read. A Memo is not safe for concurrent use: one Build at a time.
+type Memo struct {
+	nodes map[string]*nodeMemo
+	pods  map[string]*podMemo
+	gen   uint64
+	// hits and misses count the conversions reused and done, for tests and metrics.
+	hits, misses int
+}
+
+type nodeMemo struct {
+	node          *corev1.Node
+	gpu           *tesserav1.GPUNode
+	nodeRV, gpuRV string
+	out           *framework.Node // the converted node, never handed out: snapshots get copies
+	err           error
+	gen           uint64
+}
+
+type podMemo struct {
+	pod   *corev1.Pod
+	uid   types.UID
+	rv    string
+	whole bool
+	task  *framework.Task // the converted task, never handed out: snapshots get copies
+	err   error
+	// The last resolution of the pod's GPU assignment annotation on node template on.
+	assignment string
+	on         *framework.Node
+	set        framework.GPUSet
+	setErr     error
+	gen        uint64
+}
+
+// NewMemo returns an empty memo.
+func NewMemo() *Memo {
+	return &Memo{nodes: map[string]*nodeMemo{}, pods: map[string]*podMemo{}}
+}
+
+// Stats returns how many node and pod conversions the last Build reused and did.
+func (m *Memo) Stats() (reused, converted int) { return m.hits, m.misses }
+
+// WithMemo makes Build reuse and update m. It returns b.
+func (b *Builder) WithMemo(m *Memo) *Builder {
+	b.memo = m
+	return b
+}
+
+// node converts a node through the memo. The template it returns is the memo's: copy
+// it (cloneNode) before use.
+func (m *Memo) node(n *corev1.Node, g *tesserav1.GPUNode) (*framework.Node, error) {
+	e := m.nodes[n.Name]
+	if e != nil && sameNode(e, n, g) {
+		e.gen = m.gen
+		m.hits++
+		return e.out, e.err
+	}
+	m.misses++
+	out, err := convertNode(n, g)
+	e = &nodeMemo{node: n, gpu: g, nodeRV: n.ResourceVersion, out: out, err: err, gen: m.gen}
+	if g != nil {
+		e.gpuRV = g.ResourceVersion
+	}
+	m.nodes[n.Name] = e
+	return out, err
+}
+
+func sameNode(e *nodeMemo, n *corev1.Node, g *tesserav1.GPUNode) bool {
+	if e.node != n && (n.ResourceVersion == "" || n.ResourceVersion != e.nodeRV || n.UID != e.node.UID) {
+		return false
+	}
+	switch {
+	case g == nil || e.gpu == nil:
+		return g == nil && e.gpu == nil
+	case e.gpu == g:
+		return true
+	default:
+		return g.ResourceVersion != "" && g.ResourceVersion == e.gpuRV && g.UID == e.gpu.UID
+	}
+}
+
+// pod converts a pod's spec through the memo, keyed by namespace/name. The task it
+// returns is the memo's template: copy it (cloneTask) before use.
+func (m *Memo) pod(key string, p *corev1.Pod, whole bool) (*podMemo, *framework.Task, error) {
+	e := m.pods[key]
+	if e != nil && e.whole == whole && (e.pod == p || p.ResourceVersion != "" && p.ResourceVersion == e.rv && p.UID == e.uid) {
+		e.gen = m.gen
+		m.hits++
+		return e, e.task, e.err
+	}
+	m.misses++
+	t, err := convertTask(p, whole)
+	e = &podMemo{pod: p, uid: p.UID, rv: p.ResourceVersion, whole: whole, task: t, err: err, gen: m.gen}
+	m.pods[key] = e
+	return e, t, err
+}
+
+// sweep forgets the objects the last build did not see, once they are a good part of
+// the memo.
+func (m *Memo) sweep(nodes, pods int) {
+	if len(m.nodes) > nodes+nodes/4+16 {
+		for k, e := range m.nodes {
+			if e.gen != m.gen {
+				delete(m.nodes, k)
+			}
+		}
+	}
+	if len(m.pods) > pods+pods/4+16 {
+		for k, e := range m.pods {
+			if e.gen != m.gen {
+				delete(m.pods, k)
+			}
+		}
+	}
+}
+
+// cloneNode copies a converted node for one snapshot: what sessions change (usage,
+// GPUs, tasks) is the copy's own.
+func cloneNode(t *framework.Node) *framework.Node {
+	n := *t
+	n.GPUs = slices.Clone(t.GPUs)
+	n.Allocatable = t.Allocatable.Clone()
+	n.Used = t.Used.Clone()
+	return &n
+}
+
+// cloneTask copies a converted task for one snapshot.
+func cloneTask(t *framework.Task) *framework.Task {
+	c := *t
+	c.Request = t.Request.Clone()
+	return &c
+}
