@@ -349,23 +349,20 @@ func (pl *Planner) bound(c *Cluster, without []string) *baseline {
 // remove takes the nodes out of s; the tasks a drain would leave alone end with them.
 func (pl *Planner) remove(c *Cluster, s *framework.Snapshot, names []string) []*framework.Task {
 	var moved []*framework.Task
+	var ignored []map[string]bool // gathered once: a what-if removes many tasks from few of many nodes
+	for _, st := range c.Nodes {
+		if len(st.Ignored) > 0 {
+			ignored = append(ignored, st.Ignored)
+		}
+	}
 	for _, t := range s.RemoveNodes(names...) {
-		if t.Node == nil && ignored(c, t) {
+		if t.Node == nil && slices.ContainsFunc(ignored, func(m map[string]bool) bool { return m[t.UID] }) {
 			t.Status = framework.TaskSucceeded
 			continue
 		}
 		moved = append(moved, t)
 	}
 	return moved
-}
-
-func ignored(c *Cluster, t *framework.Task) bool {
-	for _, st := range c.Nodes {
-		if st.Ignored[t.UID] {
-			return true
-		}
-	}
-	return false
 }
 
 // fits reports why removing the nodes in without (the last being n) is not safe: a

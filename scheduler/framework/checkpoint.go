@@ -113,7 +113,11 @@ func (s *Snapshot) Checkpoint() (restore func()) {
 		nodes[i] = nodeState{n: n, index: n.Index, taints: n.Taints, unschedulable: n.Unschedulable,
 			allocatable: n.Allocatable.Clone(), used: n.Used.Clone(), gpus: clone(n.GPUs), tasks: clone(n.Tasks), reserved: n.Reserved}
 	}
-	var tasks []taskState
+	count := 0
+	for _, j := range s.Jobs {
+		count += len(j.Tasks)
+	}
+	tasks := make([]taskState, 0, count)
 	jobs := make([]jobState, len(s.Jobs))
 	for i, j := range s.Jobs {
 		jobs[i] = jobState{j: j, tasks: clone(j.Tasks), inqueue: j.Inqueue, waiting: j.WaitingSince, pending: j.Pending}
