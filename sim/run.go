@@ -57,6 +57,9 @@ type Options struct {
 	BootDelay time.Duration
 	// UnderusedShare turns on the Underused method of Tessera's autoscaler.
 	UnderusedShare float64
+	// Variant changes the scenario's nodes, load or arrival window; the zero value
+	// keeps the scenario as it is.
+	Variant trace.Variant
 }
 
 // replay runs one replay, autoscaled when the options say so.
@@ -182,18 +185,18 @@ func (o Options) runner() (func(run, func()) (report.Result, error), func(run) i
 		if o.Mode == ModeFillUp {
 			return nil, nil, "", fmt.Errorf("--scenario runs in --mode replay; fill-up needs a pod list (--trace or --pods)")
 		}
-		if _, err := trace.BuildScenario(o.Scenario, FirstSeed); err != nil {
+		if _, err := trace.BuildVariant(o.Scenario, FirstSeed, o.Variant); err != nil {
 			return nil, nil, "", err
 		}
 		one := func(r run, tick func()) (report.Result, error) {
-			s, err := trace.BuildScenario(o.Scenario, r.seed)
+			s, err := trace.BuildVariant(o.Scenario, r.seed, o.Variant)
 			if err != nil {
 				return report.Result{}, err
 			}
 			return o.replay(Replay{Input: ScenarioInput(s), Profile: r.profile, Config: r.cfg, Seed: r.seed, OnJob: tick})
 		}
 		units := func(r run) int {
-			s, _ := trace.BuildScenario(o.Scenario, r.seed)
+			s, _ := trace.BuildVariant(o.Scenario, r.seed, o.Variant)
 			return o.replayUnits(r.profile, len(s.Jobs))
 		}
 		return one, units, "jobs", nil

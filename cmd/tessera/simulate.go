@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -59,7 +60,10 @@ pending pod is placed or told why not.
 Cluster-Autoscaler-like rule, removed nodes coming back after --boot-delay when jobs
 wait, and reports GPU-node-hours and waits against the always-on cluster;
 --scenario diurnal is a week of openb pods whose GPU demand swings between about 30%
-of the cluster at night and 90% by day.
+of the cluster at night and 90% by day. --scenario-nodes, --scenario-load and
+--scenario-hours vary a scenario: its nodes (the queues' shares and the arrival rates
+scale with them, so the load on the cluster stays), a multiple of its arrival rates, and
+the length of its arrival window.
 
 Fill-up columns: "alloc% @N" is the share of cluster GPUs allocated when the arrived
 GPU request reached N% of the cluster's GPUs; "unalloc% @100" is 100 minus alloc% @100
@@ -69,6 +73,9 @@ Replay columns: "wait" is arrival to start; a job that never started counts unti
 end of the run (a censored wait). "starved" counts the jobs of the worst run that never
 started or waited more than 12 hours. "util" is the GPU share doing useful work: held
 by jobs that can make progress (a whole gang), a memory slice as its share of the GPU.
+Waits and "JCT" (arrival to completion, waits and work lost to evictions included) pool
+the jobs of all runs; "GPU-weighted wait" weighs each job's wait by the GPUs it asks for;
+"waited >6h" and ">12h" count the jobs of the worst run, those still waiting included.
 
 Exit codes: 0 success, 1 the command started and failed (the live cluster of
 --from-cluster did not answer), 2 unusable input (bad flags; a trace, node or pod
@@ -78,6 +85,7 @@ AdmissionPolicies do not compile; a --report that cannot be written).`,
 		Example: `  tessera simulate --trace default --profile bestfit,fgd,tessera --seeds 3 --report report.html
   tessera simulate --scenario operator --profile kube-default,tessera
   tessera simulate --scenario diurnal --profile tessera --autoscale --seeds 5 --report autoscale.html
+  tessera simulate --scenario operator --scenario-nodes 40 --scenario-load 1.5 --scenario-hours 12
   tessera simulate --nodes nodes.csv --pods pods.csv --config my-scheduler.yaml -o json
   tessera simulate --manifests my-cluster.yaml --profile tessera,kube-default
   tessera simulate --manifests nodes.yaml,queues.yaml --manifests jobs/`,
@@ -149,6 +157,9 @@ AdmissionPolicies do not compile; a --report that cannot be written).`,
 	f.StringVar(&o.NodesFile, "nodes", "", "node list CSV (openb format: sn,cpu_milli,memory_mib,gpu,model)")
 	f.StringVar(&o.PodsFile, "pods", "", "pod list CSV (openb format)")
 	f.StringVar(&o.Scenario, "scenario", "", "built-in scenario: "+strings.Join(trace.ScenarioNames(), ", "))
+	f.IntVar(&o.Variant.Nodes, "scenario-nodes", 0, fmt.Sprintf("--scenario: nodes of the cluster (1 to %d; default: the scenario's, operator 10, diurnal 8); the queues' shares and the arrival rates scale with them", trace.MaxScenarioNodes))
+	f.Float64Var(&o.Variant.Load, "scenario-load", 1, fmt.Sprintf("--scenario: multiple of the scenario's arrival rates, and of operator's backlog at 0 (above 0, at most %d)", trace.MaxScenarioLoad))
+	f.Float64Var(&o.Variant.Hours, "scenario-hours", 0, fmt.Sprintf("--scenario: length of the arrival window in hours (above 0, at most %d; default: the scenario's, operator 24, diurnal 168)", trace.MaxScenarioHours))
 	f.StringSliceVar(&manifests, "manifests", nil, "YAML of Nodes, Namespaces, Pods, Jobs, Queues, PodGroups and AdmissionPolicies (and Volcano's, converted): show where each pending pod would go, or why not; several files or directories read as one cluster: repeat the flag or separate them with commas")
 	f.BoolVar(&live, "from-cluster", false, "read the live objects of the cluster in --kubeconfig (the kinds --manifests reads) and show where each pending pod would go; only reads")
 	f.StringVar(&kube.Kubeconfig, "kubeconfig", "", "--from-cluster: kubeconfig file (default: $KUBECONFIG, ~/.kube/config or in-cluster)")
@@ -206,7 +217,7 @@ func checkSimulateFlags(cmd *cobra.Command, o *sim.Options, manifests []string, 
 		return fmt.Errorf("--request-timeout %s: must not be negative (for example 30s; 0 waits forever)", d)
 	}
 	if len(manifests) > 0 || set("from-cluster") {
-		for _, f := range []string{"mode", "arrive", "seeds", "first-seed", "report", "autoscale", "boot-delay", "underused-share", "non-evictable-share"} {
+		for _, f := range []string{"mode", "arrive", "seeds", "first-seed", "report", "autoscale", "boot-delay", "underused-share", "non-evictable-share", "scenario-nodes", "scenario-load", "scenario-hours"} {
 			if set(f) {
 				return fmt.Errorf("--%s does not apply to --manifests or --from-cluster, which place the pending pods once", f)
 			}
@@ -218,6 +229,9 @@ func checkSimulateFlags(cmd *cobra.Command, o *sim.Options, manifests []string, 
 	}
 	if set("admission") {
 		return fmt.Errorf("--admission applies to --manifests and --from-cluster only")
+	}
+	if err := checkScenarioVariant(set, o.Variant); err != nil {
+		return err
 	}
 	if err := sim.CheckSeeds(o.FirstSeed, o.Seeds); err != nil {
 		return err
@@ -255,6 +269,25 @@ func checkSimulateFlags(cmd *cobra.Command, o *sim.Options, manifests []string, 
 		default:
 			return fmt.Errorf("--non-evictable-share %g: must be a share between 0 and 1 (for example 0.33), or -1 for the scenario's rule", share)
 		}
+	}
+	return nil
+}
+
+// checkScenarioVariant rejects the --scenario-* flags without --scenario, and values
+// out of bounds.
+func checkScenarioVariant(set func(string) bool, v trace.Variant) error {
+	for _, f := range []string{"scenario-nodes", "scenario-load", "scenario-hours"} {
+		if set(f) && !set("scenario") {
+			return fmt.Errorf("--%s applies to --scenario only (%s)", f, strings.Join(trace.ScenarioNames(), ", "))
+		}
+	}
+	switch {
+	case set("scenario-nodes") && (v.Nodes < 1 || v.Nodes > trace.MaxScenarioNodes):
+		return fmt.Errorf("--scenario-nodes %d: must be a number of nodes from 1 to %d (for example 5000)", v.Nodes, trace.MaxScenarioNodes)
+	case !(v.Load > 0 && v.Load <= trace.MaxScenarioLoad):
+		return fmt.Errorf("--scenario-load %g: must be a multiple of the arrival rates above 0 and at most %d (for example 2; 1 keeps the scenario's)", v.Load, trace.MaxScenarioLoad)
+	case set("scenario-hours") && !(v.Hours > 0 && v.Hours <= trace.MaxScenarioHours && math.Round(v.Hours*3600) >= 1):
+		return fmt.Errorf("--scenario-hours %g: must be an arrival window above 0 hours (at least a second) and at most %d, 366 days (for example 48)", v.Hours, trace.MaxScenarioHours)
 	}
 	return nil
 }

@@ -86,6 +86,14 @@ func TestSimulateRejectsBadFlags(t *testing.T) {
 		"simulate --scenario operator --autoscale --underused-share 2":     "--underused-share 2: must be a share between 0 and 1",
 		"simulate --scenario operator --underused-share 0.5":               "--underused-share applies with --autoscale only",
 		"simulate --manifests m.yaml --autoscale":                          "--autoscale does not apply to --manifests",
+		"simulate --scenario diurnal --scenario-nodes 0":                   "--scenario-nodes 0: must be a number of nodes from 1 to 20000 (for example 5000)",
+		"simulate --scenario operator --scenario-nodes 100000":             "--scenario-nodes 100000: must be a number of nodes from 1 to 20000",
+		"simulate --scenario operator --scenario-load 0":                   "--scenario-load 0: must be a multiple of the arrival rates above 0 and at most 100",
+		"simulate --scenario operator --scenario-load NaN":                 "--scenario-load NaN: must be a multiple of the arrival rates above 0",
+		"simulate --scenario operator --scenario-hours -1":                 "--scenario-hours -1: must be an arrival window above 0 hours",
+		"simulate --scenario operator --scenario-hours 1e6":                "--scenario-hours 1e+06: must be an arrival window above 0 hours (at least a second) and at most 8784",
+		"simulate --trace default --scenario-nodes 40":                     "--scenario-nodes applies to --scenario only",
+		"simulate --manifests m.yaml --scenario-load 2":                    "--scenario-load does not apply to --manifests",
 		"simulate --trace default --profile tessera,tessera":               "--profile: tessera is named twice",
 		"simulate --trace default --config " + tesseraYAML:                 `runs as "tessera", the name of a built-in profile; rename the file`,
 		"simulate --trace default --config " + mine + " --config " + other: `runs as "mine", a name --config ` + mine + " already gives",
@@ -104,6 +112,47 @@ func writeFile(t *testing.T, path, text string) {
 	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// A scenario variant runs under its own name; the defaults given explicitly are the
+// scenario itself.
+func TestSimulateScenarioVariant(t *testing.T) {
+	trace := func(args ...string) string {
+		t.Helper()
+		out, err := execute(append([]string{"simulate", "--scenario", "operator", "--profile", "tessera", "-o", "json"}, args...)...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var doc struct {
+			Summary []struct {
+				Trace  string `json:"trace"`
+				Replay struct {
+					P99WaitSeconds *float64 `json:"p99_wait_seconds"`
+					MeanJCTSeconds *float64 `json:"mean_jct_seconds"`
+				} `json:"replay"`
+			} `json:"summary"`
+		}
+		if err := json.Unmarshal([]byte(out), &doc); err != nil || len(doc.Summary) != 1 {
+			t.Fatalf("%v\n%s", err, out)
+		}
+		if r := doc.Summary[0].Replay; r.P99WaitSeconds == nil || r.MeanJCTSeconds == nil || *r.MeanJCTSeconds <= 0 {
+			t.Errorf("tail figures missing: %s", out)
+		}
+		return doc.Summary[0].Trace
+	}
+	if got := trace("--scenario-nodes", "10", "--scenario-load", "1", "--scenario-hours", "24"); got != "operator" {
+		t.Errorf("the defaults given: trace %q, want operator", got)
+	}
+	if got := trace("--scenario-nodes", "5", "--scenario-load", "0.5", "--scenario-hours", "6"); got != "operator (5 nodes, load 0.5, 6h)" {
+		t.Errorf("trace %q", got)
+	}
+	// A variant too large to hold is refused before it is generated.
+	testutil.Within(t, 20*time.Second, func() {
+		_, err := execute("simulate", "--scenario", "diurnal", "--scenario-nodes", "20000", "--scenario-load", "100")
+		if want := "jobs expected, more than 20000000; lower the nodes, the load or the hours (--scenario-nodes"; err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("got %v, want %q", err, want)
+		}
+	})
 }
 
 // Inputs that once hung while eating gigabytes now fail at once, naming the bound.

@@ -40,6 +40,8 @@ const (
 	diurnalModel       = "G2"
 	diurnalNodeCPU     = 96000
 	diurnalNodeMemory  = 384 * 1024
+	// diurnalRackNodes is the nodes per rack.
+	diurnalRackNodes = diurnalNodes / 2
 	// DiurnalPeak and DiurnalTrough are the targets of GPU demand, as shares of the
 	// cluster's GPUs, at noon and at midnight.
 	DiurnalPeak   = 0.9
@@ -131,28 +133,38 @@ func (c diurnalCycle) arrivals(r *rand.Rand, from, to float64) []float64 {
 	}
 }
 
-func diurnalScenario(seed int64) (Scenario, error) {
+// diurnalScenario builds the scenario, or a variant: more or fewer nodes raise or lower
+// the arrival rate with the cluster's GPUs, so demand keeps its shares of them.
+func diurnalScenario(seed int64, v Variant) (Scenario, error) {
 	pool, err := diurnalPool()
 	if err != nil {
 		return Scenario{}, err
 	}
-	s := Scenario{Name: "diurnal", Seed: seed, Horizon: diurnalDays * 86400}
+	nodes := v.nodes(diurnalNodes)
+	s := Scenario{Name: v.name("diurnal", diurnalNodes, diurnalDays*86400), Seed: seed, Horizon: v.horizon(diurnalDays * 86400)}
+	cycle, err := newDiurnalCycle(pool, float64(nodes*diurnalGPUsPerNode), DiurnalPeak, DiurnalTrough)
+	if err != nil {
+		return Scenario{}, err
+	}
+	if load := v.load(); load != 1 {
+		cycle.mean *= load
+	}
+	if err := checkJobs(s.Name, cycle.mean*float64(s.Horizon+diurnalMaxLifetime)); err != nil {
+		return s, err
+	}
 	gpuMemory := gpuModelMemoryMiB[diurnalModel]
-	for i := range diurnalNodes {
+	width := max(2, len(strconv.Itoa(nodes-1)))
+	for i := range nodes {
 		s.Nodes = append(s.Nodes, NodeSpec{
-			Name: fmt.Sprintf("g2-%02d", i), MilliCPU: diurnalNodeCPU, MemoryMiB: diurnalNodeMemory,
+			Name: fmt.Sprintf("g2-%0*d", width, i), MilliCPU: diurnalNodeCPU, MemoryMiB: diurnalNodeMemory,
 			GPUs: diurnalGPUsPerNode, Model: diurnalModel, GPUMemoryMiB: gpuMemory,
 			Labels: map[string]string{
 				tesserav1.LabelGPUModel: diurnalModel,
 				tesserav1.LabelGPUCount: strconv.Itoa(diurnalGPUsPerNode),
-				tesserav1.LabelRack:     fmt.Sprintf("r%d", i*2/diurnalNodes),
+				tesserav1.LabelRack:     fmt.Sprintf("r%d", i/diurnalRackNodes),
 				tesserav1.LabelZone:     "z0",
 			},
 		})
-	}
-	cycle, err := newDiurnalCycle(pool, diurnalNodes*diurnalGPUsPerNode, DiurnalPeak, DiurnalTrough)
-	if err != nil {
-		return Scenario{}, err
 	}
 	r := NewRand(seed)
 	for k, at := range cycle.arrivals(r, -diurnalMaxLifetime, float64(s.Horizon)) {

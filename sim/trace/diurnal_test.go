@@ -64,3 +64,31 @@ func TestDiurnalCycleFromPool(t *testing.T) {
 		t.Error("day-long pods flatten the cycle, yet a swing was derived")
 	}
 }
+
+// Twice the nodes: twice the arrival rate, the same demand as a share of the GPUs.
+func TestDiurnalVariant(t *testing.T) {
+	base, _ := BuildScenario("diurnal", 42)
+	s, err := BuildVariant("diurnal", 42, Variant{Nodes: 16, Hours: 72})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Name != "diurnal (16 nodes, 72h)" || len(s.Nodes) != 16 || s.Horizon != 72*3600 || s.Nodes[15].Labels["tessera.dev/rack"] != "r3" {
+		t.Fatalf("%s: %d nodes, horizon %d", s.Name, len(s.Nodes), s.Horizon)
+	}
+	// Arrivals after 0 over 3 days against 7, at twice the rate.
+	arrived := func(s Scenario) int {
+		n := 0
+		for _, j := range s.Jobs {
+			if j.Arrival >= s.Horizon {
+				t.Fatalf("%s: job %s arrives at %d, after the window", s.Name, j.Name, j.Arrival)
+			}
+			if j.Arrival > 0 {
+				n++
+			}
+		}
+		return n
+	}
+	if got, was := arrived(s), arrived(base); math.Abs(float64(got)/float64(was)-2*3.0/7) > 0.05 {
+		t.Errorf("%d jobs arrived against %d: %.2f times, want about %.2f", got, was, float64(got)/float64(was), 2*3.0/7)
+	}
+}

@@ -1,6 +1,7 @@
 package trace
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"math"
@@ -90,9 +91,92 @@ func CheckpointForQoS(qos string) int64 {
 // GPUs is the job's whole-GPU demand (Tasks x GPUsPerTask); 0 for slice jobs.
 func (j JobSpec) GPUs() int64 { return int64(j.Tasks) * int64(j.GPUsPerTask) }
 
-var scenarios = map[string]func(seed int64) (Scenario, error){
-	"operator": func(seed int64) (Scenario, error) { return operatorScenario(seed), nil },
+var scenarios = map[string]func(seed int64, v Variant) (Scenario, error){
+	"operator": operatorScenario,
 	"diurnal":  diurnalScenario,
+}
+
+// Bounds of a scenario variant.
+const (
+	// MaxScenarioNodes bounds Variant.Nodes.
+	MaxScenarioNodes = 20000
+	// MaxScenarioLoad bounds Variant.Load.
+	MaxScenarioLoad = 100
+	// MaxScenarioHours bounds Variant.Hours (366 days, the replay's arrival window).
+	MaxScenarioHours = 366 * 24
+	// MaxScenarioJobs bounds the jobs a variant may expect to generate (nodes x load x
+	// hours), so that a variant too large is refused before it fills the memory.
+	MaxScenarioJobs = 20_000_000
+)
+
+// Variant changes a built-in scenario's size: its nodes (the node pool and the queues'
+// shares scaled with them, and with them the arrival rates, so that the load on the
+// cluster stays the same), its arrival rates and the length of its arrival window. The
+// zero value is the scenario itself.
+type Variant struct {
+	// Nodes is the number of nodes; 0 keeps the scenario's.
+	Nodes int
+	// Load multiplies the arrival rates (and the backlog waiting at 0); 0 keeps 1.
+	Load float64
+	// Hours is the length of the arrival window; 0 keeps the scenario's.
+	Hours float64
+}
+
+// Check reports a variant out of bounds, naming its field.
+func (v Variant) Check() error {
+	switch {
+	case v.Nodes < 0 || v.Nodes > MaxScenarioNodes:
+		return fmt.Errorf("nodes %d: must be 1 to %d", v.Nodes, MaxScenarioNodes)
+	case !(v.Load >= 0 && v.Load <= MaxScenarioLoad):
+		return fmt.Errorf("load %g: must be a multiple of the arrival rate above 0 and at most %d", v.Load, MaxScenarioLoad)
+	case !(v.Hours >= 0 && v.Hours <= MaxScenarioHours):
+		return fmt.Errorf("hours %g: must be above 0 and at most %d (366 days)", v.Hours, MaxScenarioHours)
+	case v.Hours > 0 && math.Round(v.Hours*3600) < 1:
+		return fmt.Errorf("hours %g: the arrival window must last at least a second", v.Hours)
+	}
+	return nil
+}
+
+// nodes is the variant's node count, def by default.
+func (v Variant) nodes(def int) int { return cmp.Or(v.Nodes, def) }
+
+// load is the variant's rate multiplier, 1 by default.
+func (v Variant) load() float64 { return cmp.Or(v.Load, 1) }
+
+// horizon is the variant's arrival window in seconds, def by default.
+func (v Variant) horizon(def int64) int64 {
+	if v.Hours == 0 {
+		return def
+	}
+	return int64(math.Round(v.Hours * 3600))
+}
+
+// name is the scenario's name with what the variant changes from its nodes and
+// horizon (seconds), "operator (40 nodes, load 2, 12h)"; the name alone for the
+// scenario itself.
+func (v Variant) name(base string, nodes int, horizon int64) string {
+	var parts []string
+	if v.nodes(nodes) != nodes {
+		parts = append(parts, fmt.Sprintf("%d nodes", v.Nodes))
+	}
+	if v.load() != 1 {
+		parts = append(parts, fmt.Sprintf("load %g", v.Load))
+	}
+	if v.horizon(horizon) != horizon {
+		parts = append(parts, fmt.Sprintf("%gh", v.Hours))
+	}
+	if len(parts) == 0 {
+		return base
+	}
+	return base + " (" + strings.Join(parts, ", ") + ")"
+}
+
+// checkJobs refuses a variant expected to generate more than MaxScenarioJobs jobs.
+func checkJobs(name string, expected float64) error {
+	if expected > MaxScenarioJobs {
+		return fmt.Errorf("%s: about %.0f jobs expected, more than %d; lower the nodes, the load or the hours (--scenario-nodes, --scenario-load, --scenario-hours)", name, expected, MaxScenarioJobs)
+	}
+	return nil
 }
 
 // ScenarioNames returns the names of the built-in scenarios, sorted.
@@ -103,11 +187,20 @@ func ScenarioNames() []string {
 // BuildScenario returns the named built-in scenario generated with the given seed;
 // the same name and seed always give the same scenario.
 func BuildScenario(name string, seed int64) (Scenario, error) {
+	return BuildVariant(name, seed, Variant{})
+}
+
+// BuildVariant returns a variant of the named built-in scenario generated with the
+// given seed; the zero Variant gives BuildScenario's scenario.
+func BuildVariant(name string, seed int64, v Variant) (Scenario, error) {
 	gen, ok := scenarios[name]
 	if !ok {
 		return Scenario{}, fmt.Errorf("unknown scenario %q; built-in scenarios: %s", name, strings.Join(ScenarioNames(), ", "))
 	}
-	return gen(seed)
+	if err := v.Check(); err != nil {
+		return Scenario{}, fmt.Errorf("scenario %s: %w", name, err)
+	}
+	return gen(seed, v)
 }
 
 // The "operator" scenario. Its queue figures come from an operator's report about a
@@ -115,7 +208,9 @@ func BuildScenario(name string, seed int64) (Scenario, error) {
 // 10): the deserved shares add up to that cluster's 20 GPUs, so every figure is scaled
 // by clusterGPUs / operatorReportGPUs (x4 on the 80-GPU cluster: train-prod deserves 60,
 // capped at 80; train-dev deserves 20, capped at 40). Unscaled, train-prod's capability
-// of 20 GPUs could never admit a 32-GPU pretraining gang.
+// of 20 GPUs could never admit a 32-GPU pretraining gang. A variant with more or fewer
+// nodes scales the shares the same way, and the job mix with the nodes: arrival rates
+// and backlogs by nodes / operatorNodes, pretraining gangs one per day per 10 nodes.
 const (
 	operatorNodes         = 10
 	operatorGPUsPerNode   = 8
@@ -124,6 +219,8 @@ const (
 	operatorHorizon       = 24 * 3600
 	operatorNodeMilliCPU  = 128000
 	operatorNodeMemoryMiB = 1024 * 1024
+	// operatorRackNodes is the nodes per rack.
+	operatorRackNodes = operatorNodes / 2
 )
 
 // operatorJobClass describes one class of the operator scenario's job mix.
@@ -188,11 +285,25 @@ func operatorClasses() []operatorJobClass {
 	}}
 }
 
-func operatorScenario(seed int64) Scenario {
-	s := Scenario{Name: "operator", Seed: seed, Horizon: operatorHorizon}
-	for i := range operatorNodes {
+func operatorScenario(seed int64, v Variant) (Scenario, error) {
+	nodes := v.nodes(operatorNodes)
+	s := Scenario{Name: v.name("operator", operatorNodes, operatorHorizon), Seed: seed, Horizon: v.horizon(operatorHorizon)}
+	// scale is the variant's jobs against the scenario's: its nodes and its load.
+	scale := float64(nodes) / operatorNodes * v.load()
+	expected := 0.0
+	for _, c := range operatorClasses() {
+		expected += scale * (float64(c.backlog) + c.ratePerHour*float64(s.Horizon)/3600)
+		if c.every > 0 {
+			expected += scale * float64(s.Horizon) / float64(c.every)
+		}
+	}
+	if err := checkJobs(s.Name, expected); err != nil {
+		return s, err
+	}
+	width := max(2, len(strconv.Itoa(nodes-1)))
+	for i := range nodes {
 		s.Nodes = append(s.Nodes, NodeSpec{
-			Name:         fmt.Sprintf("a100-%02d", i),
+			Name:         fmt.Sprintf("a100-%0*d", width, i),
 			MilliCPU:     operatorNodeMilliCPU,
 			MemoryMiB:    operatorNodeMemoryMiB,
 			GPUs:         operatorGPUsPerNode,
@@ -201,25 +312,27 @@ func operatorScenario(seed int64) Scenario {
 			Labels: map[string]string{
 				tesserav1.LabelGPUModel: operatorModel,
 				tesserav1.LabelGPUCount: strconv.Itoa(operatorGPUsPerNode),
-				tesserav1.LabelRack:     fmt.Sprintf("r%d", i*2/operatorNodes),
+				tesserav1.LabelRack:     fmt.Sprintf("r%d", i/operatorRackNodes),
 				tesserav1.LabelZone:     "z0",
 			},
 		})
 	}
-	scale := int64(operatorNodes * operatorGPUsPerNode / operatorReportGPUs)
+	gpus := int64(nodes * operatorGPUsPerNode)
+	share := func(reportGPUs int64) int64 { return max(1, reportGPUs*gpus/operatorReportGPUs) }
 	s.Queues = []QueueSpec{
-		{Name: "train-prod", Weight: 2, DeservedGPUs: 15 * scale, CapabilityGPUs: 20 * scale, Reclaimable: true},
-		{Name: "train-dev", Weight: 1, DeservedGPUs: 5 * scale, CapabilityGPUs: 10 * scale, Reclaimable: true},
+		{Name: "train-prod", Weight: 2, DeservedGPUs: share(15), CapabilityGPUs: share(20), Reclaimable: true},
+		{Name: "train-dev", Weight: 1, DeservedGPUs: share(5), CapabilityGPUs: share(10), Reclaimable: true},
 	}
 	r := NewRand(seed)
 	for _, c := range operatorClasses() {
-		arrivals := make([]int64, c.backlog)
+		arrivals := make([]int64, int(math.Round(float64(c.backlog)*scale)))
 		if c.every > 0 {
-			for start := int64(0); start+c.every <= operatorHorizon; start += c.every {
-				arrivals = append(arrivals, start+r.Int64N(c.every))
+			every := max(1, int64(math.Round(float64(c.every)/scale)))
+			for start := int64(0); start+every <= s.Horizon; start += every {
+				arrivals = append(arrivals, start+r.Int64N(every))
 			}
 		} else {
-			arrivals = append(arrivals, poissonArrivals(r, c.ratePerHour/3600, diurnalSwing, operatorHorizon)...)
+			arrivals = append(arrivals, poissonArrivals(r, c.ratePerHour*scale/3600, diurnalSwing, s.Horizon)...)
 		}
 		for k, t := range arrivals {
 			j := JobSpec{Name: fmt.Sprintf("%s-%03d", c.class, k), Class: c.class, Arrival: t}
@@ -233,7 +346,7 @@ func operatorScenario(seed int64) Scenario {
 		}
 		return strings.Compare(a.Name, b.Name)
 	})
-	return s
+	return s, nil
 }
 
 // poissonArrivals draws the arrival times (whole seconds, ascending) of a Poisson

@@ -1,6 +1,7 @@
 package trace
 
 import (
+	"math"
 	"reflect"
 	"strings"
 	"testing"
@@ -144,6 +145,82 @@ func TestOperatorScenarioQueuesFitCapability(t *testing.T) {
 		t.Logf("%s: %.1f GPUs at the peak, capability %d", q.Name, peak[q.Name], q.CapabilityGPUs)
 		if peak[q.Name] > float64(q.CapabilityGPUs) {
 			t.Errorf("%s: %.1f GPUs of demand at the peak exceed its capability of %d", q.Name, peak[q.Name], q.CapabilityGPUs)
+		}
+	}
+}
+
+// The zero variant, and the scenario's own figures given explicitly, are the scenario.
+func TestVariantDefaultsAreTheScenario(t *testing.T) {
+	for name, v := range map[string]Variant{
+		"operator": {Nodes: operatorNodes, Load: 1, Hours: 24},
+		"diurnal":  {Nodes: diurnalNodes, Load: 1, Hours: 7 * 24},
+	} {
+		s, err := BuildScenario(name, 42)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, v := range []Variant{{}, v} {
+			if got, err := BuildVariant(name, 42, v); err != nil || !reflect.DeepEqual(got, s) {
+				t.Errorf("%s %+v: not the scenario (%v)", name, v, err)
+			}
+		}
+	}
+}
+
+// More nodes scale the node pool, the queues' shares and the jobs with them; the load
+// multiplies the jobs; the hours bound the arrivals.
+func TestOperatorVariant(t *testing.T) {
+	base, _ := BuildScenario("operator", 42)
+	s, err := BuildVariant("operator", 42, Variant{Nodes: 40, Load: 1.5, Hours: 12})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Name != "operator (40 nodes, load 1.5, 12h)" || s.Horizon != 12*3600 || len(s.Nodes) != 40 {
+		t.Fatalf("%s: horizon %d, %d nodes", s.Name, s.Horizon, len(s.Nodes))
+	}
+	if n := s.Nodes[39]; n.Name != "a100-39" || n.Labels["tessera.dev/rack"] != "r7" {
+		t.Errorf("last node %s in rack %s; want a100-39 in r7 (5 nodes a rack)", n.Name, n.Labels["tessera.dev/rack"])
+	}
+	want := []QueueSpec{
+		{Name: "train-prod", Weight: 2, DeservedGPUs: 240, CapabilityGPUs: 320, Reclaimable: true},
+		{Name: "train-dev", Weight: 1, DeservedGPUs: 80, CapabilityGPUs: 160, Reclaimable: true},
+	}
+	if !reflect.DeepEqual(s.Queues, want) {
+		t.Errorf("queues %+v, want %+v", s.Queues, want)
+	}
+	count := func(s Scenario) map[string]int {
+		c := map[string]int{}
+		for _, j := range s.Jobs {
+			c[j.Class]++
+			if j.Arrival < 0 || j.Arrival >= s.Horizon {
+				t.Errorf("%s: job %s arrives at %d, outside [0, %d)", s.Name, j.Name, j.Arrival, s.Horizon)
+			}
+		}
+		return c
+	}
+	// 40 nodes at load 1.5: 6 times the rates and the backlog; over half the day, 3
+	// times the arrivals. Pretraining: 6 waiting, one in each 4-hour window.
+	got, was := count(s), count(base)
+	if got["pretrain"] != 6+3 || got["finetune"] < 12+30 || got["finetune"] > 12+90 {
+		t.Errorf("jobs %v against %v", got, was)
+	}
+	if r := float64(got["experiment"]-360) / float64(was["experiment"]-60); r < 2.5 || r > 3.5 {
+		t.Errorf("experiments %d against %d: %.2f times the arrivals, want about 3", got["experiment"], was["experiment"], r)
+	}
+}
+
+func TestVariantBounds(t *testing.T) {
+	for v, want := range map[Variant]string{
+		{Nodes: -1}:                   "scenario operator: nodes -1: must be 1 to 20000",
+		{Nodes: MaxScenarioNodes + 1}: "nodes 20001: must be 1 to 20000",
+		{Load: -1}:                    "load -1: must be a multiple of the arrival rate above 0",
+		{Load: math.NaN()}:            "load NaN",
+		{Hours: MaxScenarioHours + 1}: "hours 8785: must be above 0 and at most 8784",
+		{Hours: 1e-6}:                 "the arrival window must last at least a second",
+		{Nodes: MaxScenarioNodes, Load: MaxScenarioLoad}: "operator (20000 nodes, load 100): about",
+	} {
+		if _, err := BuildVariant("operator", 42, v); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%+v: got %v, want %q", v, err, want)
 		}
 	}
 }
