@@ -1,80 +1,25 @@
 package docs
 
-// Blocks that need a live cluster (kubectl, helm, make dev-cluster, tessera explain,
-// tessera autoscaler plan, simulate --from-cluster) are left unmarked for now and do not
-// run here: no test of this package starts an API server. Every other command of
-// docs/migrating-from-volcano.md is marked and runs.
+// Blocks marked "<!-- runnable: cluster -->" need a live cluster (kubectl, tessera
+// explain, tessera autoscaler plan): no test of this package starts an API server, so
+// they run in test/e2e (TestGuidePages), against the cluster of `make dev-cluster`.
+// Blocks that need Helm or a Volcano cluster are left unmarked. Every other command of
+// docs/migrating-from-volcano.md is marked and runs here.
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"strings"
 	"testing"
 	"time"
+
+	"github.com/tessera-gpu/tessera/internal/doctest"
 )
 
 // pages are the task pages whose runnable blocks run, from the repository root.
 var pages = []string{"docs/getting-started.md", "docs/migrating-from-volcano.md"}
-
-const marker = "<!-- runnable -->"
-
-// block is one runnable shell block of a page.
-type block struct {
-	line int // line of the opening fence, 1-based
-	code string
-}
-
-// runnableBlocks returns the runnable blocks of a page. A marker not followed by a
-// ```sh fence, or a fence never closed, is an error.
-func runnableBlocks(page []byte) ([]block, error) {
-	var blocks []block
-	lines := strings.Split(string(page), "\n")
-	for i := 0; i < len(lines); i++ {
-		if strings.TrimSpace(lines[i]) != marker {
-			continue
-		}
-		if i+1 >= len(lines) || strings.TrimSpace(lines[i+1]) != "```sh" {
-			return nil, fmt.Errorf("line %d: %s is not followed by a ```sh fence", i+1, marker)
-		}
-		start := i + 1
-		var code []string
-		closed := false
-		for i = start + 1; i < len(lines); i++ {
-			if strings.TrimSpace(lines[i]) == "```" {
-				closed = true
-				break
-			}
-			code = append(code, lines[i])
-		}
-		if !closed {
-			return nil, fmt.Errorf("line %d: the runnable block is never closed", start+1)
-		}
-		blocks = append(blocks, block{line: start + 1, code: strings.Join(code, "\n") + "\n"})
-	}
-	return blocks, nil
-}
-
-func TestRunnableBlocksParse(t *testing.T) {
-	page := "text\n" + marker + "\n```sh\necho a\necho b\n```\n```sh\nkubectl get nodes\n```\n" + marker + "\n```sh\ntrue\n```\n"
-	got, err := runnableBlocks([]byte(page))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(got) != 2 || got[0].line != 3 || got[0].code != "echo a\necho b\n" || got[1].line != 11 || got[1].code != "true\n" {
-		t.Fatalf("got %+v", got)
-	}
-	for _, bad := range []string{marker + "\n```yaml\na: 1\n```\n", marker + "\n```sh\necho\n"} {
-		if _, err := runnableBlocks([]byte(bad)); err == nil {
-			t.Errorf("%q: no error", bad)
-		}
-	}
-}
 
 // placed matches a line of simulate --manifests that puts a pod of the example's
 // converted Volcano Job on one of its nodes.
@@ -105,12 +50,13 @@ func TestRunnableBlocks(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			blocks, err := runnableBlocks(text)
+			all, err := doctest.Blocks(text)
 			if err != nil {
 				t.Fatalf("%s: %v", page, err)
 			}
+			blocks := doctest.Of(all, doctest.Offline)
 			if page == "docs/migrating-from-volcano.md" && len(blocks) < 4 {
-				t.Fatalf("%s: %d runnable blocks; the page's commands that need no cluster should be marked %s", page, len(blocks), marker)
+				t.Fatalf("%s: %d runnable blocks; the page's commands that need no cluster should be marked <!-- %s -->", page, len(blocks), doctest.Offline)
 			}
 			// The blocks of a page share one directory, as a reader's shell would, with
 			// the example dump where a checkout of the repository has it.
@@ -128,7 +74,7 @@ func TestRunnableBlocks(t *testing.T) {
 			}
 			if page == "docs/migrating-from-volcano.md" {
 				if n := len(placed.FindAllString(last, -1)); n < 3 {
-					t.Fatalf("%s:%d: the last block should show the converted Job's 3 pods placed on a node, found %d:\n%s", page, blocks[len(blocks)-1].line, n, last)
+					t.Fatalf("%s:%d: the last block should show the converted Job's 3 pods placed on a node, found %d:\n%s", page, blocks[len(blocks)-1].Line, n, last)
 				}
 			}
 		})
@@ -137,27 +83,13 @@ func TestRunnableBlocks(t *testing.T) {
 
 // run runs one block with bash -e -o pipefail and returns its output; a block that
 // exits non-zero fails the test with the page's line number.
-func run(t *testing.T, page string, b block, dir string, env []string) string {
+func run(t *testing.T, page string, b doctest.Block, dir string, env []string) string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "bash", "-e", "-o", "pipefail", "-c", b.code)
-	cmd.Dir, cmd.Env = dir, env
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
 	start := time.Now()
-	err := cmd.Run()
-	t.Logf("%s:%d: %s(%s)", page, b.line, firstLine(b.code), time.Since(start).Round(time.Millisecond))
+	out, err := doctest.Run(context.Background(), b, dir, env, 60*time.Second)
+	t.Logf("%s:%d: %s (%s)", page, b.Line, b.FirstLine(), time.Since(start).Round(time.Millisecond))
 	if err != nil {
-		t.Fatalf("%s:%d: the runnable block failed: %v\n--- block\n%s--- output\n%s", page, b.line, err, b.code, out.String())
+		t.Fatalf("%s:%d: the runnable block failed: %v\n--- block\n%s--- output\n%s", page, b.Line, err, b.Code, out)
 	}
-	return out.String()
-}
-
-func firstLine(code string) string {
-	s := bufio.NewScanner(strings.NewReader(code))
-	if s.Scan() {
-		return s.Text() + " "
-	}
-	return ""
+	return out
 }
