@@ -126,10 +126,15 @@ figures: build
 	$(GO) run ./hack/figures -only "$(FIGURES)"
 
 ## bench-scheduler: pods bound per second on a real API server (1,000 nodes x 8 GPUs,
-## 7,000 one-GPU pods, alone and in gangs of 8): Tessera, kube-scheduler and the API
-## server's ceiling in one run; writes out/bench-scheduler.json
+## 7,000 one-GPU pods, alone and in gangs of 8): Tessera (bin/tessera scheduler, its own
+## process), kube-scheduler and the API server's ceiling in one run, with each
+## scheduler's peak RSS; writes out/bench-scheduler.json. BENCH_SCHEDULER_FLAGS picks
+## other cases: -cases single5k,churn5k (5,000 nodes: 35,000 pods; 70% full with 100
+## pods/s created and deleted for 3 minutes, bind latency p50/p99), sizes -nodes -pods
+## -big-nodes -big-pods -churn-duration ...
 bench-scheduler: k8s-binaries
-	KUBEBUILDER_ASSETS="$$(hack/k8s-binaries.sh)" $(GO) run ./test/benchscheduler \
+	CGO_ENABLED=0 $(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/tessera
+	KUBEBUILDER_ASSETS="$$(hack/k8s-binaries.sh)" $(GO) run ./test/benchscheduler -tessera $(BIN) \
 	  -kube-scheduler "$$(hack/kube-scheduler.sh)" -o out/bench-scheduler.json $(BENCH_SCHEDULER_FLAGS)
 
 ## bench: the performance targets' benchmarks (scheduler core, admission, pod-create

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -38,6 +37,10 @@ type bench struct {
 	timeout  time.Duration
 	out      string // the report's path; logs go next to it
 	nodeList []string
+	// tesseraBin is the tessera binary; empty: the scheduler runs in this process.
+	tesseraBin string
+	// rssMiB is the peak RSS of the last scheduler run as its own process.
+	rssMiB float64
 }
 
 func newBench(env *testenv.Env, timeout time.Duration, out string) (*bench, error) {
@@ -249,8 +252,12 @@ func (b *bench) ceiling() runner {
 	}}
 }
 
-// tessera runs Tessera's scheduler in this process, as `tessera scheduler` runs it.
+// tessera runs Tessera's scheduler as its own process (tesseraBin), or else in this
+// process, as `tessera scheduler` runs it.
 func (b *bench) tessera() runner {
+	if b.tesseraBin != "" {
+		return b.tesseraProcess(b.tesseraBin)
+	}
 	return runner{schedulerName: tesserav1.SchedulerName, start: func(ctx context.Context, _ string) (func(), error) {
 		sc, err := scheduler.Profile("tessera")
 		if err != nil {
@@ -276,7 +283,7 @@ func (b *bench) tessera() runner {
 // QPS and burst of 5000 (its default QPS of 50 would cap it).
 func (b *bench) kubeScheduler(bin string) runner {
 	return runner{schedulerName: corev1.DefaultSchedulerName, start: func(ctx context.Context, ns string) (func(), error) {
-		dir, err := os.MkdirTemp("", "kube-scheduler")
+		dir, err := os.MkdirTemp("", "kube-scheduler-config")
 		if err != nil {
 			return nil, err
 		}
@@ -293,23 +300,23 @@ leaderElection: {leaderElect: false}
 		if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 			return nil, err
 		}
-		cmd := exec.CommandContext(ctx, bin, "--config="+cfgPath, "--bind-address=127.0.0.1", "--secure-port=0", "--cert-dir="+dir, "--v=0")
-		logFile, err := os.Create(filepath.Join(dir, "kube-scheduler.log"))
+		stop, err := b.process(ctx, "kube-scheduler", ns, bin, "--config="+cfgPath, "--bind-address=127.0.0.1", "--secure-port=0", "--cert-dir={dir}", "--v=0")
 		if err != nil {
 			return nil, err
 		}
-		cmd.Stdout, cmd.Stderr = logFile, logFile
-		if err := cmd.Start(); err != nil {
-			return nil, err
-		}
 		return func() {
-			_ = cmd.Process.Kill()
-			_ = cmd.Wait()
-			_ = logFile.Close()
-			// Keep the log next to the report, for a run that looks wrong.
-			_ = os.Rename(logFile.Name(), filepath.Join(filepath.Dir(b.out), "kube-scheduler-"+ns+".log"))
+			stop()
 			_ = os.RemoveAll(dir)
 		}, nil
+	}}
+}
+
+// tesseraProcess runs `tessera scheduler` from bin against the API server, without
+// leader election, with client QPS and burst of 5000 like kube-scheduler's.
+func (b *bench) tesseraProcess(bin string) runner {
+	return runner{schedulerName: tesserav1.SchedulerName, start: func(ctx context.Context, ns string) (func(), error) {
+		return b.process(ctx, "tessera-scheduler", ns, bin, "scheduler", "--kubeconfig={kubeconfig}", "--leader-elect=false",
+			"--metrics-bind-address=0", "--health-probe-bind-address=0", "--kube-api-qps=5000", "--kube-api-burst=5000")
 	}}
 }
 
@@ -320,7 +327,10 @@ func (b *bench) heap(ctx context.Context, pods int) (float64, error) {
 	if err := b.createPods(ctx, ns, tesserav1.SchedulerName, pods, 1, true); err != nil {
 		return 0, err
 	}
+	bin := b.tesseraBin
+	b.tesseraBin = ""
 	r := b.tessera()
+	b.tesseraBin = bin
 	var mib float64
 	inner := r.start
 	r.start = func(ctx context.Context, ns string) (func(), error) {

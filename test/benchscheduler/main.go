@@ -22,6 +22,24 @@ type Case struct {
 	OfCeiling             float64 `json:"tessera_of_ceiling"`
 	Pods                  int     `json:"pods"`
 	Nodes                 int     `json:"nodes"`
+	// Peak RSS (VmHWM) of each scheduler's process over the case, in MiB (Tessera's
+	// only when it runs as its own process, -tessera).
+	TesseraRSSMiB       float64 `json:"tessera_rss_mib,omitempty"`
+	KubeSchedulerRSSMiB float64 `json:"kube_scheduler_rss_mib,omitempty"`
+	// Churn cases: creation-to-bind latency of the pods created during the churn, and
+	// the churn's length and rate (pods created, and as many deleted, per second).
+	TesseraP50BindSeconds       float64 `json:"tessera_p50_bind_seconds,omitempty"`
+	TesseraP99BindSeconds       float64 `json:"tessera_p99_bind_seconds,omitempty"`
+	KubeSchedulerP50BindSeconds float64 `json:"kube_scheduler_p50_bind_seconds,omitempty"`
+	KubeSchedulerP99BindSeconds float64 `json:"kube_scheduler_p99_bind_seconds,omitempty"`
+	CeilingP50BindSeconds       float64 `json:"ceiling_p50_bind_seconds,omitempty"`
+	CeilingP99BindSeconds       float64 `json:"ceiling_p99_bind_seconds,omitempty"`
+	TesseraUnbound              int     `json:"tessera_unbound,omitempty"`
+	KubeSchedulerUnbound        int     `json:"kube_scheduler_unbound,omitempty"`
+	ChurnSeconds                float64 `json:"churn_seconds,omitempty"`
+	ChurnPodsPerS               float64 `json:"churn_pods_per_s,omitempty"`
+	// LoadAverage is the machine's 1-minute load average when the case ended.
+	LoadAverage float64 `json:"load_average_1m,omitempty"`
 }
 
 // Report is out/bench-scheduler.json.
@@ -35,22 +53,36 @@ type Report struct {
 }
 
 func main() {
-	nodes := flag.Int("nodes", 1000, "nodes, 8 GPUs each")
-	pods := flag.Int("pods", 7000, "one-GPU pods per case")
-	cases := flag.String("cases", "single,gang8", "cases to run")
+	nodes := flag.Int("nodes", 1000, "nodes, 8 GPUs each, of the cases single and gang8")
+	pods := flag.Int("pods", 7000, "one-GPU pods per case of single and gang8")
+	cases := flag.String("cases", "single,gang8", "cases to run, in this order: single, gang8, single5k, churn5k (a case that needs more nodes adds them; run the larger ones last)")
+	bigNodes := flag.Int("big-nodes", 5000, "nodes of the cases single5k and churn5k")
+	bigPods := flag.Int("big-pods", 35000, "one-GPU pods of the case single5k")
+	churnFill := flag.Float64("churn-fill", 0.7, "churn5k: share of the GPUs held by running pods")
+	churnRate := flag.Float64("churn-rate", 100, "churn5k: pods created (and as many deleted) per second")
+	churnFor := flag.Duration("churn-duration", 3*time.Minute, "churn5k: how long the churn lasts")
+	tesseraBin := flag.String("tessera", "", "tessera binary, run as `tessera scheduler` in its own process (its peak RSS is reported); empty: in this process")
 	out := flag.String("o", "out/bench-scheduler.json", "JSON report")
 	kubeScheduler := flag.String("kube-scheduler", "", "kube-scheduler binary; empty: skip it")
 	heapNodes := flag.Int("heap-nodes", 0, "nodes for the heap measurement (0: skip it)")
 	heapPods := flag.Int("heap-pods", 0, "pods for the heap measurement")
 	timeout := flag.Duration("timeout", 5*time.Minute, "limit for one scheduler to bind every pod")
 	flag.Parse()
-	if err := run(*nodes, *pods, *cases, *out, *kubeScheduler, *heapNodes, *heapPods, *timeout); err != nil {
+	big := bigCases{nodes: *bigNodes, pods: *bigPods, fill: *churnFill, rate: *churnRate, dur: *churnFor}
+	if err := run(*nodes, *pods, *cases, *out, *kubeScheduler, *tesseraBin, big, *heapNodes, *heapPods, *timeout); err != nil {
 		fmt.Fprintln(os.Stderr, "benchscheduler:", err)
 		os.Exit(1)
 	}
 }
 
-func run(nodes, pods int, cases, out, kubeScheduler string, heapNodes, heapPods int, timeout time.Duration) error {
+// bigCases size single5k and churn5k.
+type bigCases struct {
+	nodes, pods int
+	fill, rate  float64
+	dur         time.Duration
+}
+
+func run(nodes, pods int, cases, out, kubeScheduler, tesseraBin string, big bigCases, heapNodes, heapPods int, timeout time.Duration) error {
 	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
 		return err
 	}
@@ -63,38 +95,35 @@ func run(nodes, pods int, cases, out, kubeScheduler string, heapNodes, heapPods 
 	if err != nil {
 		return err
 	}
+	b.tesseraBin = tesseraBin
 	ctx := context.Background()
 	var rep Report
-	if nodes > 0 && pods > 0 {
-		if err := b.nodes(ctx, nodes); err != nil {
-			return err
-		}
-		for _, name := range splitList(cases) {
-			gang := 1
+	for _, name := range splitList(cases) {
+		var c Case
+		switch name {
+		case "single", "gang8", "single5k":
+			n, p, gang := nodes, pods, 1
 			switch name {
-			case "single":
 			case "gang8":
 				gang = 8
-			default:
-				return fmt.Errorf("-cases: unknown case %q; known: single, gang8", name)
+			case "single5k":
+				n, p = big.nodes, big.pods
 			}
-			c := Case{Name: name, Pods: pods, Nodes: nodes}
-			if c.CeilingPodsPerS, err = b.measure(ctx, name+"-ceiling", pods, gang, b.ceiling()); err != nil {
+			if c, err = b.throughput(ctx, name, n, p, gang, kubeScheduler); err != nil {
 				return err
 			}
-			if c.TesseraPodsPerS, err = b.measure(ctx, name+"-tessera", pods, gang, b.tessera()); err != nil {
+		case "churn5k":
+			if c, err = b.churnCase(ctx, name, big, kubeScheduler); err != nil {
 				return err
 			}
-			if kubeScheduler != "" {
-				if c.KubeSchedulerPodsPerS, err = b.measure(ctx, name+"-kube", pods, gang, b.kubeScheduler(kubeScheduler)); err != nil {
-					return err
-				}
-				c.VsKubeScheduler = c.TesseraPodsPerS / c.KubeSchedulerPodsPerS
-			}
-			c.OfCeiling = c.TesseraPodsPerS / c.CeilingPodsPerS
-			fmt.Printf("%-7s tessera %7.0f pods/s   kube-scheduler %7.0f pods/s   ceiling %7.0f pods/s   tessera/kube %.2fx   tessera/ceiling %.0f%%\n",
-				name, c.TesseraPodsPerS, c.KubeSchedulerPodsPerS, c.CeilingPodsPerS, c.VsKubeScheduler, 100*c.OfCeiling)
-			rep.Cases = append(rep.Cases, c)
+		default:
+			return fmt.Errorf("-cases: unknown case %q; known: single, gang8, single5k, churn5k", name)
+		}
+		c.LoadAverage = loadAverage()
+		rep.Cases = append(rep.Cases, c)
+		// Write the report after every case, so that a long run that fails later keeps it.
+		if err := writeReport(out, &rep); err != nil {
+			return err
 		}
 	}
 	if heapPods > 0 {
@@ -108,9 +137,94 @@ func run(nodes, pods int, cases, out, kubeScheduler string, heapNodes, heapPods 
 		rep.HeapMiB, rep.HeapNodes, rep.HeapPods = mib, heapNodes, heapPods
 		fmt.Printf("heap after scheduling %d pods on %d nodes: %.0f MiB\n", heapPods, heapNodes, mib)
 	}
+	return writeReport(out, &rep)
+}
+
+func writeReport(out string, rep *Report) error {
 	data, err := json.MarshalIndent(rep, "", "  ")
 	if err != nil {
 		return err
 	}
 	return os.WriteFile(out, append(data, '\n'), 0o644)
+}
+
+// loadAverage is the 1-minute load average (0 when unknown).
+func loadAverage() float64 {
+	data, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return 0
+	}
+	var l float64
+	_, _ = fmt.Sscan(string(data), &l)
+	return l
+}
+
+// throughput measures pods bound per second for pods pods (gangs of gang) on nodes
+// nodes: the ceiling, Tessera and kube-scheduler (when bin is set) one after another.
+func (b *bench) throughput(ctx context.Context, name string, nodes, pods, gang int, kubeScheduler string) (Case, error) {
+	c := Case{Name: name, Pods: pods}
+	if err := b.nodes(ctx, nodes); err != nil {
+		return c, err
+	}
+	c.Nodes = len(b.nodeList)
+	var err error
+	if c.CeilingPodsPerS, err = b.measure(ctx, name+"-ceiling", pods, gang, b.ceiling()); err != nil {
+		return c, err
+	}
+	b.rssMiB = 0
+	if c.TesseraPodsPerS, err = b.measure(ctx, name+"-tessera", pods, gang, b.tessera()); err != nil {
+		return c, err
+	}
+	c.TesseraRSSMiB = b.rssMiB
+	if kubeScheduler != "" {
+		b.rssMiB = 0
+		if c.KubeSchedulerPodsPerS, err = b.measure(ctx, name+"-kube", pods, gang, b.kubeScheduler(kubeScheduler)); err != nil {
+			return c, err
+		}
+		c.KubeSchedulerRSSMiB = b.rssMiB
+		c.VsKubeScheduler = c.TesseraPodsPerS / c.KubeSchedulerPodsPerS
+	}
+	c.OfCeiling = c.TesseraPodsPerS / c.CeilingPodsPerS
+	fmt.Printf("%-8s tessera %7.0f pods/s   kube-scheduler %7.0f pods/s   ceiling %7.0f pods/s   tessera/kube %.2fx   tessera/ceiling %.0f%%   RSS tessera %.0f MiB, kube-scheduler %.0f MiB\n",
+		name, c.TesseraPodsPerS, c.KubeSchedulerPodsPerS, c.CeilingPodsPerS, c.VsKubeScheduler, 100*c.OfCeiling, c.TesseraRSSMiB, c.KubeSchedulerRSSMiB)
+	return c, nil
+}
+
+// churnCase runs the churn for the ceiling, Tessera and kube-scheduler (when bin is
+// set) one after another, each on empty nodes.
+func (b *bench) churnCase(ctx context.Context, name string, big bigCases, kubeScheduler string) (Case, error) {
+	c := Case{Name: name, ChurnSeconds: big.dur.Seconds(), ChurnPodsPerS: big.rate}
+	if err := b.nodes(ctx, big.nodes); err != nil {
+		return c, err
+	}
+	c.Nodes = len(b.nodeList)
+	fill := int(float64(c.Nodes*8) * big.fill)
+	c.Pods = fill
+	ceil, err := b.churn(ctx, name+"-ceiling", b.ceilingWatch(), fill, big.rate, big.dur)
+	if err != nil {
+		return c, err
+	}
+	c.CeilingPodsPerS, c.CeilingP50BindSeconds, c.CeilingP99BindSeconds = ceil.PodsPerS, ceil.P50, ceil.P99
+	b.rssMiB = 0
+	ts, err := b.churn(ctx, name+"-tessera", b.tessera(), fill, big.rate, big.dur)
+	if err != nil {
+		return c, err
+	}
+	c.TesseraPodsPerS, c.TesseraP50BindSeconds, c.TesseraP99BindSeconds, c.TesseraUnbound = ts.PodsPerS, ts.P50, ts.P99, ts.Unbound
+	c.TesseraRSSMiB = b.rssMiB
+	c.OfCeiling = c.TesseraPodsPerS / c.CeilingPodsPerS
+	if kubeScheduler != "" {
+		b.rssMiB = 0
+		ks, err := b.churn(ctx, name+"-kube", b.kubeScheduler(kubeScheduler), fill, big.rate, big.dur)
+		if err != nil {
+			return c, err
+		}
+		c.KubeSchedulerPodsPerS, c.KubeSchedulerP50BindSeconds, c.KubeSchedulerP99BindSeconds, c.KubeSchedulerUnbound = ks.PodsPerS, ks.P50, ks.P99, ks.Unbound
+		c.KubeSchedulerRSSMiB = b.rssMiB
+		c.VsKubeScheduler = c.TesseraPodsPerS / c.KubeSchedulerPodsPerS
+	}
+	fmt.Printf("%-8s bind latency p50/p99: tessera %.3f/%.3f s, kube-scheduler %.3f/%.3f s, ceiling %.3f/%.3f s; bound/s: tessera %.1f, kube-scheduler %.1f, ceiling %.1f; RSS tessera %.0f MiB, kube-scheduler %.0f MiB\n",
+		name, c.TesseraP50BindSeconds, c.TesseraP99BindSeconds, c.KubeSchedulerP50BindSeconds, c.KubeSchedulerP99BindSeconds,
+		c.CeilingP50BindSeconds, c.CeilingP99BindSeconds, c.TesseraPodsPerS, c.KubeSchedulerPodsPerS, c.CeilingPodsPerS, c.TesseraRSSMiB, c.KubeSchedulerRSSMiB)
+	return c, nil
 }
