@@ -292,7 +292,7 @@ func (s *build) buildJobs() {
 		)
 		if s.memo != nil {
 			if pm, t, err = s.memo.pod(key, p, s.opts.WholeGPUs && ours); t != nil {
-				t = cloneTask(t)
+				t = pm.instance()
 			}
 		} else {
 			t, err = convertTask(p, s.opts.WholeGPUs && ours)
@@ -373,7 +373,13 @@ func (s *build) jobFor(ta *taskAcc) *jobAcc {
 	if ja, ok := s.jobs[key]; ok {
 		return ja
 	}
-	j := &framework.Job{Name: name, Namespace: p.Namespace, MinMember: 1}
+	var j *framework.Job
+	if s.memo != nil {
+		j = s.memo.job(key)
+		*j = framework.Job{Name: name, Namespace: p.Namespace, MinMember: 1, Tasks: j.Tasks[:0]}
+	} else {
+		j = &framework.Job{Name: name, Namespace: p.Namespace, MinMember: 1}
+	}
 	ja := &jobAcc{job: j}
 	switch {
 	case group != "":

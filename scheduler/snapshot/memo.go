@@ -18,12 +18,15 @@ import (
 // server's objects never change without a new resourceVersion; objects handed to a
 // Builder with a Memo must not be modified in place).
 //
-// The snapshots are still independent of each other, except that the nodes of
-// snapshots built with one Memo share their Labels and Taints, which sessions only
-// read. A Memo is not safe for concurrent use: one Build at a time.
+// A snapshot built with a Memo is valid until the next Build with the same Memo, which
+// reuses its tasks and jobs (a scheduler that builds a snapshot per session keeps none
+// from one session to the next); the nodes of such snapshots share their Labels and
+// Taints, which sessions only read. A Memo is not safe for concurrent use: one Build
+// at a time.
 type Memo struct {
 	nodes map[string]*nodeMemo
 	pods  map[string]*podMemo
+	jobs  map[string]*jobMemo
 	gen   uint64
 	// hits and misses count the conversions reused and done, for tests and metrics.
 	hits, misses int
@@ -51,11 +54,41 @@ type podMemo struct {
 	set        framework.GPUSet
 	setErr     error
 	gen        uint64
+	// live is the task the last build handed out, overwritten by the next.
+	live *framework.Task
+}
+
+// jobMemo is the job object of one job key, overwritten by every build.
+type jobMemo struct {
+	job *framework.Job
+	gen uint64
+}
+
+// job returns the job object for key, to be overwritten by the caller.
+func (m *Memo) job(key string) *framework.Job {
+	e := m.jobs[key]
+	if e == nil {
+		e = &jobMemo{job: new(framework.Job)}
+		m.jobs[key] = e
+	}
+	e.gen = m.gen
+	return e.job
+}
+
+// instance overwrites the task the last build handed out with the converted task, and
+// returns it.
+func (e *podMemo) instance() *framework.Task {
+	if e.live == nil {
+		e.live = new(framework.Task)
+	}
+	*e.live = *e.task
+	e.live.Request = e.task.Request.Clone()
+	return e.live
 }
 
 // NewMemo returns an empty memo.
 func NewMemo() *Memo {
-	return &Memo{nodes: map[string]*nodeMemo{}, pods: map[string]*podMemo{}}
+	return &Memo{nodes: map[string]*nodeMemo{}, pods: map[string]*podMemo{}, jobs: map[string]*jobMemo{}}
 }
 
 // Stats returns how many node and pod conversions the last Build reused and did.
@@ -133,6 +166,13 @@ func (m *Memo) sweep(nodes, pods int) {
 			}
 		}
 	}
+	if len(m.jobs) > pods+pods/4+16 {
+		for k, e := range m.jobs {
+			if e.gen != m.gen {
+				delete(m.jobs, k)
+			}
+		}
+	}
 }
 
 // cloneNode copies a converted node for one snapshot: what sessions change (usage,
@@ -145,9 +185,4 @@ func cloneNode(t *framework.Node) *framework.Node {
 	return &n
 }
 
-// cloneTask copies a converted task for one snapshot.
-func cloneTask(t *framework.Task) *framework.Task {
-	c := *t
-	c.Request = t.Request.Clone()
-	return &c
-}
+
