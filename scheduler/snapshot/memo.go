@@ -184,5 +184,3 @@ func cloneNode(t *framework.Node) *framework.Node {
 	n.Used = t.Used.Clone()
 	return &n
 }
-
-
