@@ -270,7 +270,8 @@ type input struct {
 
 // Snapshot builds a snapshot taken at now from the cached objects, with the assumed
 // binds and evictions applied. The errors are the objects the builder left out or
-// partly ignored; err is set only when the cache cannot be read.
+// partly ignored; err is set only when the cache cannot be read. The snapshot is valid
+// until the next Snapshot call, which reuses its tasks and jobs.
 func (c *Cache) Snapshot(ctx context.Context, now time.Time) (*framework.Snapshot, *State, []error, error) {
 	c.build.Lock()
 	defer c.build.Unlock()
