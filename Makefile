@@ -38,9 +38,11 @@ e2e-binaries:
 ## plain Jobs defaulted by the webhook, gangs, slices, preemption, idle nodes removed
 ## through Cluster API, the scale-down alert in Prometheus, a broken policy rejected; with
 ## the scheduler, autoscaler and webhook killed or restarted on the way. Prints a timeline.
+## Then the user guide on the cluster of dev-cluster: every runnable block of the README's
+## install section, docs/getting-started.md and docs/migrating-from-volcano.md (TestGuidePages).
 e2e: e2e-binaries
 	@hack/ensure-promtool.sh
-	TESSERA_E2E=1 $(GO) test -count=1 -timeout 30m -v -run TestEndToEnd ./test/e2e
+	TESSERA_E2E=1 $(GO) test -count=1 -timeout 45m -v -run 'TestEndToEnd|TestGuidePages' ./test/e2e
 
 ## dev-cluster: the same cluster with Tessera running on fake GPU nodes, to try it without
 ## GPUs; prints a KUBECONFIG and commands to try; Ctrl-C tears it down

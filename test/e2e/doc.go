@@ -10,6 +10,9 @@
 // The other projects' binaries are built by hack/e2e-binaries.sh and cached under
 // $HOME/.cache/tessera; Tessera's two, tessera (static, cgo off) and tessera-node-agent
 // (cgo), are built from this checkout at start, as `make build` builds them.
-// `make e2e` runs the scenario; `make dev-cluster` brings the same cluster up to try.
+// `make e2e` runs the scenario (TestEndToEnd), then the user guide (TestGuidePages): the
+// runnable blocks of the README's install section, docs/getting-started.md and
+// docs/migrating-from-volcano.md, on the cluster `make dev-cluster` brings up to try
+// (StartDev).
 // Without TESSERA_E2E=1 the tests skip.
 package e2e

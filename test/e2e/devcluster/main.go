@@ -20,8 +20,8 @@ import (
 )
 
 func main() {
-	nodes := flag.Int("nodes", 4, "fake GPU nodes (Machines of one MachineDeployment)")
-	gpus := flag.String("gpus", "dgxa100-80gb", "simulated GPU server of every node (dgxa100, dgxa100-80gb, dgxh100, pcie-a100)")
+	nodes := flag.Int("nodes", e2e.DevNodes, "fake GPU nodes (Machines of one MachineDeployment)")
+	gpus := flag.String("gpus", e2e.DevGPUs, "simulated GPU server of every node (dgxa100, dgxa100-80gb, dgxh100, pcie-a100)")
 	flag.Parse()
 	if *nodes < 1 || *nodes > 50 {
 		fmt.Fprintf(os.Stderr, "dev-cluster: --nodes must be between 1 and 50 (one process per node agent), got %d\n", *nodes)
@@ -43,7 +43,7 @@ func run(nodes int, gpus string) (err error) {
 	logf := func(format string, args ...any) {
 		fmt.Printf("%s  %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
 	}
-	c, err := e2e.Start(ctx, e2e.Options{Nodes: nodes, MinNodes: 1, GPUs: gpus, Logf: logf})
+	c, rev, err := e2e.StartDev(ctx, nodes, gpus, logf)
 	if c != nil {
 		defer func() {
 			logf("stopping every component")
@@ -57,14 +57,6 @@ func run(nodes int, gpus string) (err error) {
 		if c != nil {
 			fmt.Fprintln(os.Stderr, c.Logs(20))
 		}
-		return err
-	}
-	overlay, err := e2e.ExampleOverlay()
-	if err != nil {
-		return err
-	}
-	rev, err := c.SyncExample(ctx, overlay)
-	if err != nil {
 		return err
 	}
 	logf("Flux applied gitops/clusters/example (commit %s)", rev[:8])
