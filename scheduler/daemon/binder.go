@@ -157,6 +157,10 @@ func (b *Binder) bindOne(ctx context.Context, pod *corev1.Pod, bd scheduler.Bind
 		b.cache.Forget(pod.UID)
 		return err
 	}
+	// Count the assumption's lifetime from the bind, not from the session: binding a
+	// session of tens of thousands of pods takes longer than assumeTTL, and a watch that
+	// lags behind must not make the first pods of the session look pending again.
+	b.cache.Assume(pod.UID, bd.Node.Name, assignment, b.opts.Now())
 	return nil
 }
 
