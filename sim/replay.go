@@ -144,6 +144,11 @@ type Replay struct {
 	OnJob func()
 	// Autoscale turns nodes off and on; nil keeps every node on.
 	Autoscale *Autoscaling
+	// Bounds measures the savings bounds (CeilingNodeHours, NoMigrationNodeHours) the
+	// autoscaled runs are compared with. Re-packing every running pod at every instant
+	// costs more than the rest of the replay on large clusters, so it is done only
+	// when the savings are asked for.
+	Bounds bool
 }
 
 // recordWait adds a job's wait, its seconds waiting to start and to restart after

@@ -354,7 +354,10 @@ func (r *replayer) measure(to int64) {
 	a, u := r.held()
 	qa, qp := r.perQueue()
 	nodes := r.snap.Nodes
-	ceiling, noMigration := r.bounds()
+	var ceiling, noMigration int
+	if r.rp.Bounds {
+		ceiling, noMigration = r.bounds()
+	}
 	for ts := (r.lastT/sampleEvery + 1) * sampleEvery; ts <= to; ts += sampleEvery {
 		for i := range out.Queues {
 			out.Queues[i].AllocGPUs = append(out.Queues[i].AllocGPUs, qa[i])
@@ -364,7 +367,9 @@ func (r *replayer) measure(to int64) {
 		out.AllocPct = append(out.AllocPct, 100*float64(a)/float64(r.capacity))
 		out.UtilPct = append(out.UtilPct, 100*float64(u)/float64(r.capacity))
 		out.Nodes = append(out.Nodes, r.paidNodes())
-		out.CeilingNodes = append(out.CeilingNodes, ceiling)
+		if r.rp.Bounds {
+			out.CeilingNodes = append(out.CeilingNodes, ceiling)
+		}
 		out.IdleNodes = append(out.IdleNodes, idleNodes(nodes))
 	}
 	if span := min(to, r.horizon) - min(r.lastT, r.horizon); span > 0 {

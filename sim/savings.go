@@ -37,6 +37,7 @@ func RunAutoscaled(rp Replay, a Autoscaling) (report.Result, error) {
 	runs := map[string]*report.Replay{}
 	for _, rule := range append([]string{report.AlwaysOn}, autoscalersOf(rp.Profile)...) {
 		one := rp
+		one.Bounds = true
 		if rule != report.AlwaysOn {
 			a.Rule = rule
 			one.Autoscale = &a

@@ -102,12 +102,13 @@ type Replay struct {
 	// GPUsPerNode is the input's GPUs per node, to charge lost GPU-hours as node-hours.
 	GPUsPerNode float64 `json:"-"`
 	// CeilingNodes is, at each sample, the fewest nodes that hold the pods running then
-	// re-packed first-fit-decreasing; CeilingNodeHours integrates it over the window.
+	// re-packed first-fit-decreasing; CeilingNodeHours integrates it over the window
+	// (measured in the runs of --autoscale only, Replay.Bounds).
 	CeilingNodes     []int   `json:"ceiling_nodes,omitempty"`
-	CeilingNodeHours float64 `json:"ceiling_node_hours"`
+	CeilingNodeHours float64 `json:"ceiling_node_hours,omitempty"`
 	// NoMigrationNodeHours integrates the nodes holding a pod when each pod, as it
 	// starts, goes first-fit onto the nodes in a fixed order and never moves.
-	NoMigrationNodeHours float64 `json:"no_migration_node_hours"`
+	NoMigrationNodeHours float64 `json:"no_migration_node_hours,omitempty"`
 	// ScaleDownEvictions counts the pods evicted from nodes the autoscaler removed.
 	ScaleDownEvictions int `json:"scale_down_evictions,omitempty"`
 	// Evictions counts the pods evicted, by cause (preemption, scale-down).
