@@ -30,17 +30,7 @@ func TestEndToEnd(t *testing.T) {
 	ctx := testenv.Context(t, 25*time.Minute)
 	tl := NewTimeline(os.Stdout)
 	c, err := Start(ctx, Options{Logf: tl.Logf})
-	if c != nil {
-		t.Cleanup(func() {
-			if t.Failed() {
-				t.Logf("cluster state:\n%s\ncomponent logs (all of them in %s):\n%s", c.Describe(context.Background()), c.logDir, c.Logs(40))
-			}
-			c.Stop()
-			if !t.Failed() {
-				_ = os.RemoveAll(c.Dir)
-			}
-		})
-	}
+	stopOnCleanup(t, c)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -461,4 +451,21 @@ func (s *scenario) allocated() float64 {
 		s.t.Fatal(err)
 	}
 	return smp.AllocatedGPU
+}
+
+// stopOnCleanup stops the cluster, if it started, when the test ends: with its state and
+// its components' logs when the test failed, removing its directory when it passed.
+func stopOnCleanup(t *testing.T, c *Cluster) {
+	if c == nil {
+		return
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("cluster state:\n%s\ncomponent logs (all of them in %s):\n%s", c.Describe(context.Background()), c.logDir, c.Logs(40))
+		}
+		c.Stop()
+		if !t.Failed() {
+			_ = os.RemoveAll(c.Dir)
+		}
+	})
 }

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -79,17 +78,7 @@ func TestGuidePages(t *testing.T) {
 		t.Fatal(err)
 	}
 	c, rev, err := StartDev(ctx, DevNodes, DevGPUs, t.Logf)
-	if c != nil {
-		t.Cleanup(func() {
-			if t.Failed() {
-				t.Logf("cluster state:\n%s\ncomponent logs (all of them in %s):\n%s", c.Describe(context.Background()), c.logDir, c.Logs(40))
-			}
-			c.Stop()
-			if !t.Failed() {
-				_ = os.RemoveAll(c.Dir)
-			}
-		})
-	}
+	stopOnCleanup(t, c)
 	if err != nil {
 		t.Fatal(err)
 	}
