@@ -22,9 +22,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/tessera-gpu/tessera/test/testenv"
@@ -365,7 +367,11 @@ func (c *Cluster) startClusterAPI(ctx context.Context, _ string) error {
 	}
 	fm := &unstructured.Unstructured{}
 	fm.SetGroupVersionKind(fakeMachineGVK)
-	if err := ctrl.NewControllerManagedBy(mgr).Named("fakemachine").For(fm).Complete(&fakeInfra{client: mgr.GetClient(), agents: c}); err != nil {
+	// One test process starts a cluster per test, each with this controller; its
+	// metrics are off, so the same name in every cluster names nothing twice.
+	unchecked := controller.Options{SkipNameValidation: ptr.To(true)}
+	if err := ctrl.NewControllerManagedBy(mgr).Named("fakemachine").For(fm).WithOptions(unchecked).
+		Complete(&fakeInfra{client: mgr.GetClient(), agents: c}); err != nil {
 		return err
 	}
 	mctx, stop := context.WithCancel(ctx)
