@@ -47,6 +47,10 @@ func (reclaim) Execute(s *Session) {
 // Jobs held back by their queue's capability take part only when sameQueue is set
 // (evicting from other queues cannot make room under it).
 func (s *Session) evictForFailed(sameQueue bool, eligible, check func(j, v *framework.Job) bool, reason string) {
+	// Only evictions change who starves, so when none starves now, none will below.
+	if !slices.ContainsFunc(s.failed, func(j *framework.Job) bool { return s.starving(j, sameQueue) }) {
+		return
+	}
 	var running []*framework.Job
 	for _, v := range s.Snap.Jobs {
 		if s.evictable(v) {
@@ -59,13 +63,7 @@ func (s *Session) evictForFailed(sameQueue bool, eligible, check func(j, v *fram
 	s.forgetGoneJobs()
 	s.sortJobs(s.failed)
 	for _, j := range s.failed {
-		if j.Count(framework.TaskPending) == 0 || j.Pending == nil || j.Pending.Code == framework.ReasonNotEnqueued ||
-			(j.Pending.Code == framework.ReasonQueueCapability && !sameQueue) {
-			continue
-		}
-		if holding(j) >= s.minAvailable(j) {
-			// Not starving: its gang runs, the pending tasks are extras beyond
-			// minMember, and no job is evicted for extras (as Volcano's gang plugin).
+		if !s.starving(j, sameQueue) {
 			continue
 		}
 		evictedBy := s.evictedBy[j.Key()]
@@ -84,6 +82,18 @@ func (s *Session) evictForFailed(sameQueue bool, eligible, check func(j, v *fram
 		}
 		s.evictFor(j, victims, check, fmt.Sprintf(reason, j.Key()))
 	}
+}
+
+// starving reports whether evicting others may help the failed job j: it waits for
+// room, not to be enqueued nor, unless sameQueue, under its queue's capability, and
+// its gang does not run (its pending tasks are not extras beyond minMember, for which
+// no job is evicted, as with Volcano's gang plugin).
+func (s *Session) starving(j *framework.Job, sameQueue bool) bool {
+	if j.Count(framework.TaskPending) == 0 || j.Pending == nil || j.Pending.Code == framework.ReasonNotEnqueued ||
+		(j.Pending.Code == framework.ReasonQueueCapability && !sameQueue) {
+		return false
+	}
+	return holding(j) < s.minAvailable(j)
 }
 
 // compareVictims orders victims by the victim-order plugins.

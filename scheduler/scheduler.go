@@ -227,7 +227,11 @@ func (s *Session) open() {
 // close stamps waiting times and remembers, per job UID, what the next session needs;
 // jobs gone from the snapshot are forgotten.
 func (s *Session) close() {
-	mem := make(map[string]jobMemory, len(s.Snap.Jobs))
+	mem := s.Scheduler.jobs
+	if mem == nil {
+		mem = make(map[string]jobMemory, len(s.Snap.Jobs))
+	}
+	clear(mem) // keeps its room for the next session
 	for _, j := range s.Snap.Jobs {
 		if j.Count(framework.TaskPending) > 0 && j.Pending != nil {
 			if j.WaitingSince.IsZero() {

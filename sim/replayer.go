@@ -4,7 +4,7 @@ import (
 	"container/heap"
 	"fmt"
 	"slices"
-	"sort"
+	"strings"
 	"time"
 
 	"github.com/tessera-gpu/tessera/scheduler"
@@ -44,7 +44,10 @@ type replayer struct {
 	// end bounds the run; horizon is the window means are taken over.
 	end, horizon int64
 
+	// active are the jobs that arrived and have not finished, by job; order holds them
+	// in name order, the order of the sessions' snapshots and of every measurement.
 	active map[*framework.Job]*running
+	order  []*running
 	ends   completions
 	next   int // the next job to arrive
 	now    int64
@@ -194,7 +197,7 @@ func (r *replayer) nextInstant() (t int64, more bool) {
 }
 
 func (r *replayer) anyWaiting() bool {
-	for _, a := range r.active {
+	for _, a := range r.order {
 		if a.waiting() {
 			return true
 		}
@@ -208,8 +211,10 @@ func (r *replayer) arrive() {
 	for r.next < len(jobs) && jobs[r.next].Arrival <= r.now {
 		spec := &jobs[r.next]
 		j := replayJob(spec, r.queues[spec.Queue], r.cfg.WholeGPUs)
-		r.active[j] = &running{spec: spec, job: j, since: -1, waitFrom: spec.Arrival}
-		r.snap.Jobs = append(r.snap.Jobs, j)
+		a := &running{spec: spec, job: j, since: -1, waitFrom: spec.Arrival}
+		r.active[j] = a
+		i, _ := slices.BinarySearchFunc(r.order, spec.Name, byName)
+		r.order = slices.Insert(r.order, i, a)
 		r.next++
 		if r.rp.OnJob != nil {
 			r.rp.OnJob()
@@ -234,18 +239,25 @@ func (r *replayer) complete() {
 		r.out.WorkGPUHours += float64(c.r.spec.Duration) * float64(c.r.milli) / framework.MilliPerGPU / 3600
 		r.out.JCTSeconds = append(r.out.JCTSeconds, float64(r.now-c.r.spec.Arrival))
 		delete(r.active, c.r.job)
+		i, _ := slices.BinarySearchFunc(r.order, c.r.spec.Name, byName)
+		for i < len(r.order) && r.order[i] != c.r { // past others of the same name
+			i++
+		}
+		r.order = slices.Delete(r.order, i, i+1)
 	}
 }
+
+// byName orders the active jobs by name.
+func byName(a *running, name string) int { return strings.Compare(a.spec.Name, name) }
 
 // schedule runs one session on the active jobs and applies its decisions: evicted
 // jobs stop, bound tasks run, and jobs start or stop making progress.
 func (r *replayer) schedule() {
 	snap := r.snap
 	snap.Jobs = snap.Jobs[:0]
-	for j := range r.active {
-		snap.Jobs = append(snap.Jobs, j)
+	for _, a := range r.order {
+		snap.Jobs = append(snap.Jobs, a.job)
 	}
-	sort.Slice(snap.Jobs, func(a, b int) bool { return snap.Jobs[a].Name < snap.Jobs[b].Name })
 	snap.Now = epoch.Add(time.Duration(r.now) * time.Second)
 	res := r.sched.RunSession(snap)
 	evicted := map[*framework.Job]bool{}
@@ -387,7 +399,7 @@ func (r *replayer) measure(to int64) {
 // tasks running now.
 func (r *replayer) bounds() (ceiling, noMigration int) {
 	var running []*framework.Task
-	for _, a := range r.byName() {
+	for _, a := range r.order {
 		for _, t := range a.job.Tasks {
 			if t.Status == framework.TaskRunning {
 				running = append(running, t)
@@ -414,7 +426,7 @@ func (r *replayer) held() (alloc, useful int64) {
 	for _, n := range r.snap.Nodes {
 		alloc += n.Used.GPU
 	}
-	for _, a := range r.active {
+	for _, a := range r.order {
 		if a.since < 0 {
 			continue
 		}
@@ -433,7 +445,7 @@ func (r *replayer) perQueue() (alloc []float64, pending []int) {
 	out := r.out
 	milli := make([]int64, len(out.Queues))
 	alloc, pending = make([]float64, len(out.Queues)), make([]int, len(out.Queues))
-	for _, a := range r.active {
+	for _, a := range r.order {
 		i := r.queueIndex(a.job.Queue)
 		if i < 0 {
 			continue
@@ -451,16 +463,6 @@ func (r *replayer) perQueue() (alloc []float64, pending []int) {
 		alloc[i] = float64(m) / framework.MilliPerGPU
 	}
 	return alloc, pending
-}
-
-// byName is the active jobs in name order.
-func (r *replayer) byName() []*running {
-	out := make([]*running, 0, len(r.active))
-	for _, a := range r.active {
-		out = append(out, a)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].spec.Name < out[j].spec.Name })
-	return out
 }
 
 func (r *replayer) queueIndex(q *framework.Queue) int {
@@ -485,7 +487,7 @@ func (r *replayer) close() {
 	// count as censored there, so the statistics do not leave out the worst cases.
 	// Jobs still running or waiting to restart count what they waited so far, and
 	// their completion time as the end of the run.
-	for _, a := range r.byName() {
+	for _, a := range r.order {
 		if a.waitFrom >= 0 {
 			a.waited += r.now - a.waitFrom
 		}

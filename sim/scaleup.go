@@ -43,9 +43,9 @@ func (r *replayer) nodesToBoot() []*framework.Node {
 // waitingJobs are the jobs waiting to start or to resume.
 func (r *replayer) waitingJobs() map[*framework.Job]bool {
 	out := map[*framework.Job]bool{}
-	for j, a := range r.active {
+	for _, a := range r.order {
 		if a.waiting() {
-			out[j] = true
+			out[a.job] = true
 		}
 	}
 	return out

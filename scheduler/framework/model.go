@@ -198,6 +198,14 @@ func (j *Job) Key() string { return j.Namespace + "/" + j.Name }
 // Count returns how many of the job's tasks are in any of the statuses.
 func (j *Job) Count(statuses ...TaskStatus) int {
 	n := 0
+	if len(statuses) == 1 {
+		for _, t := range j.Tasks {
+			if t.Status == statuses[0] {
+				n++
+			}
+		}
+		return n
+	}
 	for _, t := range j.Tasks {
 		for _, s := range statuses {
 			if t.Status == s {
