@@ -1,0 +1,156 @@
+package webhooks
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	tesserav1 "github.com/tessera-gpu/tessera/api/v1alpha1"
+	"github.com/tessera-gpu/tessera/internal/apitest"
+	"github.com/tessera-gpu/tessera/internal/golden"
+	"github.com/tessera-gpu/tessera/policy"
+)
+
+// policyInputReference is docs/reference/policy-input.md, generated from the code that
+// builds the policies' input and applies their mutations.
+const policyInputReference = "../docs/reference/policy-input.md"
+
+// TestPolicyInputReference keeps docs/reference/policy-input.md equal to what BuildInput,
+// ClusterDoc and the patcher do: the input document of each kind, built from an example
+// request, input.cluster, and where each mutation key lands. Regenerate it with `make
+// generate` (TESSERA_UPDATE_REFERENCE=1).
+func TestPolicyInputReference(t *testing.T) {
+	golden.Check(t, policyInputReference, []byte(renderPolicyInputReference(t)))
+}
+
+func renderPolicyInputReference(t *testing.T) string {
+	var b bytes.Buffer
+	b.WriteString(`# Policy input reference
+
+<!-- Generated from webhooks/ by ` + "`make generate`" + `; do not edit. -->
+
+An admission policy is a Rego package below ` + "`tessera`" + ` that defines any of three rules:
+
+| rule | value | effect |
+|---|---|---|
+| ` + "`" + policy.RuleMutate + "`" + ` | an object of workload fields to set | the webhook patches the object (table below); later policies see the new values in ` + "`input.workload`" + ` |
+| ` + "`" + policy.RuleDeny + "`" + ` | a set of messages | the request is rejected with them (or only warned of or recorded, by the policy's enforcement: deny, warn, dryrun) |
+| ` + "`" + policy.RuleWarn + "`" + ` | a set of messages | the request is admitted with them as warnings |
+
+Quantities are numbers: whole values as integers, fractions as decimals (CPU ` + "`0.5`" + `), ` + "`tessera.dev/gpu-memory`" + ` in MiB as declared. Fields a workload does not have are left out, so read them with ` + "`object.get`" + `. The default policies are in [rego/policies](../../rego/policies); how a policy reaches the cluster: [../operating.md](../operating.md).
+
+## Mutations
+
+Where each key of ` + "`mutate`" + ` lands, per kind. A key a kind does not have is left alone (logged at -v 1).
+
+| key | Pod | Job | PodGroup |
+|---|---|---|---|
+`)
+	keys := make([]string, 0, len(fields[KindPod])+1)
+	for _, byKey := range fields {
+		for k := range byKey {
+			if !slices.Contains(keys, k) {
+				keys = append(keys, k)
+			}
+		}
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		fmt.Fprintf(&b, "| `%s` |", k)
+		for _, kind := range []string{KindPod, KindJob, KindPodGroup} {
+			var paths []string
+			for _, tg := range fields[kind][k] {
+				paths = append(paths, "`"+strings.Join(tg.path, ".")+"`")
+			}
+			if len(paths) == 0 {
+				paths = []string{"—"}
+			}
+			fmt.Fprintf(&b, " %s |", strings.Join(paths, ", "))
+		}
+		b.WriteString("\n")
+	}
+	fmt.Fprintf(&b, "| `%s` | `true` rewrites `%s` into `%s` in every container's requests and limits | the same in the pod template | — |\n",
+		MutateGPURewrite, tesserav1.ResourceNvidiaGPU, tesserav1.ResourceGPU)
+
+	b.WriteString("\n## The input document\n\n" +
+		"`input` holds `operation` (CREATE, UPDATE), `kind`, `namespace` (name, labels, annotations), " +
+		"`user` (the requester's username and groups), `workload` (the object, by kind, below) and " +
+		"`cluster` (shared by all requests, last section). Each example is the input the webhook builds " +
+		"for the object shown.\n")
+	for _, ex := range policyInputExamples() {
+		req := referenceRequest(t, ex.obj)
+		doc, err := BuildInput(req, &Namespace{Name: req.Namespace, Labels: map[string]string{"team": "vision"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(&b, "\n### %s\n\n%s\n\n```json\n%s\n```\n", ex.title, ex.note, indentJSON(t, doc))
+	}
+
+	cluster, _ := ClusterDoc(
+		[]tesserav1.Queue{*apitest.MakeQueue("train").Deserved(tesserav1.ResourceGPU, "16").Capability(tesserav1.ResourceGPU, "32").
+			Annotation(AnnotationPriorityClass, "batch-normal").Annotation(AnnotationRuntime, "long").Obj()},
+		[]tesserav1.GPUNode{*apitest.MakeGPUNode("gpu-1").GPUs(8, "NVIDIA-A100-SXM4-80GB", 81920).Obj()},
+		testClasses())
+	cluster["settings"] = Settings{SchedulerUsers: []string{"system:serviceaccount:tessera-system:tessera-scheduler"}}.doc()
+	fmt.Fprintf(&b, "\n## input.cluster\n\n"+
+		"The cluster's queues (with the `%s` and `%s` annotations), the largest GPU's memory and the healthy "+
+		"GPUs over all GPUNodes, the PriorityClasses, and the webhook's settings (`--scheduler-user`, "+
+		"`--allowed-scheduler`). One queue and one 8-GPU node:\n\n```json\n%s\n```\n",
+		AnnotationPriorityClass, AnnotationRuntime, indentJSON(t, cluster))
+	return b.String()
+}
+
+type policyInputExample struct {
+	title, note string
+	obj         runtime.Object
+}
+
+func policyInputExamples() []policyInputExample {
+	worker := apitest.MakePod("", "vision").Queue("train").SchedulerName("tessera").PriorityClass("batch-normal").
+		CPU("4").Memory("32Gi").RequestAndLimit(tesserav1.ResourceGPU, "1").RequestAndLimit(tesserav1.ResourceGPUMemory, "40960").Obj()
+	worker.Spec.Containers[0].Name, worker.Spec.Containers[0].Image = "trainer", "registry.example/trainer:1.4"
+	pod := worker.DeepCopy()
+	pod.Name = "resnet-0"
+	pod.Annotations = map[string]string{tesserav1.AnnotationMinAvailable: "4"}
+	return []policyInputExample{
+		{"Job", "`replicas` is `spec.parallelism`; `queue` the Job's label or its template's; " +
+			"`podRequests` the pod's effective requests (the largest init container or the sum of the containers, plus overhead).",
+			apitest.MakeJob("resnet", "vision").Queue("train").Parallelism(4).Template(worker).
+				Annotation(tesserav1.AnnotationMinAvailable, "4").Obj()},
+		{"Pod", "`minAvailable` comes from the `" + tesserav1.AnnotationMinAvailable + "` annotation.", pod},
+		{"PodGroup", "`replicas` comes from the `" + AnnotationReplicas + "` annotation; `gangRequests` is `spec.minResources`.",
+			apitest.MakePodGroup("resnet", "vision").Queue("train").MinMember(4).PriorityClass("batch-normal").
+				MinResources(tesserav1.ResourceGPU, "4").Annotation(AnnotationReplicas, "4").Obj()},
+		{"Queue", "`namespaceSelector` and `allowedPriorityClasses` say who may use it.",
+			queueWithAccess()},
+	}
+}
+
+func queueWithAccess() *tesserav1.Queue {
+	q := apitest.MakeQueue("vision").Parent("research").Deserved(tesserav1.ResourceGPU, "8").
+		Capability(tesserav1.ResourceGPU, "16").Obj()
+	q.Spec.NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"team": "vision"}}
+	q.Spec.AllowedPriorityClasses = []string{"batch-normal", "offline-low"}
+	return q
+}
+
+func referenceRequest(t *testing.T, obj runtime.Object) *admissionv1.AdmissionRequest {
+	req := request(t, admissionv1.Create, obj)
+	req.UserInfo.Username, req.UserInfo.Groups = "alice@example.com", []string{"vision", "system:authenticated"}
+	return req
+}
+
+func indentJSON(t *testing.T, v any) string {
+	out, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(out)
+}
