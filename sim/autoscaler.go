@@ -151,7 +151,7 @@ func (r *replayer) autoscale() {
 	f.evictions += len(displaced)
 	r.evicted(EvictedByScaleDown, len(displaced))
 	if len(displaced) > 0 {
-		r.updateProgress()
+		r.updateProgress(r.order)
 		r.schedule()
 	}
 }

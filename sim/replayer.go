@@ -271,19 +271,25 @@ func (r *replayer) schedule() {
 			r.stopProgress(r.active[j])
 		}
 	}
+	touched := make([]*running, 0, len(evicted)+len(res.Bindings))
+	for j := range evicted {
+		touched = append(touched, r.active[j])
+	}
 	for _, b := range res.Bindings {
 		b.Task.Status = framework.TaskRunning
 		b.Task.StartTime = snap.Now
+		touched = append(touched, r.active[b.Task.Job])
 	}
-	r.updateProgress()
+	// Only the jobs the session bound or evicted may start or stop.
+	slices.SortFunc(touched, func(a, b *running) int { return byName(a, b.spec.Name) })
+	r.updateProgress(slices.Compact(touched))
 }
 
-// updateProgress starts the jobs that hold at least MinMember running tasks and stops
-// the others, in name order (the snapshot's), so that waits are recorded in an order
-// that does not depend on map iteration.
-func (r *replayer) updateProgress() {
-	for _, j := range r.snap.Jobs {
-		a := r.active[j]
+// updateProgress starts those of jobs (in name order, so that waits are recorded in an
+// order that does not depend on map iteration) that hold at least MinMember running
+// tasks and stops the others.
+func (r *replayer) updateProgress(jobs []*running) {
+	for _, a := range jobs {
 		if holdingRunning(a.job) < a.job.MinMember {
 			r.stopProgress(a)
 		} else {
