@@ -60,25 +60,28 @@ func (s *Session) evictForFailed(sameQueue bool, eligible, check func(j, v *fram
 	if len(running) == 0 {
 		return
 	}
+	// Sorted once: a job's victim order does not change while it stays evictable, and
+	// the candidates of each failed job, taken in this order, are what sorting them
+	// stably would give.
+	slices.SortStableFunc(running, s.compareVictims)
 	s.forgetGoneJobs()
 	s.sortJobs(s.failed)
+	victims := make([]*framework.Job, 0, maxVictimJobs)
 	for _, j := range s.failed {
 		if !s.starving(j, sameQueue) {
 			continue
 		}
 		evictedBy := s.evictedBy[j.Key()]
-		var victims []*framework.Job
+		victims = victims[:0]
 		for _, v := range running {
-			if v != j && eligible(j, v) && s.evictable(v) && !evictedBy[v.Key()] {
-				victims = append(victims, v)
+			if v != j && eligible(j, v) && s.evictable(v) && (len(evictedBy) == 0 || !evictedBy[v.Key()]) {
+				if victims = append(victims, v); len(victims) == maxVictimJobs {
+					break
+				}
 			}
 		}
 		if len(victims) == 0 {
 			continue
-		}
-		slices.SortStableFunc(victims, s.compareVictims)
-		if len(victims) > maxVictimJobs {
-			victims = victims[:maxVictimJobs]
 		}
 		s.evictFor(j, victims, check, fmt.Sprintf(reason, j.Key()))
 	}
