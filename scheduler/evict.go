@@ -33,10 +33,14 @@ func (reclaim) Execute(s *Session) {
 	if s.reclaim == nil {
 		return
 	}
+	var last *framework.Job
+	var req framework.Resources
 	s.evictForFailed(false, func(j, v *framework.Job) bool {
 		return v.Queue != nil && j.Queue != nil && v.Queue != j.Queue
 	}, func(j, v *framework.Job) bool {
-		req := s.minRequest(j)
+		if j != last { // asked for one job's victims in a row
+			last, req = j, s.minRequest(j)
+		}
 		freed := holdingResources(v)
 		return s.reclaim.CanReclaim(j.Queue, &req, v.Queue, &freed)
 	}, "reclaimed by queue of job %s")
@@ -67,11 +71,23 @@ func (s *Session) evictForFailed(sameQueue bool, eligible, check func(j, v *fram
 	s.forgetGoneJobs()
 	s.sortJobs(s.failed)
 	victims := make([]*framework.Job, 0, maxVictimJobs)
+	// failedAlike remembers, until an eviction changes the cluster, how attempts for
+	// single pods ended without one: the next pod alike ends the same way.
+	failedAlike := map[podLike]attempt{}
 	for _, j := range s.failed {
 		if !s.starving(j, sameQueue) {
 			continue
 		}
 		evictedBy := s.evictedBy[j.Key()]
+		like, memo := s.podLike(j)
+		memo = memo && len(evictedBy) == 0
+		if a, ok := failedAlike[like]; ok && memo {
+			if a.changed {
+				reason := *a.reason
+				j.Pending = &reason
+			}
+			continue
+		}
 		victims = victims[:0]
 		for _, v := range running {
 			if v != j && eligible(j, v) && s.evictable(v) && (len(evictedBy) == 0 || !evictedBy[v.Key()]) {
@@ -80,11 +96,45 @@ func (s *Session) evictForFailed(sameQueue bool, eligible, check func(j, v *fram
 				}
 			}
 		}
-		if len(victims) == 0 {
+		before := j.Pending
+		if len(victims) > 0 && s.evictFor(j, victims, check, fmt.Sprintf(reason, j.Key())) {
+			clear(failedAlike)
 			continue
 		}
-		s.evictFor(j, victims, check, fmt.Sprintf(reason, j.Key()))
+		if memo && (j.Pending == before || j.Pending != nil) { // an attempt sets a reason, never clears one
+			failedAlike[like] = attempt{changed: j.Pending != before, reason: j.Pending}
+		}
 	}
+}
+
+// podLike identifies a job of one pod by what its eviction attempt depends on: its
+// queue, priority and shape.
+type podLike struct {
+	queue    *framework.Queue
+	priority int32
+	shape    shapeKey
+}
+
+// attempt is how an eviction attempt that evicted nothing ended: whether it changed
+// the job's pending reason, and to what.
+type attempt struct {
+	changed bool
+	reason  *framework.Reason
+}
+
+// podLike returns j's podLike, and false when the outcome of its eviction attempt may
+// depend on more: a job of several pods, one with running pods, node constraints or
+// its own minimum resources. Reserved nodes take some jobs and not others, which the
+// shape tells apart as it does for placement.
+func (s *Session) podLike(j *framework.Job) (podLike, bool) {
+	if len(j.Tasks) != 1 || j.Tasks[0].Status != framework.TaskPending || !j.MinResources.IsZero() || topologyLevel(j) != "" {
+		return podLike{}, false
+	}
+	k, ok := keyOf(j.Tasks[0])
+	if s.reservedFor != nil {
+		k.yields, k.holder = yields(j, s.reservedFor), j == s.reservedFor
+	}
+	return podLike{queue: j.Queue, priority: j.Priority, shape: k}, ok
 }
 
 // starving reports whether evicting others may help the failed job j: it waits for
