@@ -46,3 +46,36 @@ func TestNoReclaimUnderOwnCapability(t *testing.T) {
 		t.Fatalf("evicted %d tasks for a job its own queue's capability blocks", len(r.Evictions))
 	}
 }
+
+// Pods alike (one queue, priority and shape) each reclaim their share while evictions
+// make room; once an attempt evicts nothing, those after it wait for the same reason.
+func TestReclaimPodsAlike(t *testing.T) {
+	owner := testutil.MakeQueue("owner").DeservedGPUs(8).Obj()
+	borrower := testutil.MakeQueue("borrower").DeservedGPUs(8).Obj()
+	s := newTessera(t)
+	snap := testutil.Snapshot(0, nodes(2, 8), jobsOf("borrow", 16, 1, borrower), owner, borrower)
+	checkInvariants(t, "lend", true, snap, s.RunSession(snap))
+	commitResult(snap)
+	own := jobsOf("own", 12, 1, owner)
+	snap.Jobs = append(snap.Jobs, own...)
+	snap.Now = snap.Now.Add(time.Hour)
+	r := s.RunSession(snap)
+	checkInvariants(t, "reclaim", true, snap, r)
+	if len(r.Evictions) != 8 || held(snap, owner) != 8 {
+		t.Fatalf("%d evictions, owner holds %g GPUs; want 8 and its deserved 8", len(r.Evictions), held(snap, owner))
+	}
+	var left []*framework.Job
+	for _, j := range own {
+		if boundTasks(r, j) == 0 {
+			left = append(left, j)
+		}
+	}
+	if len(left) != 4 {
+		t.Fatalf("%d of the owner's pods left pending, want 4", len(left))
+	}
+	for _, j := range left[1:] {
+		if j.Pending == nil || *j.Pending != *left[0].Pending {
+			t.Fatalf("%s waits for %+v, %s for %+v: pods alike wait for the same reason", j.Name, j.Pending, left[0].Name, left[0].Pending)
+		}
+	}
+}
