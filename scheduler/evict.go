@@ -47,7 +47,8 @@ func (reclaim) Execute(s *Session) {
 }
 
 // evictForFailed tries, for each job allocate could not place, to make room by evicting
-// candidate victims. eligible is static; check is re-evaluated as victims are evicted.
+// candidate victims. eligible is static and depends only on the two jobs' queues and
+// priorities; check is re-evaluated as victims are evicted.
 // Jobs held back by their queue's capability take part only when sameQueue is set
 // (evicting from other queues cannot make room under it).
 func (s *Session) evictForFailed(sameQueue bool, eligible, check func(j, v *framework.Job) bool, reason string) {
@@ -74,6 +75,9 @@ func (s *Session) evictForFailed(sameQueue bool, eligible, check func(j, v *fram
 	// failedAlike remembers, until an eviction changes the cluster, how attempts for
 	// single pods ended without one: the next pod alike ends the same way.
 	failedAlike := map[podLike]attempt{}
+	// none holds the queues and priorities for which no running job is eligible: the
+	// evictable jobs only become fewer, so none stays none.
+	none := map[rank]bool{}
 	for _, j := range s.failed {
 		if !s.starving(j, sameQueue) {
 			continue
@@ -88,13 +92,24 @@ func (s *Session) evictForFailed(sameQueue bool, eligible, check func(j, v *fram
 			}
 			continue
 		}
-		victims = victims[:0]
+		r := rank{j.Queue, j.Priority}
+		if none[r] {
+			continue
+		}
+		victims, eligibles := victims[:0], 0
 		for _, v := range running {
-			if v != j && eligible(j, v) && s.evictable(v) && (len(evictedBy) == 0 || !evictedBy[v.Key()]) {
+			if v == j || !eligible(j, v) || !s.evictable(v) {
+				continue
+			}
+			eligibles++
+			if len(evictedBy) == 0 || !evictedBy[v.Key()] {
 				if victims = append(victims, v); len(victims) == maxVictimJobs {
 					break
 				}
 			}
+		}
+		if eligibles == 0 {
+			none[r] = true
 		}
 		before := j.Pending
 		if len(victims) > 0 && s.evictFor(j, victims, check, fmt.Sprintf(reason, j.Key())) {
@@ -105,6 +120,12 @@ func (s *Session) evictForFailed(sameQueue bool, eligible, check func(j, v *fram
 			failedAlike[like] = attempt{changed: j.Pending != before, reason: j.Pending}
 		}
 	}
+}
+
+// rank is what decides whether a job is an eligible victim for another.
+type rank struct {
+	queue    *framework.Queue
+	priority int32
 }
 
 // podLike identifies a job of one pod by what its eviction attempt depends on: its

@@ -3,6 +3,9 @@ package scheduler
 import (
 	"fmt"
 	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/tessera-gpu/tessera/scheduler/framework"
 )
@@ -103,24 +106,49 @@ func (s *Session) selectNode(t *framework.Task, candidates []*framework.Node, al
 }
 
 // shapeKey identifies tasks that fit exactly the same nodes; tasks with node
-// constraints or tolerations get no key.
+// constraints get no key.
 type shapeKey struct {
 	cpu, mem, pods, milli, memMiB int64
 	count                         int
 	models                        string
+	// tolerations is tolerationsKey of the task's tolerations.
+	tolerations string
 	// yields and holder are set while nodes are reserved (see Session.fits).
 	yields, holder bool
 }
 
 func keyOf(t *framework.Task) (shapeKey, bool) {
-	if t.HasNodeConstraints() || len(t.Tolerations) > 0 || t.Request.Scalar != nil {
+	if t.HasNodeConstraints() || t.Request.Scalar != nil {
 		return shapeKey{}, false
 	}
-	k := shapeKey{cpu: t.Request.MilliCPU, mem: t.Request.Memory, pods: t.Request.Pods, milli: t.GPU.Milli, memMiB: t.GPU.MemoryMiB, count: t.GPU.Count}
+	k := shapeKey{cpu: t.Request.MilliCPU, mem: t.Request.Memory, pods: t.Request.Pods, milli: t.GPU.Milli, memMiB: t.GPU.MemoryMiB, count: t.GPU.Count,
+		tolerations: tolerationsKey(t.Tolerations)}
 	if len(t.GPU.Models) > 0 {
 		k.models = fmt.Sprint(t.GPU.Models)
 	}
 	return k, true
+}
+
+// tolerationsKey spells out what of the tolerations decides which taints they
+// tolerate (not how long: tolerationSeconds does not change where a task fits), so
+// that pods alike, which the API server gives the same default tolerations, share a key.
+func tolerationsKey(ts []corev1.Toleration) string {
+	if len(ts) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	for i := range ts {
+		t := &ts[i]
+		b.WriteString(t.Key)
+		b.WriteByte(0)
+		b.WriteString(string(t.Operator))
+		b.WriteByte(0)
+		b.WriteString(t.Value)
+		b.WriteByte(0)
+		b.WriteString(string(t.Effect))
+		b.WriteByte(0)
+	}
+	return b.String()
 }
 
 // placeTasks places the job's pending tasks on candidates in st and returns how many

@@ -111,3 +111,20 @@ func TestNoPreemptionForExtraTasks(t *testing.T) {
 		t.Fatalf("evictions %v, bindings %d; want low left running and high's extra pod pending", evictedJobs(r), len(r.Bindings))
 	}
 }
+
+// Pods alike but for their tolerations fit different nodes: that one finds no room
+// must not keep the other, which tolerates the tainted node, from being placed.
+func TestUnfitShapeTellsTolerationsApart(t *testing.T) {
+	ns := []*framework.Node{
+		testutil.MakeNode("busy").GPUs(1, "A100-80GB").Obj(),
+		testutil.MakeNode("tainted").GPUs(1, "A100-80GB").Taint("dedicated", "gpu").Obj(),
+	}
+	busy := testutil.MakeJob("busy").GPU(1).Obj()
+	testutil.Run(busy, testutil.Epoch, ns[0])
+	plain := testutil.MakeJob("plain").GPU(1).Created(time.Second).Obj()
+	tolerant := testutil.MakeJob("tolerant").GPU(1).Tolerate("dedicated").Created(2 * time.Second).Obj()
+	r := newTessera(t).RunSession(testutil.Snapshot(time.Minute, ns, []*framework.Job{busy, plain, tolerant}))
+	if boundTasks(r, plain) != 0 || boundTasks(r, tolerant) != 1 || r.Bindings[0].Node.Name != "tainted" {
+		t.Fatalf("bindings %v: want only the tolerant pod, on the tainted node", r.Bindings)
+	}
+}

@@ -3,9 +3,12 @@ package main
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -41,6 +44,9 @@ type bench struct {
 	tesseraBin string
 	// rssMiB is the peak RSS of the last scheduler run as its own process.
 	rssMiB float64
+	// cpuProfile, when set, is where a scheduler run in this process writes its CPU
+	// profile (one file per measurement: <cpuProfile>-<namespace>).
+	cpuProfile string
 }
 
 func newBench(env *testenv.Env, timeout time.Duration, out string) (*bench, error) {
@@ -214,7 +220,7 @@ func (b *bench) watchBinds(ctx context.Context, ns string, pods int, r runner) (
 	case <-time.After(b.timeout):
 		mu.Lock()
 		defer mu.Unlock()
-		return first, last, fmt.Errorf("%d of %d pods bound after %s", len(bound), pods, b.timeout)
+		return first, last, fmt.Errorf("%d of %d pods bound after %s%s", len(bound), pods, b.timeout, b.whyPending(ctx, ns))
 	}
 	mu.Lock()
 	defer mu.Unlock()
@@ -258,12 +264,16 @@ func (b *bench) tessera() runner {
 	if b.tesseraBin != "" {
 		return b.tesseraProcess(b.tesseraBin)
 	}
-	return runner{schedulerName: tesserav1.SchedulerName, start: func(ctx context.Context, _ string) (func(), error) {
+	return runner{schedulerName: tesserav1.SchedulerName, start: func(ctx context.Context, ns string) (func(), error) {
 		sc, err := scheduler.Profile("tessera")
 		if err != nil {
 			return nil, err
 		}
 		mgr, _, err := daemon.NewManager(b.cfg, b.env.Scheme, daemon.Config{Scheduler: sc, Serving: controller.Serving{MetricsAddr: "0", ProbeAddr: "0"}, Log: logr.Discard()})
+		if err != nil {
+			return nil, err
+		}
+		stopProfile, err := b.startCPUProfile(ns)
 		if err != nil {
 			return nil, err
 		}
@@ -275,7 +285,7 @@ func (b *bench) tessera() runner {
 				fmt.Fprintln(os.Stderr, "tessera scheduler:", err)
 			}
 		}()
-		return func() { cancel(); <-done }, nil
+		return func() { cancel(); <-done; stopProfile() }, nil
 	}}
 }
 
@@ -350,4 +360,40 @@ func (b *bench) heap(ctx context.Context, pods int) (float64, error) {
 		return 0, err
 	}
 	return mib, nil
+}
+
+// startCPUProfile starts profiling this process into <cpuProfile>-<ns> when a profile
+// was asked for, and returns what stops it.
+func (b *bench) startCPUProfile(ns string) (func(), error) {
+	if b.cpuProfile == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(b.cpuProfile + "-" + ns)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		_ = f.Close()
+		return nil, err
+	}
+	return func() { pprof.StopCPUProfile(); _ = f.Close() }, nil
+}
+
+// whyPending summarizes the FailedScheduling events of ns, most frequent message first,
+// for a run whose pods did not all bind.
+func (b *bench) whyPending(ctx context.Context, ns string) string {
+	list, err := b.cs.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "reason=FailedScheduling"})
+	if err != nil || len(list.Items) == 0 {
+		return "; no FailedScheduling events"
+	}
+	count := map[string]int{}
+	for _, e := range list.Items {
+		count[e.Message]++
+	}
+	msgs := slices.SortedFunc(maps.Keys(count), func(a, b string) int { return count[b] - count[a] })
+	var sb strings.Builder
+	for _, m := range msgs[:min(3, len(msgs))] {
+		fmt.Fprintf(&sb, "; %d events: %s", count[m], m)
+	}
+	return sb.String()
 }

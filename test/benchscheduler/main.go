@@ -66,10 +66,11 @@ func main() {
 	kubeScheduler := flag.String("kube-scheduler", "", "kube-scheduler binary; empty: skip it")
 	heapNodes := flag.Int("heap-nodes", 0, "nodes for the heap measurement (0: skip it)")
 	heapPods := flag.Int("heap-pods", 0, "pods for the heap measurement")
+	cpuProfile := flag.String("cpuprofile", "", "with -tessera empty: write the in-process scheduler's CPU profile of each measurement to <path>-<case>-tessera")
 	timeout := flag.Duration("timeout", 5*time.Minute, "limit for one scheduler to bind every pod")
 	flag.Parse()
 	big := bigCases{nodes: *bigNodes, pods: *bigPods, fill: *churnFill, rate: *churnRate, dur: *churnFor}
-	if err := run(*nodes, *pods, *cases, *out, *kubeScheduler, *tesseraBin, big, *heapNodes, *heapPods, *timeout); err != nil {
+	if err := run(*nodes, *pods, *cases, *out, *kubeScheduler, *tesseraBin, big, *heapNodes, *heapPods, *timeout, *cpuProfile); err != nil {
 		fmt.Fprintln(os.Stderr, "benchscheduler:", err)
 		os.Exit(1)
 	}
@@ -82,7 +83,7 @@ type bigCases struct {
 	dur         time.Duration
 }
 
-func run(nodes, pods int, cases, out, kubeScheduler, tesseraBin string, big bigCases, heapNodes, heapPods int, timeout time.Duration) error {
+func run(nodes, pods int, cases, out, kubeScheduler, tesseraBin string, big bigCases, heapNodes, heapPods int, timeout time.Duration, cpuProfile string) error {
 	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
 		return err
 	}
@@ -95,7 +96,7 @@ func run(nodes, pods int, cases, out, kubeScheduler, tesseraBin string, big bigC
 	if err != nil {
 		return err
 	}
-	b.tesseraBin = tesseraBin
+	b.tesseraBin, b.cpuProfile = tesseraBin, cpuProfile
 	ctx := context.Background()
 	var rep Report
 	for _, name := range splitList(cases) {
