@@ -130,11 +130,11 @@ type runner struct {
 // measure creates the pods (gangs of size gang), starts the runner and returns the pods
 // bound per second between the first and the last bind the watch reports; the pods are
 // deleted afterwards so the nodes are empty for the next measurement.
-func (b *bench) measure(ctx context.Context, ns string, pods, gang int, r runner) (float64, error) {
+func (b *bench) measure(ctx context.Context, ns string, pods, gang int, r runner) (_ float64, err error) {
 	if err := b.createPods(ctx, ns, r.schedulerName, pods, gang, false); err != nil {
 		return 0, err
 	}
-	defer b.deletePods(ctx, ns)
+	defer b.deletePodsAfter(ctx, ns, &err)
 	first, last, err := b.watchBinds(ctx, ns, pods, r)
 	if err != nil {
 		return 0, fmt.Errorf("%s: %w", ns, err)
@@ -227,15 +227,29 @@ func (b *bench) watchBinds(ctx context.Context, ns string, pods int, r runner) (
 	return first, last, nil
 }
 
-func (b *bench) deletePods(ctx context.Context, ns string) {
+func (b *bench) deletePods(ctx context.Context, ns string) error {
 	zero := int64(0)
-	_ = b.cs.CoreV1().Pods(ns).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &zero}, metav1.ListOptions{})
-	for range 600 {
-		l, err := b.cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{Limit: 1})
-		if err == nil && len(l.Items) == 0 {
-			return
+	// One DeleteCollection of tens of thousands of pods can time out part way, so it is
+	// repeated until the namespace is empty: a pod left bound would hold its GPU through
+	// the next measurement.
+	for range 20 {
+		_ = b.cs.CoreV1().Pods(ns).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &zero}, metav1.ListOptions{})
+		for range 100 {
+			l, err := b.cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{Limit: 1})
+			if err == nil && len(l.Items) == 0 {
+				return nil
+			}
+			time.Sleep(100 * time.Millisecond)
 		}
-		time.Sleep(100 * time.Millisecond)
+	}
+	return fmt.Errorf("the pods of namespace %s are still there after deleting them for 200s", ns)
+}
+
+// deletePodsAfter deletes the pods of ns when a measurement ends, and reports a failure
+// to do so in *err unless the measurement failed already.
+func (b *bench) deletePodsAfter(ctx context.Context, ns string, err *error) {
+	if derr := b.deletePods(ctx, ns); derr != nil && *err == nil {
+		*err = derr
 	}
 }
 

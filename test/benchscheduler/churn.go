@@ -34,12 +34,11 @@ type churnResult struct {
 // churn fills the nodes with fill one-GPU pods for r, then for dur creates pods at
 // rate per second while deleting as many bound ones (jobs that complete), and measures
 // how long the new pods wait to be bound.
-func (b *bench) churn(ctx context.Context, ns string, r runner, fill int, rate float64, dur time.Duration) (churnResult, error) {
-	var res churnResult
+func (b *bench) churn(ctx context.Context, ns string, r runner, fill int, rate float64, dur time.Duration) (res churnResult, err error) {
 	if err := b.createPods(ctx, ns, r.schedulerName, fill, 1, false); err != nil {
 		return res, err
 	}
-	defer b.deletePods(ctx, ns)
+	defer b.deletePodsAfter(ctx, ns, &err)
 	var (
 		mu      sync.Mutex
 		created = map[string]time.Time{}
