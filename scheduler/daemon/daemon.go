@@ -22,7 +22,7 @@ type Options struct {
 	// MinInterval is the least time between two sessions, so that a burst of changes
 	// costs one session; default 20ms.
 	MinInterval time.Duration
-	// BindWorkers bounds the concurrent binds and evictions; default 32.
+	// BindWorkers bounds the concurrent binds and evictions; default 64.
 	BindWorkers int
 	// Now is the clock; default time.Now.
 	Now func() time.Time
@@ -36,7 +36,7 @@ func (o *Options) defaults() {
 		o.MinInterval = 20 * time.Millisecond
 	}
 	if o.BindWorkers <= 0 {
-		o.BindWorkers = 32
+		o.BindWorkers = 64
 	}
 	if o.Now == nil {
 		o.Now = time.Now

@@ -30,8 +30,9 @@ import (
 	"github.com/tessera-gpu/tessera/test/testenv"
 )
 
-// workers is the concurrency of the bench's own creates and of the ceiling's binds.
-const workers = 64
+// workers is the concurrency of the bench's own creates and of the ceiling's binds: enough
+// binds in flight that the API server, not the client, sets the ceiling.
+const workers = 256
 
 type bench struct {
 	env      *testenv.Env
@@ -42,6 +43,8 @@ type bench struct {
 	nodeList []string
 	// tesseraBin is the tessera binary; empty: the scheduler runs in this process.
 	tesseraBin string
+	// tesseraFlags are more flags for the tessera process.
+	tesseraFlags []string
 	// rssMiB is the peak RSS of the last scheduler run as its own process.
 	rssMiB float64
 	// cpuProfile, when set, is where a scheduler run in this process writes its CPU
@@ -339,8 +342,9 @@ leaderElection: {leaderElect: false}
 // leader election, with client QPS and burst of 5000 like kube-scheduler's.
 func (b *bench) tesseraProcess(bin string) runner {
 	return runner{schedulerName: tesserav1.SchedulerName, start: func(ctx context.Context, ns string) (func(), error) {
-		return b.process(ctx, "tessera-scheduler", ns, bin, "scheduler", "--kubeconfig={kubeconfig}", "--leader-elect=false",
-			"--metrics-bind-address=0", "--health-probe-bind-address=0", "--kube-api-qps=5000", "--kube-api-burst=5000")
+		args := append([]string{"scheduler", "--kubeconfig={kubeconfig}", "--leader-elect=false",
+			"--metrics-bind-address=0", "--health-probe-bind-address=0", "--kube-api-qps=5000", "--kube-api-burst=5000"}, b.tesseraFlags...)
+		return b.process(ctx, "tessera-scheduler", ns, bin, args...)
 	}}
 }
 

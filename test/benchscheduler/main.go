@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/tessera-gpu/tessera/test/testenv"
@@ -68,9 +69,10 @@ func main() {
 	heapPods := flag.Int("heap-pods", 0, "pods for the heap measurement")
 	cpuProfile := flag.String("cpuprofile", "", "with -tessera empty: write the in-process scheduler's CPU profile of each measurement to <path>-<case>-tessera")
 	timeout := flag.Duration("timeout", 5*time.Minute, "limit for one scheduler to bind every pod")
+	tesseraFlags := flag.String("tessera-flags", "", "more flags for `tessera scheduler` run from -tessera, space-separated (say, --bind-workers=64)")
 	flag.Parse()
 	big := bigCases{nodes: *bigNodes, pods: *bigPods, fill: *churnFill, rate: *churnRate, dur: *churnFor}
-	if err := run(*nodes, *pods, *cases, *out, *kubeScheduler, *tesseraBin, big, *heapNodes, *heapPods, *timeout, *cpuProfile); err != nil {
+	if err := run(*nodes, *pods, *cases, *out, *kubeScheduler, *tesseraBin, big, *heapNodes, *heapPods, *timeout, *cpuProfile, strings.Fields(*tesseraFlags)); err != nil {
 		fmt.Fprintln(os.Stderr, "benchscheduler:", err)
 		os.Exit(1)
 	}
@@ -83,7 +85,7 @@ type bigCases struct {
 	dur         time.Duration
 }
 
-func run(nodes, pods int, cases, out, kubeScheduler, tesseraBin string, big bigCases, heapNodes, heapPods int, timeout time.Duration, cpuProfile string) error {
+func run(nodes, pods int, cases, out, kubeScheduler, tesseraBin string, big bigCases, heapNodes, heapPods int, timeout time.Duration, cpuProfile string, tesseraFlags []string) error {
 	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
 		return err
 	}
@@ -96,7 +98,7 @@ func run(nodes, pods int, cases, out, kubeScheduler, tesseraBin string, big bigC
 	if err != nil {
 		return err
 	}
-	b.tesseraBin, b.cpuProfile = tesseraBin, cpuProfile
+	b.tesseraBin, b.cpuProfile, b.tesseraFlags = tesseraBin, cpuProfile, tesseraFlags
 	ctx := context.Background()
 	var rep Report
 	for _, name := range splitList(cases) {
