@@ -60,6 +60,8 @@ type replayer struct {
 	noMigration *noMigration
 
 	out *report.Replay
+	// waitCount counts the active jobs that wait to start or to resume.
+	waitCount int
 	// lastT is the time up to which the measurements are taken.
 	lastT             int64
 	allocInt, utilInt float64 // integrals of allocated and useful milli over [0, horizon]
@@ -196,14 +198,7 @@ func (r *replayer) nextInstant() (t int64, more bool) {
 	return t, more
 }
 
-func (r *replayer) anyWaiting() bool {
-	for _, a := range r.order {
-		if a.waiting() {
-			return true
-		}
-	}
-	return false
-}
+func (r *replayer) anyWaiting() bool { return r.waitCount > 0 }
 
 // arrive adds the jobs that arrived by now.
 func (r *replayer) arrive() {
@@ -213,6 +208,7 @@ func (r *replayer) arrive() {
 		j := replayJob(spec, r.queues[spec.Queue], r.cfg.WholeGPUs)
 		a := &running{spec: spec, job: j, since: -1, waitFrom: spec.Arrival}
 		r.active[j] = a
+		r.waitCount++
 		i, _ := slices.BinarySearchFunc(r.order, spec.Name, byName)
 		r.order = slices.Insert(r.order, i, a)
 		r.next++
@@ -305,6 +301,7 @@ func (r *replayer) startProgress(a *running) {
 		return
 	}
 	a.since = r.now
+	r.waitCount--
 	a.waited += r.now - a.waitFrom
 	a.waitFrom = -1
 	a.milli = 0
@@ -330,6 +327,7 @@ func (r *replayer) stopProgress(a *running) {
 	a.done += kept
 	r.lose(a, elapsed-kept)
 	a.since, a.waitFrom = -1, r.now
+	r.waitCount++
 	a.epoch++
 }
 
