@@ -96,19 +96,19 @@ func (s *Session) evictForFailed(sameQueue bool, eligible, check func(j, v *fram
 		if none[r] {
 			continue
 		}
-		victims, eligibles := victims[:0], 0
+		victims, anyEligible := victims[:0], false
 		for _, v := range running {
 			if v == j || !eligible(j, v) || !s.evictable(v) {
 				continue
 			}
-			eligibles++
+			anyEligible = true
 			if len(evictedBy) == 0 || !evictedBy[v.Key()] {
 				if victims = append(victims, v); len(victims) == maxVictimJobs {
 					break
 				}
 			}
 		}
-		if eligibles == 0 {
+		if !anyEligible {
 			none[r] = true
 		}
 		before := j.Pending

@@ -41,12 +41,18 @@ type bench struct {
 	timeout  time.Duration
 	out      string // the report's path; logs go next to it
 	nodeList []string
-	// tesseraBin is the tessera binary; empty: the scheduler runs in this process.
-	tesseraBin string
-	// tesseraFlags are more flags for the tessera process.
-	tesseraFlags []string
+	// ts says how Tessera's scheduler is run.
+	ts tesseraRun
 	// rssMiB is the peak RSS of the last scheduler run as its own process.
 	rssMiB float64
+}
+
+// tesseraRun is how Tessera's scheduler is run.
+type tesseraRun struct {
+	// bin is the tessera binary; empty: the scheduler runs in this process.
+	bin string
+	// flags are more flags for the tessera process.
+	flags []string
 	// cpuProfile, when set, is where a scheduler run in this process writes its CPU
 	// profile (one file per measurement: <cpuProfile>-<namespace>).
 	cpuProfile string
@@ -275,11 +281,11 @@ func (b *bench) ceiling() runner {
 	}}
 }
 
-// tessera runs Tessera's scheduler as its own process (tesseraBin), or else in this
+// tessera runs Tessera's scheduler as its own process (ts.bin), or else in this
 // process, as `tessera scheduler` runs it.
 func (b *bench) tessera() runner {
-	if b.tesseraBin != "" {
-		return b.tesseraProcess(b.tesseraBin)
+	if b.ts.bin != "" {
+		return b.tesseraProcess(b.ts.bin)
 	}
 	return runner{schedulerName: tesserav1.SchedulerName, start: func(ctx context.Context, ns string) (func(), error) {
 		sc, err := scheduler.Profile("tessera")
@@ -343,7 +349,7 @@ leaderElection: {leaderElect: false}
 func (b *bench) tesseraProcess(bin string) runner {
 	return runner{schedulerName: tesserav1.SchedulerName, start: func(ctx context.Context, ns string) (func(), error) {
 		args := append([]string{"scheduler", "--kubeconfig={kubeconfig}", "--leader-elect=false",
-			"--metrics-bind-address=0", "--health-probe-bind-address=0", "--kube-api-qps=5000", "--kube-api-burst=5000"}, b.tesseraFlags...)
+			"--metrics-bind-address=0", "--health-probe-bind-address=0", "--kube-api-qps=5000", "--kube-api-burst=5000"}, b.ts.flags...)
 		return b.process(ctx, "tessera-scheduler", ns, bin, args...)
 	}}
 }
@@ -355,10 +361,10 @@ func (b *bench) heap(ctx context.Context, pods int) (float64, error) {
 	if err := b.createPods(ctx, ns, tesserav1.SchedulerName, pods, 1, true); err != nil {
 		return 0, err
 	}
-	bin := b.tesseraBin
-	b.tesseraBin = ""
+	bin := b.ts.bin
+	b.ts.bin = ""
 	r := b.tessera()
-	b.tesseraBin = bin
+	b.ts.bin = bin
 	var mib float64
 	inner := r.start
 	r.start = func(ctx context.Context, ns string) (func(), error) {
@@ -383,10 +389,10 @@ func (b *bench) heap(ctx context.Context, pods int) (float64, error) {
 // startCPUProfile starts profiling this process into <cpuProfile>-<ns> when a profile
 // was asked for, and returns what stops it.
 func (b *bench) startCPUProfile(ns string) (func(), error) {
-	if b.cpuProfile == "" {
+	if b.ts.cpuProfile == "" {
 		return func() {}, nil
 	}
-	f, err := os.Create(b.cpuProfile + "-" + ns)
+	f, err := os.Create(b.ts.cpuProfile + "-" + ns)
 	if err != nil {
 		return nil, err
 	}

@@ -72,7 +72,7 @@ func main() {
 	tesseraFlags := flag.String("tessera-flags", "", "more flags for `tessera scheduler` run from -tessera, space-separated (say, --bind-workers=64)")
 	flag.Parse()
 	big := bigCases{nodes: *bigNodes, pods: *bigPods, fill: *churnFill, rate: *churnRate, dur: *churnFor}
-	if err := run(*nodes, *pods, *cases, *out, *kubeScheduler, *tesseraBin, big, *heapNodes, *heapPods, *timeout, *cpuProfile, strings.Fields(*tesseraFlags)); err != nil {
+	if err := run(*nodes, *pods, *cases, *out, *kubeScheduler, tesseraRun{bin: *tesseraBin, flags: strings.Fields(*tesseraFlags), cpuProfile: *cpuProfile}, big, *heapNodes, *heapPods, *timeout); err != nil {
 		fmt.Fprintln(os.Stderr, "benchscheduler:", err)
 		os.Exit(1)
 	}
@@ -85,7 +85,7 @@ type bigCases struct {
 	dur         time.Duration
 }
 
-func run(nodes, pods int, cases, out, kubeScheduler, tesseraBin string, big bigCases, heapNodes, heapPods int, timeout time.Duration, cpuProfile string, tesseraFlags []string) error {
+func run(nodes, pods int, cases, out, kubeScheduler string, ts tesseraRun, big bigCases, heapNodes, heapPods int, timeout time.Duration) error {
 	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
 		return err
 	}
@@ -98,7 +98,7 @@ func run(nodes, pods int, cases, out, kubeScheduler, tesseraBin string, big bigC
 	if err != nil {
 		return err
 	}
-	b.tesseraBin, b.cpuProfile, b.tesseraFlags = tesseraBin, cpuProfile, tesseraFlags
+	b.ts = ts
 	ctx := context.Background()
 	var rep Report
 	for _, name := range splitList(cases) {
