@@ -15,7 +15,7 @@ import (
 // cl, as Watch's do once the informers have synced.
 func watched(cl *cluster, opts snapshot.Options) *Cache {
 	c := New(cl, opts)
-	c.objects = newObjects()
+	c.track()
 	for range Objects() {
 		c.synced = append(c.synced, func() bool { return true })
 	}

@@ -3,6 +3,7 @@ package cache
 import (
 	"context"
 	"fmt"
+	"maps"
 	"sync"
 	"time"
 
@@ -60,10 +61,11 @@ func strip(obj any) (any, error) {
 }
 
 // Cache builds snapshots from informer-fed state. Without Watch every snapshot lists
-// the objects from the reader; once Watch's event handlers have seen every informer's
-// objects, the cache keeps the objects itself, as the events report them. Either way
-// a snapshot converts only the nodes and pods that changed since the last one (a
-// snapshot.Memo).
+// the objects from the reader and converts only the nodes and pods that changed since
+// the last one (a snapshot.Memo). Once Watch's event handlers have seen every
+// informer's objects, the cache is a maintained model: the events update the objects
+// it keeps and a snapshot.Builder, assumed binds and evictions are applied to the
+// builder as they are made, and a snapshot assembles again only the jobs that changed.
 type Cache struct {
 	reader client.Reader
 	opts   snapshot.Options
@@ -75,6 +77,10 @@ type Cache struct {
 	// reports whether each handler has seen its informer's initial list.
 	objects *objects
 	synced  []func() bool
+	// live is the builder the event handlers keep up to date; pcsChanged says that
+	// the priority classes changed since the last snapshot.
+	live       *snapshot.Builder
+	pcsChanged bool
 
 	// build serializes snapshots, which share memo.
 	build sync.Mutex
@@ -84,6 +90,7 @@ type Cache struct {
 // objects are the watched objects by namespace/name (name for cluster-scoped kinds).
 type objects struct {
 	pods   map[string]*corev1.Pod
+	byUID  map[types.UID]*corev1.Pod
 	nodes  map[string]*corev1.Node
 	gnodes map[string]*tesserav1.GPUNode
 	queues map[string]*tesserav1.Queue
@@ -95,7 +102,7 @@ type objects struct {
 }
 
 func newObjects() *objects {
-	return &objects{pods: map[string]*corev1.Pod{}, nodes: map[string]*corev1.Node{}, gnodes: map[string]*tesserav1.GPUNode{},
+	return &objects{pods: map[string]*corev1.Pod{}, byUID: map[types.UID]*corev1.Pod{}, nodes: map[string]*corev1.Node{}, gnodes: map[string]*tesserav1.GPUNode{},
 		queues: map[string]*tesserav1.Queue{}, groups: map[string]*tesserav1.PodGroup{}, pcs: map[string]*schedulingv1.PriorityClass{},
 		pdbs: map[string]*policyv1.PodDisruptionBudget{}, nss: map[string]*corev1.Namespace{}, jobs: map[string]*batchv1.Job{}}
 }
@@ -129,7 +136,7 @@ func (c *Cache) Watch(ctx context.Context, informers crcache.Informers) error {
 	}
 	c.mu.Lock()
 	if c.objects == nil {
-		c.objects = newObjects()
+		c.track()
 	}
 	c.mu.Unlock()
 	for _, o := range Objects() {
@@ -146,6 +153,13 @@ func (c *Cache) Watch(ctx context.Context, informers crcache.Informers) error {
 		c.mu.Unlock()
 	}
 	return nil
+}
+
+// track starts keeping the objects the events report, and a builder of them; called
+// with c.mu held.
+func (c *Cache) track() {
+	c.objects = newObjects()
+	c.live = snapshot.NewBuilder(time.Time{}, c.opts).WithMemo(c.memo)
 }
 
 // observe records an added, updated or deleted object.
@@ -165,7 +179,13 @@ func (c *Cache) observe(obj any, deleted bool) {
 	if os := c.objects; os != nil {
 		switch o := o.(type) {
 		case *corev1.Pod:
+			if old := os.pods[key]; old != nil {
+				delete(os.byUID, old.UID)
+			}
 			record(os.pods, key, o, deleted)
+			if !deleted {
+				os.byUID[o.UID] = o
+			}
 		case *corev1.Node:
 			record(os.nodes, key, o, deleted)
 		case *tesserav1.GPUNode:
@@ -183,9 +203,78 @@ func (c *Cache) observe(obj any, deleted bool) {
 		case *batchv1.Job:
 			record(os.jobs, key, o, deleted)
 		}
+		c.feed(o, deleted)
 	}
 	c.mu.Unlock()
 	c.notify()
+}
+
+// feed hands an observed change to the live builder; called with c.mu held.
+func (c *Cache) feed(o client.Object, deleted bool) {
+	b, os := c.live, c.objects
+	switch o := o.(type) {
+	case *corev1.Pod:
+		if deleted {
+			b.RemovePod(o.Namespace, o.Name)
+		} else {
+			c.addPod(o)
+		}
+	case *corev1.Node:
+		if deleted {
+			b.RemoveNode(o.Name)
+		} else {
+			b.AddNode(o, os.gnodes[o.Name])
+		}
+	case *tesserav1.GPUNode:
+		if n := os.nodes[o.Name]; n != nil {
+			b.AddNode(n, os.gnodes[o.Name])
+		}
+	case *tesserav1.Queue:
+		if deleted {
+			b.RemoveQueue(o.Name)
+		} else {
+			b.AddQueue(o)
+		}
+	case *tesserav1.PodGroup:
+		if deleted {
+			b.RemovePodGroup(o.Namespace, o.Name)
+		} else {
+			b.AddPodGroup(o)
+		}
+	case *schedulingv1.PriorityClass:
+		c.pcsChanged = true
+	case *policyv1.PodDisruptionBudget:
+		if deleted {
+			b.RemovePDB(o.Namespace, o.Name)
+		} else {
+			b.AddPDB(o)
+		}
+	case *corev1.Namespace:
+		if deleted {
+			b.RemoveNamespace(o.Name)
+		} else {
+			b.AddNamespace(o)
+		}
+	case *batchv1.Job:
+		if deleted {
+			b.RemoveJob(o.Namespace, o.Name)
+		} else {
+			b.AddJob(o)
+		}
+	}
+}
+
+// addPod hands the cached pod to the live builder as its assumption, if any, says it
+// is; called with c.mu held.
+func (c *Cache) addPod(p *corev1.Pod) {
+	if a, ok := c.assumed[p.UID]; ok {
+		p = c.apply(p, a, a.at)
+	}
+	var prio int32
+	if pc := c.objects.pcs[p.Spec.PriorityClassName]; pc != nil {
+		prio = pc.Value
+	}
+	c.live.AddPod(p, prio)
 }
 
 func record[T any](m map[string]*T, key string, o *T, deleted bool) {
@@ -226,6 +315,7 @@ func (c *Cache) Assume(uid types.UID, node, assignment string, now time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.assumed[uid] = assumption{node: node, assignment: assignment, at: now}
+	c.refresh(uid)
 }
 
 // AssumeEvicted records that pod uid is being evicted, until the informer shows it
@@ -234,6 +324,7 @@ func (c *Cache) AssumeEvicted(uid types.UID, now time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.assumed[uid] = assumption{evicted: true, at: now}
+	c.refresh(uid)
 }
 
 // Forget drops what Assume recorded (a bind that failed).
@@ -241,12 +332,23 @@ func (c *Cache) Forget(uid types.UID) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.assumed, uid)
+	c.refresh(uid)
+}
+
+// refresh hands pod uid to the live builder again after its assumption changed;
+// called with c.mu held.
+func (c *Cache) refresh(uid types.UID) {
+	if c.live == nil {
+		return
+	}
+	if p := c.objects.byUID[uid]; p != nil {
+		c.addPod(p)
+	}
 }
 
 // State is the state a snapshot was built from, for writers that need the API objects
 // behind the snapshot's jobs.
 type State struct {
-	Builder   *snapshot.Builder
 	Pods      map[types.UID]*corev1.Pod
 	PodGroups map[string]*tesserav1.PodGroup // namespace/name
 	Queues    map[string]*tesserav1.Queue
@@ -276,22 +378,54 @@ func (c *Cache) Snapshot(ctx context.Context, now time.Time) (*framework.Snapsho
 	c.build.Lock()
 	defer c.build.Unlock()
 	c.mu.Lock()
-	watching := c.watching()
-	var in input
-	if watching {
-		os := c.objects
-		in = input{pods: values(os.pods), nodes: values(os.nodes), gnodes: values(os.gnodes), queues: values(os.queues),
-			groups: values(os.groups), pcs: values(os.pcs), pdbs: values(os.pdbs), nss: values(os.nss), jobs: values(os.jobs)}
+	if c.watching() {
+		defer c.mu.Unlock()
+		snap, st, errs := c.maintained(now)
+		return snap, st, errs, nil
 	}
 	c.mu.Unlock()
-	if !watching {
-		var err error
-		if in, err = c.list(ctx); err != nil {
-			return nil, nil, nil, err
-		}
+	in, err := c.list(ctx)
+	if err != nil {
+		return nil, nil, nil, err
 	}
 	snap, st, errs := c.snapshot(&in, now, c.memo)
 	return snap, st, errs, nil
+}
+
+// maintained builds the snapshot from the live builder, once the assumptions that
+// expired or whose pods are gone are dropped; called with c.mu held.
+func (c *Cache) maintained(now time.Time) (*framework.Snapshot, *State, []error) {
+	os := c.objects
+	if c.pcsChanged {
+		c.pcsChanged = false
+		pcs := make(map[string]int32, len(os.pcs))
+		for _, pc := range os.pcs {
+			pcs[pc.Name] = pc.Value
+		}
+		c.live.SetPriorityClasses(pcs)
+		for _, p := range os.pods {
+			c.addPod(p)
+		}
+	}
+	for uid, a := range c.assumed {
+		switch p := os.byUID[uid]; {
+		case p == nil:
+			delete(c.assumed, uid) // the pod is gone
+		case now.Sub(a.at) > assumeTTL:
+			delete(c.assumed, uid)
+			c.addPod(p)
+		}
+	}
+	c.live.SetNow(now)
+	snap, errs := c.live.Build()
+	st := &State{Pods: maps.Clone(os.byUID), PodGroups: maps.Clone(os.groups), Queues: maps.Clone(os.queues),
+		Jobs: maps.Clone(os.jobs), Nodes: maps.Clone(os.nodes), GPUNodes: maps.Clone(os.gnodes)}
+	for uid, a := range c.assumed {
+		if p := st.Pods[uid]; p != nil {
+			st.Pods[uid] = c.apply(p, a, a.at)
+		}
+	}
+	return snap, st, errs
 }
 
 func values[T any](m map[string]*T) []*T {
@@ -344,7 +478,7 @@ func (c *Cache) snapshot(in *input, now time.Time, memo *snapshot.Memo) (*framew
 	if memo != nil {
 		b.WithMemo(memo)
 	}
-	st := &State{Builder: b, Pods: make(map[types.UID]*corev1.Pod, len(in.pods)), PodGroups: make(map[string]*tesserav1.PodGroup, len(in.groups)),
+	st := &State{Pods: make(map[types.UID]*corev1.Pod, len(in.pods)), PodGroups: make(map[string]*tesserav1.PodGroup, len(in.groups)),
 		Queues: make(map[string]*tesserav1.Queue, len(in.queues)), Jobs: make(map[string]*batchv1.Job, len(in.jobs)),
 		Nodes: make(map[string]*corev1.Node, len(in.nodes)), GPUNodes: make(map[string]*tesserav1.GPUNode, len(in.gnodes))}
 	for _, g := range in.gnodes {

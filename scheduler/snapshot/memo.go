@@ -3,6 +3,7 @@ package snapshot
 import (
 	"slices"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -10,24 +11,41 @@ import (
 	"github.com/tessera-gpu/tessera/scheduler/framework"
 )
 
-// Memo carries the conversions of nodes and pods from one Build to the next, so that a
-// builder fed mostly the objects of the last build converts only those that changed:
-// a scheduler rebuilding its snapshot every session pays for the changes, not for the
-// cluster. An object counts as unchanged when it is the same pointer as last time, or
-// has the same UID and a non-empty resourceVersion equal to last time's (the API
-// server's objects never change without a new resourceVersion; objects handed to a
-// Builder with a Memo must not be modified in place).
+// Memo carries what one Build converted and assembled to the next, so that a builder
+// kept up to date with the cluster's changes pays for the changes, not for the cluster:
 //
-// A snapshot built with a Memo is valid until the next Build with the same Memo, which
-// reuses its tasks and jobs (a scheduler that builds a snapshot per session keeps none
-// from one session to the next); the nodes of such snapshots share their Labels and
-// Taints, which sessions only read. A Memo is not safe for concurrent use: one Build
-// at a time.
+//   - nodes and pods are converted again only when they changed: an object counts as
+//     unchanged when it is the same pointer as last time, or has the same UID and a
+//     non-empty resourceVersion equal to last time's (the API server's objects never
+//     change without a new resourceVersion; objects handed to a Builder with a Memo
+//     must not be modified in place);
+//   - a job is assembled again (its tasks grouped, its gang size, priority, creation
+//     time and queue name decided) only when one of its pods, its PodGroup or its batch
+//     Job was added, replaced or removed since the last Build of the same Builder; the
+//     jobs stay sorted in snapshot order between builds. Everything is assembled again
+//     when the Builder is another than last time, the priority classes changed, or the
+//     set of nodes that convert did.
+//
+// What every build still does for every object is copy: each snapshot gets its own
+// nodes, jobs and tasks, which its session changes. A snapshot built with a Memo is
+// valid until the next Build with the same Memo, which reuses its tasks and jobs (a
+// scheduler that builds a snapshot per session keeps none from one session to the
+// next); the nodes of such snapshots share their Labels and Taints, which sessions only
+// read. A Memo is not safe for concurrent use: one Build at a time.
 type Memo struct {
 	nodes map[string]*nodeMemo
 	pods  map[string]*podMemo
-	jobs  map[string]*jobMemo
-	gen   uint64
+	jobs  map[string]*jobMemo // by job key (see Builder.jobKey)
+	// order are the jobs with tasks in snapshot order; spare is the slice the next
+	// reorder fills.
+	order, spare []*jobMemo
+	// failed are the job keys whose assembly reported errors.
+	failed map[string]bool
+	// owner is the Builder whose changes jobs reflects; nodeSet the nodes that
+	// converted in its last build.
+	owner   *Builder
+	nodeSet map[string]bool
+	gen     uint64
 	// hits and misses count the conversions reused and done, for tests and metrics.
 	hits, misses int
 }
@@ -58,21 +76,24 @@ type podMemo struct {
 	live *framework.Task
 }
 
-// jobMemo is the job object of one job key, overwritten by every build.
+// jobMemo is one assembled job.
 type jobMemo struct {
-	job *framework.Job
-	gen uint64
-}
-
-// job returns the job object for key, to be overwritten by the caller.
-func (m *Memo) job(key string) *framework.Job {
-	e := m.jobs[key]
-	if e == nil {
-		e = &jobMemo{job: new(framework.Job)}
-		m.jobs[key] = e
-	}
-	e.gen = m.gen
-	return e.job
+	key      string
+	tmpl     framework.Job         // the job without its tasks and queue
+	sortKey  string                // tmpl.Key()
+	tasks    []*taskAcc            // by pod name
+	scalars  []corev1.ResourceName // the scalar resources its tasks request
+	errs     []error               // what assembling the job reported
+	group    *tesserav1.PodGroup   // nil for implicit gangs
+	owner    *batchv1.Job          // the batch Job, when the gang is implied by one
+	implicit bool                  // minMember decided from the pods
+	foreign  bool                  // another scheduler's pod
+	queue    string                // explicit queue from the first pod that names one
+	queueKey string                // the label or annotation that named it
+	queuePod string                // the pod that named it
+	built    uint64                // the Memo generation that last assembled it
+	// live is the job the last build handed out, overwritten by the next.
+	live *framework.Job
 }
 
 // instance overwrites the task the last build handed out with the converted task, and
@@ -88,7 +109,7 @@ func (e *podMemo) instance() *framework.Task {
 
 // NewMemo returns an empty memo.
 func NewMemo() *Memo {
-	return &Memo{nodes: map[string]*nodeMemo{}, pods: map[string]*podMemo{}, jobs: map[string]*jobMemo{}}
+	return &Memo{nodes: map[string]*nodeMemo{}, pods: map[string]*podMemo{}, jobs: map[string]*jobMemo{}, failed: map[string]bool{}}
 }
 
 // Stats returns how many node and pod conversions the last Build reused and did.
@@ -149,9 +170,10 @@ func (m *Memo) pod(key string, p *corev1.Pod, whole bool) (*podMemo, *framework.
 	return e, t, err
 }
 
-// sweep forgets the objects the last build did not see, once they are a good part of
-// the memo.
-func (m *Memo) sweep(nodes, pods int) {
+// sweep forgets the nodes the last build did not see, once they are a good part of the
+// memo, and the pods too after a build that assembled every job (otherwise RemovePod
+// forgets them).
+func (m *Memo) sweep(nodes, pods int, all bool) {
 	if len(m.nodes) > nodes+nodes/4+16 {
 		for k, e := range m.nodes {
 			if e.gen != m.gen {
@@ -159,17 +181,10 @@ func (m *Memo) sweep(nodes, pods int) {
 			}
 		}
 	}
-	if len(m.pods) > pods+pods/4+16 {
+	if all && len(m.pods) > pods+pods/4+16 {
 		for k, e := range m.pods {
 			if e.gen != m.gen {
 				delete(m.pods, k)
-			}
-		}
-	}
-	if len(m.jobs) > pods+pods/4+16 {
-		for k, e := range m.jobs {
-			if e.gen != m.gen {
-				delete(m.jobs, k)
 			}
 		}
 	}
