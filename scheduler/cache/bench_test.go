@@ -89,6 +89,8 @@ func BenchmarkSnapshot(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
+			assembled, _ := c.memo.Jobs()
+			b.ReportMetric(float64(assembled), "assembled/op")
 			reused, converted := c.memo.Stats()
 			b.ReportMetric(float64(converted), "converted/op")
 			b.ReportMetric(float64(reused), "reused/op")

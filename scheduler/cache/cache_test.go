@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -37,6 +38,7 @@ func TestIncrementalSnapshotIsFullRebuild(t *testing.T) {
 			ctx := context.Background()
 			now := epoch.Add(2 * time.Hour)
 			next := pods
+			partly := 0
 			for step := range 40 {
 				for range 1 + rng.IntN(6) {
 					mutate(t, rng, cl, inc, full, nodes, &next, now)
@@ -57,9 +59,15 @@ func TestIncrementalSnapshotIsFullRebuild(t *testing.T) {
 				if g, w := fmt.Sprint(gotErrs), fmt.Sprint(wantErrs); g != w {
 					t.Fatalf("step %d: errors differ:\n got %s\nwant %s", step, g, w)
 				}
+				if assembled, jobs := inc.memo.Jobs(); assembled < jobs {
+					partly++
+				}
 			}
 			if reused, _ := inc.memo.Stats(); reused == 0 {
 				t.Error("the memo reused nothing")
+			}
+			if partly == 0 {
+				t.Error("every snapshot assembled every job again")
 			}
 		})
 	}
@@ -101,7 +109,7 @@ func mutate(t *testing.T, rng *rand.Rand, cl *cluster, inc, full *Cache, nodes i
 		return nil
 	}
 	node := gpuNodeName(rng.IntN(nodes + 1)) // sometimes one that does not exist
-	switch rng.IntN(14) {
+	switch rng.IntN(15) {
 	case 0, 1: // a new pod
 		put(bigPod(*next, rng.IntN(3) == 0, nodes+1, rng).Obj())
 		*next++
@@ -182,6 +190,12 @@ func mutate(t *testing.T, rng *rand.Rand, cl *cluster, inc, full *Cache, nodes i
 		pdb := cl.get(&policyv1.PodDisruptionBudget{ObjectMeta: meta("keep", "team-0")}).(*policyv1.PodDisruptionBudget).DeepCopy()
 		pdb.Status.DisruptionsAllowed = int32(rng.IntN(2))
 		put(pdb)
+	case 13: // a priority class changes value, or goes
+		if rng.IntN(3) == 0 {
+			del(&schedulingv1.PriorityClass{ObjectMeta: meta("high", "")})
+		} else {
+			put(&schedulingv1.PriorityClass{ObjectMeta: meta("high", ""), Value: int32(rng.IntN(2000))})
+		}
 	case 11, 12: // the scheduler assumes a bind
 		if p := pod(); p != nil && p.Spec.NodeName == "" {
 			a := ""

@@ -39,6 +39,7 @@ func newStatusWriter(c client.Client, ev *controller.EventSink, m *Metrics, log 
 
 func (w *StatusWriter) write(ctx context.Context, snap *framework.Snapshot, state *cache.State) {
 	pending := map[string]int{}
+	jobs := map[*framework.Queue]*tesserav1.QueueStatus{}
 	for _, j := range snap.Jobs {
 		if j.Queue == nil {
 			continue // another scheduler's pod
@@ -48,11 +49,24 @@ func (w *StatusWriter) write(ctx context.Context, snap *framework.Snapshot, stat
 			w.pendingEvents(j, state)
 		}
 		w.podGroup(ctx, j, state)
+		c := jobs[j.Queue]
+		if c == nil {
+			c = &tesserav1.QueueStatus{}
+			jobs[j.Queue] = c
+		}
+		switch {
+		case j.Ready():
+			c.Running++
+		case j.Inqueue:
+			c.Inqueue++
+		default:
+			c.Pending++
+		}
 	}
 	for _, q := range snap.Queues {
 		w.queueMetrics(q, pending[q.Name])
 		if obj := state.Queues[q.Name]; obj != nil {
-			w.queue(ctx, q, obj, snap)
+			w.queue(ctx, q, obj, jobs[q])
 		}
 	}
 }
@@ -75,6 +89,9 @@ func (w *StatusWriter) pendingEvents(j *framework.Job, state *cache.State) {
 // origin says which PodGroup stands for a job: its name, and the owner a PodGroup the
 // scheduler creates for it gets. ok is false for lone pods, which get no PodGroup.
 func origin(j *framework.Job, state *cache.State) (name string, owner *metav1.OwnerReference, ok bool) {
+	if len(j.Tasks) == 1 && j.Tasks[0].UID == j.UID {
+		return "", nil, false // a lone pod: a gang's job has its PodGroup's or batch Job's UID
+	}
 	var pod *corev1.Pod
 	for _, t := range j.Tasks {
 		if pod = state.Pods[types.UID(t.UID)]; pod != nil {
@@ -170,25 +187,15 @@ func podGroupStatus(j *framework.Job, pg *tesserav1.PodGroup) tesserav1.PodGroup
 	return st
 }
 
-// queue brings a Queue's status up to date.
-func (w *StatusWriter) queue(ctx context.Context, q *framework.Queue, obj *tesserav1.Queue, snap *framework.Snapshot) {
+// queue brings a Queue's status up to date; jobs counts its jobs by state (nil: none).
+func (w *StatusWriter) queue(ctx context.Context, q *framework.Queue, obj *tesserav1.Queue, jobs *tesserav1.QueueStatus) {
 	want := tesserav1.QueueStatus{
 		Allocated:          resourceList(&q.Allocated),
 		ObservedGeneration: obj.Generation,
 		Conditions:         append([]metav1.Condition(nil), obj.Status.Conditions...),
 	}
-	for _, j := range snap.Jobs {
-		if j.Queue != q {
-			continue
-		}
-		switch {
-		case j.Ready():
-			want.Running++
-		case j.Inqueue:
-			want.Inqueue++
-		default:
-			want.Pending++
-		}
+	if jobs != nil {
+		want.Running, want.Inqueue, want.Pending = jobs.Running, jobs.Inqueue, jobs.Pending
 	}
 	meta.SetStatusCondition(&want.Conditions, metav1.Condition{Type: tesserav1.ConditionReady, Status: metav1.ConditionTrue,
 		Reason: "Scheduling", Message: "the scheduler serves the queue", ObservedGeneration: obj.Generation})

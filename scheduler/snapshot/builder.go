@@ -257,6 +257,7 @@ type build struct {
 	snap      *framework.Snapshot
 	errs      []error
 	nodes     map[string]*framework.Node
+	templates []*framework.Node // the memo's node of each snapshot node, by index
 	queues    map[string]*framework.Queue
 	scalars   map[corev1.ResourceName]bool
 	placed    []*taskAcc // tasks that hold resources, in job order
@@ -272,6 +273,11 @@ type taskAcc struct {
 	priority int32
 	memo     *podMemo
 	live     *framework.Task // the task this build hands out
+	// node is the index of the pod's node in the snapshot, for tasks that hold
+	// resources; assignment its tessera.dev/gpu-assignment annotation, if it has one.
+	node          int
+	assignment    string
+	hasAssignment bool
 }
 
 // Build converts the collected objects. Objects that cannot be converted are left out
@@ -293,7 +299,7 @@ func (b *Builder) Build() (*framework.Snapshot, []error) {
 	}
 	m.owner = b
 	m.gen++
-	m.hits, m.misses = 0, 0
+	m.hits, m.misses, m.assembled = 0, 0, 0
 	s.buildNodes()
 	s.buildQueues()
 	s.buildJobs()
@@ -315,12 +321,13 @@ func (s *build) buildNodes() {
 	same := true
 	for _, name := range slices.Sorted(maps.Keys(s.Builder.nodes)) {
 		in := s.Builder.nodes[name]
-		n, err := m.node(in.node, in.gpu)
+		tmpl, err := m.node(in.node, in.gpu)
 		if err != nil {
 			s.fail(err)
 			continue
 		}
-		n = cloneNode(n)
+		s.templates = append(s.templates, tmpl)
+		n := cloneNode(tmpl)
 		n.Index = len(s.snap.Nodes)
 		s.snap.Nodes = append(s.snap.Nodes, n)
 		s.nodes[n.Name] = n
@@ -363,12 +370,11 @@ func (s *build) place() {
 			s.placeOn(ta, 0)
 			continue
 		}
-		v, ok := ta.pod.Annotations[tesserav1.AnnotationGPUAssign]
-		if !ok {
+		if !ta.hasAssignment {
 			later = append(later, ta)
 			continue
 		}
-		set, err := s.assigned(ta, v)
+		set, err := s.assigned(ta)
 		if err != nil {
 			s.fail(err)
 			later = append(later, ta)
@@ -377,7 +383,7 @@ func (s *build) place() {
 		s.placeOn(ta, set)
 	}
 	for _, ta := range later {
-		n := s.nodes[ta.pod.Spec.NodeName]
+		n := s.snap.Nodes[ta.node]
 		set := framework.PickGPUs(&ta.live.GPU, n)
 		if set == 0 {
 			s.fail(objErr("Pod", ta.pod.Namespace, ta.pod.Name, "spec.nodeName", "node %s has no free GPUs for the running pod's %s; it is counted without GPUs", n.Name, describeGPU(&ta.live.GPU)))
@@ -387,7 +393,7 @@ func (s *build) place() {
 }
 
 func (s *build) placeOn(ta *taskAcc, set framework.GPUSet) {
-	n := s.nodes[ta.pod.Spec.NodeName]
+	n := s.snap.Nodes[ta.node]
 	var milli int64
 	if set != 0 {
 		milli = ta.live.GPU.MilliOn(&n.GPUs[set.Indices()[0]])
@@ -395,11 +401,11 @@ func (s *build) placeOn(ta *taskAcc, set framework.GPUSet) {
 	n.Place(ta.live, set, milli)
 }
 
-// assigned maps the annotation's UUIDs to the node's GPUs.
-func (s *build) assigned(ta *taskAcc, v string) (framework.GPUSet, error) {
-	p, t, pm := ta.pod, ta.live, ta.memo
-	n := s.nodes[p.Spec.NodeName]
-	if tmpl := s.memo.nodes[n.Name].out; pm.on != tmpl || pm.assignment != v {
+// assigned maps the UUIDs of the pod's tessera.dev/gpu-assignment to its node's GPUs.
+func (s *build) assigned(ta *taskAcc) (framework.GPUSet, error) {
+	p, t, pm, v := ta.pod, ta.live, ta.memo, ta.assignment
+	n := s.snap.Nodes[ta.node]
+	if tmpl := s.templates[ta.node]; pm.on != tmpl || pm.assignment != v {
 		pm.set, pm.setErr = resolveAssignment(p, t, n, v)
 		pm.on, pm.assignment = tmpl, v
 	}

@@ -84,6 +84,7 @@ func (s *build) assemble(key string) *jobMemo {
 		delete(m.jobs, key)
 		return nil
 	}
+	m.assembled++
 	if e == nil {
 		e = &jobMemo{key: key, live: new(framework.Job), built: m.gen}
 		m.jobs[key] = e
@@ -160,10 +161,16 @@ func (s *build) task(key string) (*taskAcc, error) {
 		t.Status = framework.TaskPending
 	}
 	t.Preemptible = ours && preemptible(p)
-	if bound && t.Status.Holds() && s.nodes[p.Spec.NodeName] == nil {
-		return nil, objErr("Pod", p.Namespace, p.Name, "spec.nodeName", "node %q is not in the snapshot; the pod is left out", p.Spec.NodeName)
+	ta := &taskAcc{task: t, pod: p, priority: prio, memo: pm, node: -1}
+	if bound && t.Status.Holds() {
+		n := s.nodes[p.Spec.NodeName]
+		if n == nil {
+			return nil, objErr("Pod", p.Namespace, p.Name, "spec.nodeName", "node %q is not in the snapshot; the pod is left out", p.Spec.NodeName)
+		}
+		ta.node = n.Index
+		ta.assignment, ta.hasAssignment = p.Annotations[tesserav1.AnnotationGPUAssign]
 	}
-	return &taskAcc{task: t, pod: p, priority: prio, memo: pm}, nil
+	return ta, nil
 }
 
 // foreignJob makes another scheduler's bound pod a running job of one, without a

@@ -46,8 +46,9 @@ type Memo struct {
 	owner   *Builder
 	nodeSet map[string]bool
 	gen     uint64
-	// hits and misses count the conversions reused and done, for tests and metrics.
-	hits, misses int
+	// hits and misses count the conversions reused and done, assembled the jobs
+	// assembled, for tests and metrics.
+	hits, misses, assembled int
 }
 
 type nodeMemo struct {
@@ -111,6 +112,9 @@ func (e *podMemo) instance() *framework.Task {
 func NewMemo() *Memo {
 	return &Memo{nodes: map[string]*nodeMemo{}, pods: map[string]*podMemo{}, jobs: map[string]*jobMemo{}, failed: map[string]bool{}}
 }
+
+// Jobs returns how many jobs the last Build assembled, and how many it holds.
+func (m *Memo) Jobs() (assembled, total int) { return m.assembled, len(m.order) }
 
 // Stats returns how many node and pod conversions the last Build reused and did.
 func (m *Memo) Stats() (reused, converted int) { return m.hits, m.misses }
