@@ -428,14 +428,6 @@ func (c *Cache) maintained(now time.Time) (*framework.Snapshot, *State, []error)
 	return snap, st, errs
 }
 
-func values[T any](m map[string]*T) []*T {
-	out := make([]*T, 0, len(m))
-	for _, o := range m {
-		out = append(out, o)
-	}
-	return out
-}
-
 // list reads every watched kind from the reader.
 func (c *Cache) list(ctx context.Context) (input, error) {
 	var (
