@@ -32,6 +32,15 @@ func peakRSSMiB(pid int) (float64, error) {
 	return 0, fmt.Errorf("/proc/%d/status has no VmHWM", pid)
 }
 
+// startGrace is how long a process must run before it counts as started.
+const startGrace = 2 * time.Second
+
+// lastLines is the last n lines of s.
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}
+
 // process starts bin with args (a {kubeconfig} argument is replaced by the path of a
 // kubeconfig for the API server) and returns a stop that records its peak RSS in
 // b.rssMiB, kills it and keeps its log next to the report as <name>-<ns>.log.
@@ -62,6 +71,16 @@ func (b *bench) process(ctx context.Context, name, ns, bin string, args ...strin
 		_ = cmd.Wait()
 		close(exited)
 	}()
+	// A process that cannot start (a bad flag, say) exits at once: say why now, not
+	// at the measurement's timeout.
+	select {
+	case <-exited:
+		_ = logFile.Close()
+		log, _ := os.ReadFile(logFile.Name())
+		_ = os.RemoveAll(dir)
+		return nil, fmt.Errorf("%s exited at start: %s", name, lastLines(string(log), 5))
+	case <-time.After(startGrace):
+	}
 	return func() {
 		select {
 		case <-exited:
