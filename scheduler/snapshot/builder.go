@@ -321,13 +321,13 @@ func (s *build) buildNodes() {
 	same := true
 	for _, name := range slices.Sorted(maps.Keys(s.Builder.nodes)) {
 		in := s.Builder.nodes[name]
-		tmpl, err := m.node(in.node, in.gpu)
-		if err != nil {
-			s.fail(err)
+		e := m.node(in.node, in.gpu)
+		if e.err != nil {
+			s.fail(e.err)
 			continue
 		}
-		s.templates = append(s.templates, tmpl)
-		n := cloneNode(tmpl)
+		s.templates = append(s.templates, e.out)
+		n := e.instance()
 		n.Index = len(s.snap.Nodes)
 		s.snap.Nodes = append(s.snap.Nodes, n)
 		s.nodes[n.Name] = n
@@ -465,6 +465,9 @@ func (s *build) finish() {
 		fillScalars(q, s.queueSpec[q.Name], s.scalars)
 	}
 	for _, n := range s.snap.Nodes {
+		if len(n.Tasks) == 0 {
+			n.Tasks = nil // an empty node's reused slice, as a new node's
+		}
 		if !n.Unschedulable {
 			s.snap.Total.Add(&n.Allocatable)
 		}

@@ -1,8 +1,6 @@
 package snapshot
 
 import (
-	"slices"
-
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -58,6 +56,8 @@ type nodeMemo struct {
 	out           *framework.Node // the converted node, never handed out: snapshots get copies
 	err           error
 	gen           uint64
+	// live is the node the last build handed out, overwritten by the next.
+	live *framework.Node
 }
 
 type podMemo struct {
@@ -125,14 +125,14 @@ func (b *Builder) WithMemo(m *Memo) *Builder {
 	return b
 }
 
-// node converts a node through the memo. The template it returns is the memo's: copy
-// it (cloneNode) before use.
-func (m *Memo) node(n *corev1.Node, g *tesserav1.GPUNode) (*framework.Node, error) {
+// node converts a node through the memo and returns its entry: the converted node
+// (out) or the error.
+func (m *Memo) node(n *corev1.Node, g *tesserav1.GPUNode) *nodeMemo {
 	e := m.nodes[n.Name]
 	if e != nil && sameNode(e, n, g) {
 		e.gen = m.gen
 		m.hits++
-		return e.out, e.err
+		return e
 	}
 	m.misses++
 	out, err := convertNode(n, g)
@@ -141,7 +141,7 @@ func (m *Memo) node(n *corev1.Node, g *tesserav1.GPUNode) (*framework.Node, erro
 		e.gpuRV = g.ResourceVersion
 	}
 	m.nodes[n.Name] = e
-	return out, err
+	return e
 }
 
 func sameNode(e *nodeMemo, n *corev1.Node, g *tesserav1.GPUNode) bool {
@@ -194,12 +194,23 @@ func (m *Memo) sweep(nodes, pods int, all bool) {
 	}
 }
 
-// cloneNode copies a converted node for one snapshot: what sessions change (usage,
-// GPUs, tasks) is the copy's own.
-func cloneNode(t *framework.Node) *framework.Node {
-	n := *t
-	n.GPUs = slices.Clone(t.GPUs)
-	n.Allocatable = t.Allocatable.Clone()
-	n.Used = t.Used.Clone()
-	return &n
+// instance overwrites the node the last build handed out with the converted node, and
+// returns it: what sessions change (usage, GPUs, tasks) is reset, the slices are
+// reused. Its Version only grows, so that what plugins remember of the node by version
+// is never taken for its state in a later snapshot.
+func (e *nodeMemo) instance() *framework.Node {
+	n := e.live
+	if n == nil {
+		n = new(framework.Node)
+		e.live = n
+	}
+	gpus, tasks, version := n.GPUs[:0], n.Tasks[:0], n.Version
+	clear(tasks[:cap(tasks)])
+	*n = *e.out
+	n.GPUs = append(gpus, e.out.GPUs...)
+	n.Tasks = tasks
+	n.Allocatable = e.out.Allocatable.Clone()
+	n.Used = e.out.Used.Clone()
+	n.Version = max(version, e.out.Version) + 1
+	return n
 }
