@@ -314,7 +314,12 @@ func (c *Cache) Changed() <-chan struct{} { return c.changed }
 func (c *Cache) Assume(uid types.UID, node, assignment string, now time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.assumed[uid] = assumption{node: node, assignment: assignment, at: now}
+	a := assumption{node: node, assignment: assignment, at: now}
+	old, renewed := c.assumed[uid]
+	c.assumed[uid] = a
+	if old.at = now; renewed && old == a {
+		return // the same assumption, renewed: the builder has it already
+	}
 	c.refresh(uid)
 }
 
