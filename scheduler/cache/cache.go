@@ -230,37 +230,26 @@ func (c *Cache) feed(o client.Object, deleted bool) {
 			b.AddNode(n, os.gnodes[o.Name])
 		}
 	case *tesserav1.Queue:
-		if deleted {
-			b.RemoveQueue(o.Name)
-		} else {
-			b.AddQueue(o)
-		}
+		change(o, deleted, b.AddQueue, func(_, name string) { b.RemoveQueue(name) })
 	case *tesserav1.PodGroup:
-		if deleted {
-			b.RemovePodGroup(o.Namespace, o.Name)
-		} else {
-			b.AddPodGroup(o)
-		}
+		change(o, deleted, b.AddPodGroup, b.RemovePodGroup)
 	case *schedulingv1.PriorityClass:
 		c.pcsChanged = true
 	case *policyv1.PodDisruptionBudget:
-		if deleted {
-			b.RemovePDB(o.Namespace, o.Name)
-		} else {
-			b.AddPDB(o)
-		}
+		change(o, deleted, b.AddPDB, b.RemovePDB)
 	case *corev1.Namespace:
-		if deleted {
-			b.RemoveNamespace(o.Name)
-		} else {
-			b.AddNamespace(o)
-		}
+		change(o, deleted, b.AddNamespace, func(_, name string) { b.RemoveNamespace(name) })
 	case *batchv1.Job:
-		if deleted {
-			b.RemoveJob(o.Namespace, o.Name)
-		} else {
-			b.AddJob(o)
-		}
+		change(o, deleted, b.AddJob, b.RemoveJob)
+	}
+}
+
+// change adds o, or removes it by namespace and name when it was deleted.
+func change[T client.Object](o T, deleted bool, add func(T), remove func(namespace, name string)) {
+	if deleted {
+		remove(o.GetNamespace(), o.GetName())
+	} else {
+		add(o)
 	}
 }
 
