@@ -32,10 +32,14 @@ type Policy struct {
 
 // Defaults of the ScaleDownPolicy fields, as the CRD sets them.
 const (
-	DefaultIdleAfter   = 30 * time.Minute
+	DefaultIdleAfter   = 10 * time.Minute
 	DefaultCooldown    = 10 * time.Minute
 	DefaultThreshold   = 5
 	DefaultMaxParallel = 1
+	// DefaultUnderusedGPUPercent turns the Underused method on: nodes at or below half
+	// their GPUs allocated go when their pods fit elsewhere, as Cluster Autoscaler's
+	// utilization threshold and Karpenter's WhenEmptyOrUnderutilized remove them.
+	DefaultUnderusedGPUPercent = 50
 )
 
 // PolicyFrom validates p and applies the defaults; errors name the field.
@@ -65,10 +69,14 @@ func PolicyFrom(p *tesserav1.ScaleDownPolicy) (Policy, error) {
 	if s.GPUUtilizationThreshold < 0 || s.GPUUtilizationThreshold > 100 {
 		return out, fmt.Errorf("ScaleDownPolicy %s: spec.gpuUtilizationThreshold %d must be a percent in [0, 100]", p.Name, s.GPUUtilizationThreshold)
 	}
-	if s.UnderusedGPUPercent < 0 || s.UnderusedGPUPercent > 100 {
-		return out, fmt.Errorf("ScaleDownPolicy %s: spec.underusedGPUPercent %d must be a percent in [0, 100] (0 removes empty nodes only)", p.Name, s.UnderusedGPUPercent)
+	underused := int32(DefaultUnderusedGPUPercent)
+	if s.UnderusedGPUPercent != nil {
+		underused = *s.UnderusedGPUPercent
 	}
-	out.UnderusedShare = float64(s.UnderusedGPUPercent) / 100
+	if underused < 0 || underused > 100 {
+		return out, fmt.Errorf("ScaleDownPolicy %s: spec.underusedGPUPercent %d must be a percent in [0, 100] (0 removes empty nodes only)", p.Name, underused)
+	}
+	out.UnderusedShare = float64(underused) / 100
 	if out.MaxParallel == 0 {
 		out.MaxParallel = DefaultMaxParallel
 	}

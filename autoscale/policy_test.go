@@ -10,23 +10,25 @@ import (
 )
 
 // A ScaleDownPolicy's underusedGPUPercent turns on the Underused method, the same the
-// simulator's --underused-share does; 0 keeps empty nodes only.
+// simulator's --underused-share does: 50 when unset, 0 keeps empty nodes only.
 func TestPolicyUnderusedGPUPercent(t *testing.T) {
 	p := &tesserav1.ScaleDownPolicy{ObjectMeta: metav1.ObjectMeta{Name: "p"}}
 	pol, err := PolicyFrom(p)
-	if err != nil || pol.UnderusedShare != 0 || len(NewPlanner(pol, nil).Methods) != 1 {
-		t.Fatalf("defaults: %+v, %v; want empty nodes only", pol, err)
-	}
-	p.Spec.UnderusedGPUPercent = 50
-	if pol, err = PolicyFrom(p); err != nil || pol.UnderusedShare != 0.5 {
-		t.Fatalf("50%%: share %g, %v", pol.UnderusedShare, err)
+	if err != nil || pol.UnderusedShare != 0.5 || pol.IdleAfter != DefaultIdleAfter {
+		t.Fatalf("defaults: %+v, %v; want the Underused method at 0.5", pol, err)
 	}
 	ms := NewPlanner(pol, nil).Methods
 	if len(ms) != 2 || ms[1] != (Underused{Share: 0.5}) {
 		t.Errorf("methods %v, want Empty and Underused at 0.5", ms)
 	}
-	p.Spec.UnderusedGPUPercent = 150
+	p.Spec.UnderusedGPUPercent = ptr(0)
+	if pol, err = PolicyFrom(p); err != nil || pol.UnderusedShare != 0 || len(NewPlanner(pol, nil).Methods) != 1 {
+		t.Fatalf("0%%: %+v, %v; want empty nodes only", pol, err)
+	}
+	p.Spec.UnderusedGPUPercent = ptr(150)
 	if _, err := PolicyFrom(p); err == nil || !strings.Contains(err.Error(), "spec.underusedGPUPercent") {
 		t.Errorf("150%%: %v, want an error naming the field", err)
 	}
 }
+
+func ptr(v int32) *int32 { return &v }

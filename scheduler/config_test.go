@@ -1,6 +1,7 @@
 package scheduler_test
 
 import (
+	corev1 "k8s.io/api/core/v1"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -190,5 +191,41 @@ func TestBinpackWeightArgument(t *testing.T) {
 	}
 	if got := place("1"); got != "nb" {
 		t.Fatalf("binpack.weight 1 spread onto %s", got)
+	}
+}
+
+// The tessera profile keeps new work off a node the autoscaler tainted as a scale-down
+// candidate (PreferNoSchedule) even where packing prefers it, and still uses it when no
+// other node fits.
+func TestTesseraAvoidsScaleDownCandidates(t *testing.T) {
+	cfg, err := scheduler.Profile("tessera")
+	if err != nil {
+		t.Fatal(err)
+	}
+	place := func(otherBusy, want int) string {
+		s, err := scheduler.New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ns := nodes(2, 8)
+		ns[0].Taints = []corev1.Taint{{Key: "tessera.dev/scale-down-candidate", Effect: corev1.TaintEffectPreferNoSchedule}}
+		jobs := []*framework.Job{testutil.MakeJob("a").GPU(4).Obj()}
+		testutil.Run(jobs[0], testutil.Epoch, ns[0])
+		if otherBusy > 0 {
+			jobs = append(jobs, testutil.MakeJob("b").GPU(otherBusy).Obj())
+			testutil.Run(jobs[1], testutil.Epoch, ns[1])
+		}
+		j := testutil.MakeJob("j").GPU(want).Obj()
+		s.RunSession(testutil.Snapshot(0, ns, append(jobs, j)))
+		if j.Tasks[0].Node == nil {
+			t.Fatalf("%d GPUs with %d busy on nb: not placed: %v", want, otherBusy, j.Pending)
+		}
+		return j.Tasks[0].Node.Name
+	}
+	if got := place(0, 2); got != "nb" {
+		t.Errorf("2 GPUs went to %s, want nb: na is a scale-down candidate", got)
+	}
+	if got := place(6, 4); got != "na" {
+		t.Errorf("4 GPUs went to %s, want na, the only node with 4 free", got)
 	}
 }

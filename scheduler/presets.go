@@ -18,6 +18,10 @@ var presets = map[string]Config{
 				{Name: "proportion"}, {Name: "predicates"},
 				{Name: "gpufit", Weight: 10},
 				{Name: "topology", Weight: 2},
+				// Outweighs gpufit and topology together: a node the autoscaler is
+				// removing (its PreferNoSchedule candidate taint) gets new work only
+				// when no other node fits.
+				{Name: "tainttoleration", Weight: 20},
 			}},
 		},
 		// Reservation is the backstop against starvation, not a routine. A gang that has

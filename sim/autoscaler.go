@@ -21,9 +21,10 @@ type Autoscaling struct {
 	// BootDelay is how long a node added back takes before pods can use it; it is
 	// paid for while it boots.
 	BootDelay time.Duration
-	// UnderusedShare turns on RuleTessera's Underused method (autoscale.Policy); 0
-	// keeps the ScaleDownPolicy defaults, which remove empty nodes only.
-	UnderusedShare float64
+	// UnderusedShare, when set, replaces the share of RuleTessera's Underused method
+	// (autoscale.Policy) that the ScaleDownPolicy defaults give; 0 removes empty nodes
+	// only.
+	UnderusedShare *float64
 }
 
 // fleet is the replay's nodes under an autoscaler: those in the snapshot, those

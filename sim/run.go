@@ -55,8 +55,9 @@ type Options struct {
 	// BootDelay is how long a node added back takes before pods can use it (the
 	// command's default is DefaultBootDelay).
 	BootDelay time.Duration
-	// UnderusedShare turns on the Underused method of Tessera's autoscaler.
-	UnderusedShare float64
+	// UnderusedShare, when set, replaces the ScaleDownPolicy default share of Tessera's
+	// Underused method (0: empty nodes only).
+	UnderusedShare *float64
 	// Variant changes the scenario's nodes, load or arrival window; the zero value
 	// keeps the scenario as it is.
 	Variant trace.Variant

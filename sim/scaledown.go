@@ -15,8 +15,9 @@ import (
 // Scale-down rules of an autoscaled replay.
 const (
 	// RuleTessera is Tessera's autoscaler: autoscale.Planner with the ScaleDownPolicy
-	// defaults (a node without GPU pods for idleAfter, whose removal leaves every pod
-	// and every pending gang within its queue's deserved share a place).
+	// defaults (a node without GPU pods, or with at most half its GPUs allocated, for
+	// idleAfter, whose removal leaves every pod and every pending gang within its
+	// queue's deserved share a place).
 	RuleTessera = "tessera"
 	// RuleCA is Cluster Autoscaler's scale-down as its documentation describes it (caLike).
 	RuleCA = "ca"
@@ -31,7 +32,9 @@ func newRule(a Autoscaling, s *scheduler.Scheduler) (scaleDownRule, error) {
 		if err != nil {
 			return nil, err
 		}
-		pol.UnderusedShare = a.UnderusedShare
+		if a.UnderusedShare != nil {
+			pol.UnderusedShare = *a.UnderusedShare
+		}
 		return &plannerRule{planner: autoscale.NewPlanner(pol, s)}, nil
 	case RuleCA:
 		return newCALike(), nil

@@ -10,10 +10,11 @@ type ScaleDownPolicySpec struct {
 	// +optional
 	NodeSelector *metav1.LabelSelector `json:"nodeSelector,omitempty"`
 
-	// IdleAfter is how long a node must stay idle before it becomes a candidate.
+	// IdleAfter is how long a node must stay idle (or underused) before it becomes a
+	// candidate; Cluster Autoscaler's scale-down-unneeded-time has the same default.
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
-	// +kubebuilder:default="30m"
+	// +kubebuilder:default="10m"
 	// +optional
 	IdleAfter *metav1.Duration `json:"idleAfter,omitempty"`
 
@@ -28,11 +29,13 @@ type ScaleDownPolicySpec struct {
 	// GPU share stayed at or below this percent of their GPUs for idleAfter, when the
 	// scheduler places their pods on other nodes without evicting anyone and no pod on
 	// them is protected (safe-to-evict "false", do-not-disrupt). Their pods are evicted
-	// and lose the work since their last checkpoint. 0 removes nodes without GPU pods only.
+	// and lose the work since their last checkpoint. 0 removes nodes without GPU pods
+	// only. The default, 50, is Cluster Autoscaler's utilization threshold.
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=100
+	// +kubebuilder:default=50
 	// +optional
-	UnderusedGPUPercent int32 `json:"underusedGPUPercent,omitempty"`
+	UnderusedGPUPercent *int32 `json:"underusedGPUPercent,omitempty"`
 
 	// MaxParallel is how many nodes may be draining at once.
 	// +kubebuilder:validation:Minimum=1

@@ -626,6 +626,11 @@ func (in *ScaleDownPolicySpec) DeepCopyInto(out *ScaleDownPolicySpec) {
 		*out = new(v1.Duration)
 		**out = **in
 	}
+	if in.UnderusedGPUPercent != nil {
+		in, out := &in.UnderusedGPUPercent, &out.UnderusedGPUPercent
+		*out = new(int32)
+		**out = **in
+	}
 	if in.Cooldown != nil {
 		in, out := &in.Cooldown, &out.Cooldown
 		*out = new(v1.Duration)

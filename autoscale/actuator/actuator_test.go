@@ -569,3 +569,54 @@ func TestActuatorKeepsAnEarlierCordon(t *testing.T) {
 		t.Fatalf("events %v", w.rec)
 	}
 }
+
+// With the policy's defaults, a node with at most half its GPUs allocated (and those
+// idle for two hours) is drained once its pods fit elsewhere (the Underused method); a
+// pod marked safe-to-evict "false" keeps it, and underusedGPUPercent 0 keeps it too.
+func TestActuatorRemovesUnderusedNode(t *testing.T) {
+	setup := func(spec tesserav1.ScaleDownPolicySpec, protect bool) *actWorld {
+		w := newActWorld(t, spec)
+		if err := w.c.Delete(w.ctx, runningPod("train-c", "c", 8, "Job").Obj()); err != nil {
+			t.Fatal(err)
+		}
+		nb := runningPod("notebook", "a", 2, "Job")
+		if protect {
+			nb.Annotation(autoscale.AnnotationSafeToEvict, "false")
+		}
+		for _, p := range []*corev1.Pod{runningPod("train-c", "c", 6, "Job").Obj(), nb.Obj()} {
+			if err := w.c.Create(w.ctx, p); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return w
+	}
+	w := setup(tesserav1.ScaleDownPolicySpec{}, false)
+	w.round(0)
+	w.expectPhase("a", autoscale.PhaseCandidate, true, false)
+	w.expectPhase("c", "", false, false)
+	if !w.rec.Has("ScaleDownCandidate a: Underused for 2h0m0s") {
+		t.Fatalf("events %v", w.rec)
+	}
+	w.round(31 * time.Second)
+	w.expectPhase("a", autoscale.PhaseDraining, true, true)
+	w.round(time.Second)
+	if w.podExists("notebook") || !w.rec.Has("Evicted notebook") {
+		t.Fatalf("notebook not evicted: %v", w.rec)
+	}
+
+	for _, tc := range []struct {
+		name    string
+		spec    tesserav1.ScaleDownPolicySpec
+		protect bool
+	}{
+		{"underusedGPUPercent 0", tesserav1.ScaleDownPolicySpec{UnderusedGPUPercent: new(int32)}, false},
+		{"safe-to-evict false", tesserav1.ScaleDownPolicySpec{}, true},
+	} {
+		w := setup(tc.spec, tc.protect)
+		w.round(0)
+		w.round(time.Hour)
+		if w.phase("a") != "" {
+			t.Errorf("%s: node a is %s, want it kept", tc.name, w.phase("a"))
+		}
+	}
+}

@@ -14,6 +14,7 @@ import (
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/tessera-gpu/tessera/autoscale"
 	"github.com/tessera-gpu/tessera/internal/cli"
 	"github.com/tessera-gpu/tessera/internal/kubeclient"
 	"github.com/tessera-gpu/tessera/internal/livecluster"
@@ -176,7 +177,7 @@ AdmissionPolicies do not compile; a --report that cannot be written).`,
 	f.StringVar(&htmlPath, "report", "", "write a self-contained HTML report with charts to this file")
 	f.BoolVar(&o.Autoscale, "autoscale", false, "replay: run each replay also under the autoscalers its scheduler is paired with (kube-default: ca; volcano: ca, karpenter; tessera: tessera) and report GPU-node-hours saved, lost work and waits against always-on, and the ceiling")
 	f.DurationVar(&o.BootDelay, "boot-delay", sim.DefaultBootDelay, "with --autoscale: how long a GPU node added back takes before pods can use it")
-	f.Float64Var(&o.UnderusedShare, "underused-share", 0, "with --autoscale: Tessera's autoscaler also removes nodes whose allocated GPU share stayed at or below this (0 to 1) when the scheduler places their pods elsewhere; 0 removes empty nodes only (a ScaleDownPolicy's spec.underusedGPUPercent / 100)")
+	f.Float64("underused-share", autoscale.DefaultUnderusedGPUPercent/100.0, "with --autoscale: Tessera's autoscaler also removes nodes whose allocated GPU share stayed at or below this (0 to 1) when the scheduler places their pods elsewhere; 0 removes empty nodes only (a ScaleDownPolicy's spec.underusedGPUPercent / 100; the default is the policy's)")
 	f.Float64Var(&protectedShare, "non-evictable-share", -1, "replay: instead of the scenario's rule (jobs without checkpoints are protected from eviction), protect a random share of the jobs (0 to 1) and let the others checkpoint every 30 minutes; -1 keeps the rule")
 	f.StringArrayVar(&configs, "config", nil, "scheduler configuration file to run besides the profiles, under its file name without the extension (repeatable)")
 	return cmd
@@ -242,6 +243,7 @@ func checkSimulateFlags(cmd *cobra.Command, o *sim.Options, manifests []string, 
 			o.Mode = sim.ModeReplay
 		}
 	}
+	underused, _ := cmd.Flags().GetFloat64("underused-share")
 	switch {
 	case o.Mode != sim.ModeFillUp && o.Mode != sim.ModeReplay:
 		return fmt.Errorf("--mode %q: use fillup or replay", o.Mode)
@@ -255,10 +257,13 @@ func checkSimulateFlags(cmd *cobra.Command, o *sim.Options, manifests []string, 
 		return fmt.Errorf("--boot-delay %s: must not be negative (for example 5m)", o.BootDelay)
 	case set("underused-share") && !o.Autoscale:
 		return fmt.Errorf("--underused-share applies with --autoscale only")
-	case !(o.UnderusedShare >= 0 && o.UnderusedShare <= 1):
-		return fmt.Errorf("--underused-share %g: must be a share between 0 and 1 (for example 0.5)", o.UnderusedShare)
+	case !(underused >= 0 && underused <= 1):
+		return fmt.Errorf("--underused-share %g: must be a share between 0 and 1 (for example 0.5)", underused)
 	case set("non-evictable-share") && o.Mode != sim.ModeReplay:
 		return fmt.Errorf("--non-evictable-share applies to --mode replay only")
+	}
+	if set("underused-share") {
+		o.UnderusedShare = &underused
 	}
 	if set("non-evictable-share") {
 		share, _ := cmd.Flags().GetFloat64("non-evictable-share")
