@@ -17,7 +17,6 @@ import (
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/tessera-gpu/tessera/internal/cli"
@@ -150,7 +149,7 @@ func serveWebhook(ctx context.Context, cfg *rest.Config, f webhookFlags) error {
 	certsReady := make(chan struct{})
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  scheme,
-		Metrics:                 metricsserver.Options{BindAddress: f.serving.MetricsAddr},
+		Metrics:                 f.serving.MetricsServer(),
 		HealthProbeBindAddress:  f.serving.ProbeAddr,
 		GracefulShutdownTimeout: ptr.To(controller.GracefulShutdownTimeout),
 		WebhookServer: certGatedServer{

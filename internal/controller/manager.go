@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"time"
 
@@ -33,7 +34,9 @@ type Serving struct {
 	LeaseDuration time.Duration
 	// MetricsAddr and ProbeAddr are the metrics and health endpoints ("0": none).
 	MetricsAddr, ProbeAddr string
-	Log                    logr.Logger
+	// Profiling serves Go's /debug/pprof/ on the metrics endpoint.
+	Profiling bool
+	Log       logr.Logger
 }
 
 // GracefulShutdownTimeout is how long a manager waits for its runnables once its
@@ -63,6 +66,22 @@ var errNoLeaseNamespace = errors.New("leader election needs a namespace for its 
 func (s *Serving) AddServingFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&s.MetricsAddr, "metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint (0 disables it)")
 	fs.StringVar(&s.ProbeAddr, "health-probe-bind-address", ":8081", "address of /healthz and /readyz")
+	fs.BoolVar(&s.Profiling, "profiling", false, "serve Go's /debug/pprof/ (heap, CPU, goroutines) on the metrics endpoint, as kube-scheduler's --profiling; off by default, since that endpoint has no authentication")
+}
+
+// MetricsServer is the metrics endpoint, with /debug/pprof/ when profiling.
+func (s Serving) MetricsServer() metricsserver.Options {
+	o := metricsserver.Options{BindAddress: s.MetricsAddr}
+	if s.Profiling {
+		o.ExtraHandlers = map[string]http.Handler{
+			"/debug/pprof/":        http.HandlerFunc(pprof.Index),
+			"/debug/pprof/cmdline": http.HandlerFunc(pprof.Cmdline),
+			"/debug/pprof/profile": http.HandlerFunc(pprof.Profile),
+			"/debug/pprof/symbol":  http.HandlerFunc(pprof.Symbol),
+			"/debug/pprof/trace":   http.HandlerFunc(pprof.Trace),
+		}
+	}
+	return o
 }
 
 // AddFlags declares the serving flags and the leader-election flags, the Lease named
@@ -83,7 +102,7 @@ func NewManager(restCfg *rest.Config, scheme *runtime.Scheme, s Serving, cacheOp
 	opts := ctrl.Options{
 		Scheme:                        scheme,
 		Cache:                         cacheOpts,
-		Metrics:                       metricsserver.Options{BindAddress: s.MetricsAddr},
+		Metrics:                       s.MetricsServer(),
 		HealthProbeBindAddress:        s.ProbeAddr,
 		LeaderElection:                s.LeaderElect,
 		LeaderElectionID:              s.LeaderElectionID,

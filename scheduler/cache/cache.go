@@ -51,6 +51,10 @@ func strip(obj any) (any, error) {
 			c := &p.Spec.Containers[i]
 			c.Env, c.EnvFrom, c.VolumeMounts, c.Command, c.Args = nil, nil, nil, nil, nil
 			c.LivenessProbe, c.ReadinessProbe, c.StartupProbe = nil, nil, nil
+			limitsToRequests(&c.Resources)
+		}
+		for i := range p.Spec.InitContainers {
+			limitsToRequests(&p.Spec.InitContainers[i].Resources)
 		}
 	}
 	if n, ok := obj.(*corev1.Node); ok {
@@ -58,6 +62,21 @@ func strip(obj any) (any, error) {
 		n.Status.Conditions = nil
 	}
 	return obj, nil
+}
+
+// limitsToRequests drops a container's limits once they fill the requests it leaves
+// out, as the API server defaults them (podrequests.WithDefaultedRequests): the
+// scheduler reads requests only, and limits are a good part of a cached pod.
+func limitsToRequests(r *corev1.ResourceRequirements) {
+	for name, q := range r.Limits {
+		if _, ok := r.Requests[name]; !ok {
+			if r.Requests == nil {
+				r.Requests = corev1.ResourceList{}
+			}
+			r.Requests[name] = q
+		}
+	}
+	r.Limits = nil
 }
 
 // Cache builds snapshots from informer-fed state. Without Watch every snapshot lists

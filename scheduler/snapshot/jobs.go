@@ -50,6 +50,7 @@ func (s *build) buildJobs() {
 	if s.all {
 		clear(m.jobs)
 		clear(m.failed)
+		clear(m.order) // the array becomes the spare: keep none of the old jobs alive
 		m.order = m.order[:0]
 		keys = slices.Collect(maps.Keys(s.members))
 	} else {

@@ -130,7 +130,9 @@ func (b *Builder) WithMemo(m *Memo) *Builder {
 func (m *Memo) node(n *corev1.Node, g *tesserav1.GPUNode) *nodeMemo {
 	e := m.nodes[n.Name]
 	if e != nil && sameNode(e, n, g) {
-		e.gen = m.gen
+		// Keep the newest objects, not those of the first list: a list's objects share
+		// one array, which one kept pointer would keep whole.
+		e.node, e.gpu, e.gen = n, g, m.gen
 		m.hits++
 		return e
 	}
@@ -163,7 +165,7 @@ func sameNode(e *nodeMemo, n *corev1.Node, g *tesserav1.GPUNode) bool {
 func (m *Memo) pod(key string, p *corev1.Pod, whole bool) (*podMemo, *framework.Task, error) {
 	e := m.pods[key]
 	if e != nil && e.whole == whole && (e.pod == p || p.ResourceVersion != "" && p.ResourceVersion == e.rv && p.UID == e.uid) {
-		e.gen = m.gen
+		e.pod, e.gen = p, m.gen // the newest object, as in node
 		m.hits++
 		return e, e.task, e.err
 	}

@@ -92,3 +92,44 @@ func summary(s *framework.Snapshot) string {
 	}
 	return out
 }
+
+// A Memo handed from one builder to another (the scheduler's cache lists its first
+// snapshots, then maintains one builder) keeps none of the first builder's pods: not
+// through the pods it converted, nor through the jobs of its spare order. A listed pod
+// shares its array with the whole list, which one such pointer would keep.
+func TestMemoKeepsNoObjectsOfAnEarlierBuilder(t *testing.T) {
+	memo := NewMemo()
+	listed := map[*corev1.Pod]bool{}
+	first := NewBuilder(epoch, Options{}).WithMemo(memo)
+	first.AddNode(testNode("n1").Obj(), nil)
+	for _, name := range []string{"a", "b", "c"} {
+		p := testPod(name, "ns").Obj()
+		p.ResourceVersion = "1"
+		listed[p] = true
+		first.AddPod(p, 0)
+	}
+	first.Build()
+	live := NewBuilder(epoch, Options{}).WithMemo(memo)
+	live.AddNode(testNode("n1").Obj(), nil)
+	for _, name := range []string{"a", "b", "c"} {
+		p := testPod(name, "ns").Obj()
+		p.ResourceVersion = "1"
+		live.AddPod(p, 0)
+	}
+	live.Build()
+	live.Build()
+	for key, e := range memo.pods {
+		if listed[e.pod] {
+			t.Errorf("pod memo %s keeps the first builder's pod", key)
+		}
+	}
+	for _, e := range memo.spare[:cap(memo.spare)] {
+		if e != nil {
+			for _, ta := range e.tasks {
+				if listed[ta.pod] {
+					t.Errorf("spare order keeps job %s of the first builder", e.key)
+				}
+			}
+		}
+	}
+}
