@@ -18,6 +18,7 @@ import (
 	"github.com/tessera-gpu/tessera/internal/controller"
 	"github.com/tessera-gpu/tessera/scheduler/cache"
 	"github.com/tessera-gpu/tessera/scheduler/framework"
+	"github.com/tessera-gpu/tessera/scheduler/snapshot"
 )
 
 // AnnotationImplicit marks a PodGroup the scheduler created for an implicit gang (a
@@ -101,10 +102,7 @@ func origin(j *framework.Job, state *cache.State) (name string, owner *metav1.Ow
 	if pod == nil {
 		return "", nil, false
 	}
-	group := pod.Labels[tesserav1.LabelPodGroup]
-	if group == "" {
-		group = pod.Annotations[tesserav1.VolcanoGroupName]
-	}
+	group := snapshot.PodGroupName(pod)
 	controller := metav1.GetControllerOf(pod)
 	switch {
 	case group != "":

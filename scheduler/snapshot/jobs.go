@@ -25,7 +25,7 @@ func (b *Builder) jobKey(p *corev1.Pod) string {
 	if p.Spec.SchedulerName != b.opts.SchedulerName {
 		return podJobKey(p.Namespace, p.Name)
 	}
-	if g := podGroupName(p); g != "" {
+	if g := PodGroupName(p); g != "" {
 		return groupJobKey(p.Namespace, g)
 	}
 	if o := jobOwner(p); o != nil {
@@ -34,8 +34,9 @@ func (b *Builder) jobKey(p *corev1.Pod) string {
 	return podJobKey(p.Namespace, p.Name)
 }
 
-// podGroupName is the PodGroup a pod names by label or Volcano annotation.
-func podGroupName(p *corev1.Pod) string {
+// PodGroupName is the PodGroup a pod names by its tessera.dev/pod-group label or
+// Volcano's group-name annotation; "" for none.
+func PodGroupName(p *corev1.Pod) string {
 	if g := p.Labels[tesserav1.LabelPodGroup]; g != "" {
 		return g
 	}
@@ -191,7 +192,7 @@ func (s *build) jobOf(e *jobMemo) {
 	p := ta.pod
 	j := &e.tmpl
 	*j = framework.Job{Namespace: p.Namespace, MinMember: 1}
-	group := podGroupName(p)
+	group := PodGroupName(p)
 	owner := jobOwner(p)
 	switch {
 	case group != "":
