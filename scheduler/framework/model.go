@@ -5,6 +5,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
+	"k8s.io/klog/v2"
 )
 
 // TaskStatus is where a task is in its life, as the scheduler sees it.
@@ -163,6 +164,16 @@ type Task struct {
 
 // Key is namespace/name.
 func (t *Task) Key() string { return t.Namespace + "/" + t.Name }
+
+// Tolerates reports whether one of the task's tolerations tolerates taint.
+func (t *Task) Tolerates(taint *corev1.Taint) bool {
+	for i := range t.Tolerations {
+		if t.Tolerations[i].ToleratesTaint(klog.Background(), taint, true) {
+			return true
+		}
+	}
+	return false
+}
 
 // TopologySpec keeps a multi-node gang within one topology domain.
 type TopologySpec struct {

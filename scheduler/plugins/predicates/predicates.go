@@ -25,7 +25,7 @@ var scheduleTaints = func(t *corev1.Taint) bool {
 
 // Filter implements framework.Filter.
 func (Predicates) Filter(t *framework.Task, n *framework.Node) framework.FitCode {
-	if n.Unschedulable && !tolerates(t, &unschedulableTaint) {
+	if n.Unschedulable && !t.Tolerates(&unschedulableTaint) {
 		return framework.FitUnschedulable
 	}
 	if len(n.Taints) > 0 {
@@ -45,15 +45,6 @@ func (Predicates) Filter(t *framework.Task, n *framework.Node) framework.FitCode
 }
 
 var unschedulableTaint = corev1.Taint{Key: corev1.TaintNodeUnschedulable, Effect: corev1.TaintEffectNoSchedule}
-
-func tolerates(t *framework.Task, taint *corev1.Taint) bool {
-	for i := range t.Tolerations {
-		if t.Tolerations[i].ToleratesTaint(klog.Background(), taint, true) {
-			return true
-		}
-	}
-	return false
-}
 
 func fitResources(req, used, alloc *framework.Resources) framework.FitCode {
 	switch {

@@ -2,7 +2,6 @@ package tainttoleration
 
 import (
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/klog/v2"
 
 	"github.com/tessera-gpu/tessera/scheduler/framework"
 )
@@ -23,18 +22,9 @@ func (TaintToleration) Name() string { return Name }
 func (TaintToleration) ScoreNode(t *framework.Task, n *framework.Node) float64 {
 	k := 0
 	for i := range n.Taints {
-		if n.Taints[i].Effect == corev1.TaintEffectPreferNoSchedule && !tolerated(t, &n.Taints[i]) {
+		if n.Taints[i].Effect == corev1.TaintEffectPreferNoSchedule && !t.Tolerates(&n.Taints[i]) {
 			k++
 		}
 	}
 	return 100 / float64(1+k)
-}
-
-func tolerated(t *framework.Task, taint *corev1.Taint) bool {
-	for i := range t.Tolerations {
-		if t.Tolerations[i].ToleratesTaint(klog.Background(), taint, true) {
-			return true
-		}
-	}
-	return false
 }
