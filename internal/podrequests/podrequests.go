@@ -7,6 +7,7 @@
 package podrequests
 
 import (
+	"maps"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
@@ -37,16 +38,7 @@ func WithDefaultedRequests(p *corev1.Pod) *corev1.Pod {
 	fix := func(cs []corev1.Container) []corev1.Container {
 		out := slices.Clone(cs)
 		for i := range out {
-			req := out[i].Resources.Requests.DeepCopy()
-			for name, q := range out[i].Resources.Limits {
-				if _, ok := req[name]; !ok {
-					if req == nil {
-						req = corev1.ResourceList{}
-					}
-					req[name] = q
-				}
-			}
-			out[i].Resources.Requests = req
+			out[i].Resources.Requests = DefaultedRequests(out[i].Resources)
 		}
 		return out
 	}
@@ -54,4 +46,22 @@ func WithDefaultedRequests(p *corev1.Pod) *corev1.Pod {
 	c.Spec.Containers = fix(p.Spec.Containers)
 	c.Spec.InitContainers = fix(p.Spec.InitContainers)
 	return &c
+}
+
+// DefaultedRequests is what a container requests once its limits fill the requests it
+// leaves out, as the API server defaults them: r.Requests itself when nothing is
+// missing, else a new list.
+func DefaultedRequests(r corev1.ResourceRequirements) corev1.ResourceList {
+	req, copied := r.Requests, false
+	for name, q := range r.Limits {
+		if _, ok := req[name]; ok {
+			continue
+		}
+		if !copied {
+			req, copied = make(corev1.ResourceList, len(r.Requests)+len(r.Limits)), true
+			maps.Copy(req, r.Requests)
+		}
+		req[name] = q
+	}
+	return req
 }

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tesserav1 "github.com/tessera-gpu/tessera/api/v1alpha1"
+	"github.com/tessera-gpu/tessera/internal/podrequests"
 	"github.com/tessera-gpu/tessera/scheduler/framework"
 	"github.com/tessera-gpu/tessera/scheduler/snapshot"
 )
@@ -65,18 +66,9 @@ func strip(obj any) (any, error) {
 }
 
 // limitsToRequests drops a container's limits once they fill the requests it leaves
-// out, as the API server defaults them (podrequests.WithDefaultedRequests): the
-// scheduler reads requests only, and limits are a good part of a cached pod.
+// out: the scheduler reads requests only, and limits are a good part of a cached pod.
 func limitsToRequests(r *corev1.ResourceRequirements) {
-	for name, q := range r.Limits {
-		if _, ok := r.Requests[name]; !ok {
-			if r.Requests == nil {
-				r.Requests = corev1.ResourceList{}
-			}
-			r.Requests[name] = q
-		}
-	}
-	r.Limits = nil
+	r.Requests, r.Limits = podrequests.DefaultedRequests(*r), nil
 }
 
 // Cache builds snapshots from informer-fed state. Without Watch every snapshot lists
