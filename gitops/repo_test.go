@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	tesserav1 "github.com/tessera-gpu/tessera/api/v1alpha1"
+	"github.com/tessera-gpu/tessera/gitops/lint"
 	"github.com/tessera-gpu/tessera/test/testenv"
 	"github.com/tessera-gpu/tessera/webhooks"
 )
@@ -130,5 +131,49 @@ func TestSyncManifestsPointAtClusters(t *testing.T) {
 	}
 	for _, m := range read("argocd/application.yaml") {
 		exists(m["spec"].(map[string]any)["source"].(map[string]any)["path"].(string))
+	}
+}
+
+// TestArgoCDMakesEachApplicationOnce: what gitops/argocd applies names every Application
+// once, counting those its ApplicationSets generate for the directories of clusters/;
+// an Application listed beside an ApplicationSet that also makes it has two owners.
+func TestArgoCDMakesEachApplicationOnce(t *testing.T) {
+	built, err := lint.Build("argocd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	clusters, err := filepath.Glob("clusters/*")
+	if err != nil || len(clusters) == 0 {
+		t.Fatalf("no cluster directories under clusters/ (%v)", err)
+	}
+	made := map[string][]string{}
+	for _, doc := range strings.Split(string(built), "\n---\n") {
+		var m struct {
+			Kind     string
+			Metadata struct{ Name string }
+			Spec     struct {
+				Template struct{ Metadata struct{ Name string } }
+			}
+		}
+		if err := yaml.Unmarshal([]byte(doc), &m); err != nil {
+			t.Fatal(err)
+		}
+		switch m.Kind {
+		case "Application":
+			made[m.Metadata.Name] = append(made[m.Metadata.Name], "Application "+m.Metadata.Name)
+		case "ApplicationSet":
+			for _, dir := range clusters {
+				name := strings.ReplaceAll(m.Spec.Template.Metadata.Name, "{{.path.basename}}", filepath.Base(dir))
+				made[name] = append(made[name], "ApplicationSet "+m.Metadata.Name)
+			}
+		}
+	}
+	if len(made) == 0 {
+		t.Fatal("gitops/argocd makes no Application")
+	}
+	for name, by := range made {
+		if len(by) > 1 {
+			t.Errorf("Application %s is made %d times: %v", name, len(by), by)
+		}
 	}
 }

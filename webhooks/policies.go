@@ -86,7 +86,8 @@ func sortPolicies(items []tesserav1.AdmissionPolicy) {
 // PolicyController keeps the engine serving the default policies plus every
 // AdmissionPolicy that compiles and passes its tests, and writes each policy's status.
 // A policy that stops compiling keeps serving its last good version. It also checks
-// AdmissionPolicies for the validating webhook (PolicyChecker).
+// AdmissionPolicies for the validating webhook (PolicyChecker). The last good version is
+// kept in status.lastGood, so that a webhook that restarts serves it too.
 type PolicyController struct {
 	Client   client.Client
 	Engine   *policy.Engine
@@ -167,6 +168,8 @@ func (r *PolicyController) Reconcile(ctx context.Context, _ reconcile.Request) (
 	}
 	set := r.Defaults
 	errs := make(map[string][]string, len(items))
+	// fallback names the broken policies whose last good version serves.
+	fallback := map[string]bool{}
 	present := map[string]bool{}
 	for i := range items {
 		ap := &items[i]
@@ -196,9 +199,11 @@ func (r *PolicyController) Reconcile(ctx context.Context, _ reconcile.Request) (
 			continue
 		}
 		errs[ap.Name] = msgs
-		if good, ok := r.lastGood[ap.Name]; ok {
+		if good, ok := r.lastGoodOf(ap); ok {
 			if _, err := r.Engine.Check(ctx, set.With(good)); err == nil {
 				set = set.With(good)
+				r.lastGood[ap.Name] = good
+				fallback[ap.Name] = true
 			}
 		}
 	}
@@ -225,7 +230,7 @@ func (r *PolicyController) Reconcile(ctx context.Context, _ reconcile.Request) (
 			continue
 		}
 		compiledNow[ap.Name] = len(errs[ap.Name]) == 0
-		if err := r.writeStatus(ctx, ap, errs[ap.Name], compiled.Version()); err != nil && firstErr == nil {
+		if err := r.writeStatus(ctx, ap, errs[ap.Name], fallback[ap.Name], compiled.Version()); err != nil && firstErr == nil {
 			firstErr = err
 		}
 	}
@@ -233,7 +238,23 @@ func (r *PolicyController) Reconcile(ctx context.Context, _ reconcile.Request) (
 	return reconcile.Result{}, firstErr
 }
 
-func (r *PolicyController) writeStatus(ctx context.Context, ap *tesserav1.AdmissionPolicy, errs []string, version string) error {
+// lastGoodOf is the last good version of a policy: the one this controller served, or
+// else the one its status keeps from an earlier run.
+func (r *PolicyController) lastGoodOf(ap *tesserav1.AdmissionPolicy) (policy.Policy, bool) {
+	if good, ok := r.lastGood[ap.Name]; ok {
+		return good, true
+	}
+	if ap.Status.LastGood == nil {
+		return policy.Policy{}, false
+	}
+	prev := ap.DeepCopy()
+	prev.Spec = *ap.Status.LastGood
+	return ToPolicy(prev), true
+}
+
+// writeStatus reports a policy's compile errors (none: it serves, and becomes the last
+// good version); fallback says that its last good version serves in its place.
+func (r *PolicyController) writeStatus(ctx context.Context, ap *tesserav1.AdmissionPolicy, errs []string, fallback bool, version string) error {
 	st := ap.Status.DeepCopy()
 	st.ObservedGeneration = ap.Generation
 	st.Compiled = len(errs) == 0
@@ -243,6 +264,7 @@ func (r *PolicyController) writeStatus(ctx context.Context, ap *tesserav1.Admiss
 	st.Errors = errs
 	gen := ap.Generation
 	if st.Compiled {
+		st.LastGood, st.LastGoodGeneration = ap.Spec.DeepCopy(), gen
 		msg := "compiled and its tests pass; serving in policy set " + version
 		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: tesserav1.ConditionCompiled, Status: metav1.ConditionTrue, Reason: ReasonCompiled, Message: msg, ObservedGeneration: gen})
 		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: tesserav1.ConditionReady, Status: metav1.ConditionTrue, Reason: ReasonCompiled, Message: msg, ObservedGeneration: gen})
@@ -252,7 +274,11 @@ func (r *PolicyController) writeStatus(ctx context.Context, ap *tesserav1.Admiss
 		if len(errs) > 1 {
 			msg = fmt.Sprintf("%s (and %d more, see status.errors)", errs[0], len(errs)-1)
 		}
-		msg += "; the last good version, if any, keeps serving"
+		if fallback {
+			msg += fmt.Sprintf("; generation %d (status.lastGood) keeps serving", st.LastGoodGeneration)
+		} else {
+			msg += "; no version of this policy serves"
+		}
 		for _, t := range []string{tesserav1.ConditionCompiled, tesserav1.ConditionReady, ConditionStalled} {
 			status := metav1.ConditionFalse
 			if t == ConditionStalled {

@@ -1,6 +1,7 @@
 package webhooks_test
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -27,6 +28,17 @@ const denyLabelX = `package tessera.nox
 deny contains "label x is not allowed" if input.workload.labels.x
 `
 
+// deniesLabelX says whether engine denies a pod labelled x.
+func deniesLabelX(ctx context.Context, t *testing.T, engine *policy.Engine) bool {
+	t.Helper()
+	d, err := engine.Evaluate(ctx, policy.Input{Phase: policy.PhaseValidate, Kind: "Pod",
+		Document: map[string]any{"workload": map[string]any{"labels": map[string]any{"x": "1"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return !d.Allowed()
+}
+
 // The controller serves the last good version of a policy that stopped compiling
 // (stored while the webhook was not validating), and reports it through kstatus
 // conditions.
@@ -49,15 +61,7 @@ func TestPolicyControllerStatusAndLastGood(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	denied := func() bool {
-		t.Helper()
-		d, err := engine.Evaluate(ctx, policy.Input{Phase: policy.PhaseValidate, Kind: "Pod",
-			Document: map[string]any{"workload": map[string]any{"labels": map[string]any{"x": "1"}}}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return !d.Allowed()
-	}
+	denied := func() bool { return deniesLabelX(ctx, t, engine) }
 	status := func(name string) tesserav1.AdmissionPolicy {
 		t.Helper()
 		var ap tesserav1.AdmissionPolicy
@@ -117,6 +121,27 @@ func TestPolicyControllerStatusAndLastGood(t *testing.T) {
 	}
 	if a, b := compiledMetric("a"), compiledMetric("b"); a != 0 || b != 0 {
 		t.Fatalf("tessera_admission_policy_compiled: a = %v, b = %v for broken policies, want 0 and 0", a, b)
+	}
+
+	// A controller that starts afresh (the webhook restarted) serves a's last good
+	// version from its status.
+	if got := status("a"); got.Status.LastGood == nil || got.Status.LastGood.Rego != denyLabelX || got.Status.LastGoodGeneration != 1 ||
+		!strings.Contains(meta.FindStatusCondition(got.Status.Conditions, tesserav1.ConditionReady).Message, "generation 1 (status.lastGood) keeps serving") {
+		t.Fatalf("status of a broken policy with a good generation before it: %+v", got.Status)
+	}
+	restarted := policy.NewEngine(time.Second, nil)
+	pc2 := &webhooks.PolicyController{Client: e.Client, Engine: restarted, Defaults: defaults}
+	if err := pc2.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pc2.Reconcile(ctx, reconcile.Request{}); err != nil {
+		t.Fatal(err)
+	}
+	if !deniesLabelX(ctx, t, restarted) {
+		t.Fatal("after a restart, the last good version of a does not serve")
+	}
+	if msg := meta.FindStatusCondition(status("b").Status.Conditions, tesserav1.ConditionReady).Message; !strings.Contains(msg, "no version of this policy serves") {
+		t.Fatalf("policy b, never good, says %q", msg)
 	}
 
 	// Fixing a brings it back to Ready; deleting it stops it.

@@ -60,6 +60,13 @@ type AdmissionPolicyStatus struct {
 	Errors []string `json:"errors,omitempty"`
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// LastGood is the last spec that compiled and passed its tests, at generation
+	// LastGoodGeneration. While a later spec fails, LastGood keeps serving, also after
+	// the webhook restarts.
+	// +optional
+	LastGood *AdmissionPolicySpec `json:"lastGood,omitempty"`
+	// +optional
+	LastGoodGeneration int64 `json:"lastGoodGeneration,omitempty"`
 	// +listType=map
 	// +listMapKey=type
 	// +optional

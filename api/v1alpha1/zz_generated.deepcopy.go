@@ -97,6 +97,11 @@ func (in *AdmissionPolicyStatus) DeepCopyInto(out *AdmissionPolicyStatus) {
 		*out = make([]string, len(*in))
 		copy(*out, *in)
 	}
+	if in.LastGood != nil {
+		in, out := &in.LastGood, &out.LastGood
+		*out = new(AdmissionPolicySpec)
+		(*in).DeepCopyInto(*out)
+	}
 	if in.Conditions != nil {
 		in, out := &in.Conditions, &out.Conditions
 		*out = make([]v1.Condition, len(*in))

@@ -49,7 +49,7 @@ device plugin reads. Run two replicas: one is elected leader and schedules.`,
 	profileFlag(cmd, &f.profile, "tessera", "built-in scheduler profile used when --config is empty: "+strings.Join(scheduler.ProfileNames(), ", "))
 	fs.StringVar(&f.schedulerName, "scheduler-name", tesserav1.SchedulerName, "spec.schedulerName of the pods to schedule")
 	fs.DurationVar(&f.period, "period", time.Second, "time between sessions when nothing changes")
-	fs.IntVar(&f.bindWorkers, "bind-workers", 64, "concurrent binds and evictions")
+	fs.IntVar(&f.bindWorkers, "bind-workers", daemon.DefaultBindWorkers, "concurrent binds and evictions")
 	fs.Float32Var(&f.qps, "kube-api-qps", 500, "client QPS towards the API server")
 	fs.IntVar(&f.burst, "kube-api-burst", 1000, "client burst towards the API server")
 	f.serving.AddFlags(fs, "tessera-scheduler")

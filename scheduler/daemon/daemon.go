@@ -15,6 +15,15 @@ import (
 	"github.com/tessera-gpu/tessera/scheduler/framework"
 )
 
+// DefaultBindWorkers is how many binds and evictions run at once by default. A bind is
+// one round trip that costs the scheduler almost nothing; the API server and etcd
+// commit concurrent writes together, so the binds in flight, not the scheduler, set the
+// pace until the API server is saturated. kube-scheduler binds each pod in its own
+// goroutine, unbounded; 256 keeps the API server saturated (its own default lets 200
+// mutating requests run at once and queues the rest) while bounding what a session of
+// tens of thousands of placements opens at once.
+const DefaultBindWorkers = 256
+
 // Options tune the daemon.
 type Options struct {
 	// Period is the time between sessions when nothing changes; default 1s.
@@ -22,7 +31,7 @@ type Options struct {
 	// MinInterval is the least time between two sessions, so that a burst of changes
 	// costs one session; default 20ms.
 	MinInterval time.Duration
-	// BindWorkers bounds the concurrent binds and evictions; default 64.
+	// BindWorkers bounds the concurrent binds and evictions; default DefaultBindWorkers.
 	BindWorkers int
 	// Now is the clock; default time.Now.
 	Now func() time.Time
@@ -36,7 +45,7 @@ func (o *Options) defaults() {
 		o.MinInterval = 20 * time.Millisecond
 	}
 	if o.BindWorkers <= 0 {
-		o.BindWorkers = 64
+		o.BindWorkers = DefaultBindWorkers
 	}
 	if o.Now == nil {
 		o.Now = time.Now
@@ -118,7 +127,9 @@ func (d *Daemon) RunOnce(ctx context.Context) (Summary, error) {
 	for _, e := range errs {
 		d.log.V(2).Info("object left out of the snapshot", "error", e.Error())
 	}
+	snapshotted := d.opts.Now()
 	res := d.scheduler.RunSession(snap)
+	placed := d.opts.Now()
 	var sum Summary
 	evictions, broken := d.binder.repairGangs(snap, start)
 	for _, e := range res.Evictions {
@@ -130,6 +141,11 @@ func (d *Daemon) RunOnce(ctx context.Context) (Summary, error) {
 		sum.Pending += j.Count(framework.TaskPending)
 	}
 	d.metrics.ScheduleAttempts.WithLabelValues("unschedulable").Add(float64(sum.Pending))
+	committed := d.opts.Now()
 	d.status.write(ctx, snap, state)
+	if log := d.log.V(1); log.Enabled() {
+		log.Info("session", "bound", sum.Bound, "bindFailed", sum.BindFailed, "evicted", sum.Evicted, "pending", sum.Pending,
+			"snapshot", snapshotted.Sub(start), "schedule", placed.Sub(snapshotted), "commit", committed.Sub(placed), "status", d.opts.Now().Sub(committed))
+	}
 	return sum, nil
 }
