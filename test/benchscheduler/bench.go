@@ -45,6 +45,8 @@ type bench struct {
 	ts tesseraRun
 	// rssMiB is the peak RSS of the last scheduler run as its own process.
 	rssMiB float64
+	// rounds is how many times each throughput case runs every arm.
+	rounds int
 }
 
 // tesseraRun is how Tessera's scheduler is run.

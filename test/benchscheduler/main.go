@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -41,6 +42,17 @@ type Case struct {
 	ChurnPodsPerS               float64 `json:"churn_pods_per_s,omitempty"`
 	// LoadAverage is the machine's 1-minute load average when the case ended.
 	LoadAverage float64 `json:"load_average_1m,omitempty"`
+	// Rounds are each round's rates when a throughput case ran more than once
+	// (-rounds); the case's rates are then the medians over the rounds.
+	Rounds []Round `json:"rounds,omitempty"`
+}
+
+// Round is one round of a throughput case: every arm once, in the order Order.
+type Round struct {
+	Order                 []string `json:"order"`
+	TesseraPodsPerS       float64  `json:"tessera_pods_per_s"`
+	KubeSchedulerPodsPerS float64  `json:"kube_scheduler_pods_per_s,omitempty"`
+	CeilingPodsPerS       float64  `json:"ceiling_pods_per_s"`
 }
 
 // Report is out/bench-scheduler.json.
@@ -69,10 +81,15 @@ func main() {
 	heapPods := flag.Int("heap-pods", 0, "pods for the heap measurement")
 	cpuProfile := flag.String("cpuprofile", "", "with -tessera empty: write the in-process scheduler's CPU profile of each measurement to <path>-<case>-tessera")
 	timeout := flag.Duration("timeout", 5*time.Minute, "limit for one scheduler to bind every pod")
+	rounds := flag.Int("rounds", 1, "single, gang8, single5k: rounds of every arm, each round starting with the next arm (the API server slows as etcd's history grows, which an arm that always runs first would gain from); rates are the medians")
 	tesseraFlags := flag.String("tessera-flags", "", "more flags for `tessera scheduler` run from -tessera, space-separated (say, --bind-workers=64)")
 	flag.Parse()
 	big := bigCases{nodes: *bigNodes, pods: *bigPods, fill: *churnFill, rate: *churnRate, dur: *churnFor}
-	if err := run(*nodes, *pods, *cases, *out, *kubeScheduler, tesseraRun{bin: *tesseraBin, flags: strings.Fields(*tesseraFlags), cpuProfile: *cpuProfile}, big, *heapNodes, *heapPods, *timeout); err != nil {
+	if *rounds < 1 {
+		fmt.Fprintf(os.Stderr, "benchscheduler: -rounds %d: must be at least 1\n", *rounds)
+		os.Exit(2)
+	}
+	if err := run(*nodes, *pods, *cases, *out, *kubeScheduler, tesseraRun{bin: *tesseraBin, flags: strings.Fields(*tesseraFlags), cpuProfile: *cpuProfile}, big, *heapNodes, *heapPods, *timeout, *rounds); err != nil {
 		fmt.Fprintln(os.Stderr, "benchscheduler:", err)
 		os.Exit(1)
 	}
@@ -85,7 +102,7 @@ type bigCases struct {
 	dur         time.Duration
 }
 
-func run(nodes, pods int, cases, out, kubeScheduler string, ts tesseraRun, big bigCases, heapNodes, heapPods int, timeout time.Duration) error {
+func run(nodes, pods int, cases, out, kubeScheduler string, ts tesseraRun, big bigCases, heapNodes, heapPods int, timeout time.Duration, rounds int) error {
 	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
 		return err
 	}
@@ -98,7 +115,7 @@ func run(nodes, pods int, cases, out, kubeScheduler string, ts tesseraRun, big b
 	if err != nil {
 		return err
 	}
-	b.ts = ts
+	b.ts, b.rounds = ts, rounds
 	ctx := context.Background()
 	var rep Report
 	for _, name := range splitList(cases) {
@@ -163,28 +180,64 @@ func loadAverage() float64 {
 }
 
 // throughput measures pods bound per second for pods pods (gangs of gang) on nodes
-// nodes: the ceiling, Tessera and kube-scheduler (when bin is set) one after another.
+// nodes: the ceiling, Tessera and kube-scheduler (when bin is set) one after another,
+// b.rounds times, each round starting one arm later than the one before.
 func (b *bench) throughput(ctx context.Context, name string, nodes, pods, gang int, kubeScheduler string) (Case, error) {
 	c := Case{Name: name, Pods: pods}
 	if err := b.nodes(ctx, nodes); err != nil {
 		return c, err
 	}
 	c.Nodes = len(b.nodeList)
-	var err error
-	if c.CeilingPodsPerS, err = b.measure(ctx, name+"-ceiling", pods, gang, b.ceiling()); err != nil {
-		return c, err
+	type arm struct {
+		name string
+		r    runner
+		rate *float64
+		rss  *float64
 	}
-	b.rssMiB = 0
-	if c.TesseraPodsPerS, err = b.measure(ctx, name+"-tessera", pods, gang, b.tessera()); err != nil {
-		return c, err
-	}
-	c.TesseraRSSMiB = b.rssMiB
+	var rd Round
+	arms := []arm{{"ceiling", b.ceiling(), &rd.CeilingPodsPerS, nil}, {"tessera", b.tessera(), &rd.TesseraPodsPerS, &c.TesseraRSSMiB}}
 	if kubeScheduler != "" {
-		b.rssMiB = 0
-		if c.KubeSchedulerPodsPerS, err = b.measure(ctx, name+"-kube", pods, gang, b.kubeScheduler(kubeScheduler)); err != nil {
-			return c, err
+		arms = append(arms, arm{"kube", b.kubeScheduler(kubeScheduler), &rd.KubeSchedulerPodsPerS, &c.KubeSchedulerRSSMiB})
+	}
+	for r := range b.rounds {
+		rd = Round{}
+		for i := range arms {
+			a := arms[(r+i)%len(arms)]
+			ns := name + "-" + a.name
+			if b.rounds > 1 {
+				ns += fmt.Sprintf("-%d", r+1)
+			}
+			b.rssMiB = 0
+			rate, err := b.measure(ctx, ns, pods, gang, a.r)
+			if err != nil {
+				return c, err
+			}
+			*a.rate = rate
+			if a.rss != nil {
+				*a.rss = max(*a.rss, b.rssMiB)
+			}
+			rd.Order = append(rd.Order, a.name)
 		}
-		c.KubeSchedulerRSSMiB = b.rssMiB
+		c.Rounds = append(c.Rounds, rd)
+	}
+	median := func(f func(Round) float64) float64 {
+		v := make([]float64, len(c.Rounds))
+		for i, rd := range c.Rounds {
+			v[i] = f(rd)
+		}
+		slices.Sort(v)
+		if n := len(v); n%2 == 0 {
+			return (v[n/2-1] + v[n/2]) / 2
+		}
+		return v[len(v)/2]
+	}
+	c.CeilingPodsPerS = median(func(r Round) float64 { return r.CeilingPodsPerS })
+	c.TesseraPodsPerS = median(func(r Round) float64 { return r.TesseraPodsPerS })
+	c.KubeSchedulerPodsPerS = median(func(r Round) float64 { return r.KubeSchedulerPodsPerS })
+	if b.rounds == 1 {
+		c.Rounds = nil
+	}
+	if c.KubeSchedulerPodsPerS > 0 {
 		c.VsKubeScheduler = c.TesseraPodsPerS / c.KubeSchedulerPodsPerS
 	}
 	c.OfCeiling = c.TesseraPodsPerS / c.CeilingPodsPerS
