@@ -31,7 +31,11 @@ func (e *exitCodeError) ExitCode() int { return e.code }
 func main() {
 	root := newRootCommand()
 	root.SetArgs(versionShorthand(os.Args[1:], os.Stderr))
-	if err := root.Execute(); err != nil {
+	err := root.Execute()
+	// klog buffers what it writes and flushes every few seconds: the last lines of a
+	// component that stops must not be lost.
+	klog.Flush()
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "tessera:", err)
 		os.Exit(cli.ExitCode(err))
 	}

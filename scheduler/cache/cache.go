@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	toolscache "k8s.io/client-go/tools/cache"
 	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -129,6 +131,14 @@ type assumption struct {
 // assumeTTL bounds how long an assumption outlives its informer confirmation; a bind
 // the API server accepted shows up in the watch well within it.
 const assumeTTL = 30 * time.Second
+
+// handlerSyncWait bounds how long a snapshot waits for event handlers that are
+// registered but have not yet seen every object the informers listed. Until they have,
+// a snapshot lists the objects instead: a second copy of every pod, and a second
+// builder, beside the one the handlers are filling (at 5,000 nodes and 35,000 pending
+// pods, the first session's peak memory). Handlers catch up within a second or two of
+// the informers' sync; the wait only ends in a list when they do not.
+const handlerSyncWait = 10 * time.Second
 
 // New returns a cache reading from c. Options.SchedulerName and friends are passed on
 // to snapshot.Builder; PriorityClasses are read from the cluster.
@@ -299,6 +309,27 @@ func (c *Cache) watching() bool {
 	return true
 }
 
+// awaitHandlers waits, up to handlerSyncWait, for registered event handlers to see
+// every object; it returns at once when no handlers are registered (a cache without
+// Watch lists every time).
+func (c *Cache) awaitHandlers(ctx context.Context) {
+	c.mu.Lock()
+	registered := c.objects != nil && len(c.synced) == len(Objects())
+	synced := slices.Clone(c.synced)
+	c.mu.Unlock()
+	if !registered {
+		return
+	}
+	_ = wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, handlerSyncWait, true, func(context.Context) (bool, error) {
+		for _, f := range synced {
+			if !f() {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+}
+
 func (c *Cache) notify() {
 	select {
 	case c.changed <- struct{}{}:
@@ -382,6 +413,7 @@ type input struct {
 func (c *Cache) Snapshot(ctx context.Context, now time.Time) (*framework.Snapshot, *State, []error, error) {
 	c.build.Lock()
 	defer c.build.Unlock()
+	c.awaitHandlers(ctx)
 	c.mu.Lock()
 	if c.watching() {
 		defer c.mu.Unlock()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -217,5 +218,53 @@ func mutate(t *testing.T, rng *rand.Rand, cl *cluster, inc, full *Cache, nodes i
 				full.Forget(p.UID)
 			}
 		}
+	}
+}
+
+// listCounter counts the lists a cache reads through it.
+type listCounter struct {
+	*cluster
+	lists atomic.Int32
+}
+
+func (r *listCounter) List(ctx context.Context, l client.ObjectList, opts ...client.ListOption) error {
+	r.lists.Add(1)
+	return r.cluster.List(ctx, l, opts...)
+}
+
+// TestSnapshotWaitsForHandlers: a snapshot taken while the registered event handlers
+// are still catching up with the informers waits for them and is built from what they
+// reported, without listing a second copy of every object.
+func TestSnapshotWaitsForHandlers(t *testing.T) {
+	cl := bigCluster(20, 100, rand.New(rand.NewPCG(1, 2)))
+	r := &listCounter{cluster: cl}
+	c := New(r, snapshot.Options{})
+	c.track()
+	var caughtUp atomic.Bool
+	for range Objects() {
+		c.synced = append(c.synced, caughtUp.Load)
+	}
+	go func() {
+		time.Sleep(50 * time.Millisecond)
+		for _, o := range cl.all() {
+			c.observe(o, false)
+		}
+		caughtUp.Store(true)
+	}()
+	snap, _, _, err := c.Snapshot(context.Background(), epoch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := r.lists.Load(); n != 0 {
+		t.Fatalf("the snapshot listed %d times; want it built from the handlers' objects", n)
+	}
+	if len(snap.Nodes) != 20 {
+		t.Fatalf("snapshot has %d nodes, want 20", len(snap.Nodes))
+	}
+
+	// A cache without handlers lists at once.
+	plain := &listCounter{cluster: cl}
+	if _, _, _, err := New(plain, snapshot.Options{}).Snapshot(context.Background(), epoch); err != nil || plain.lists.Load() == 0 {
+		t.Fatalf("a cache without Watch: err %v, %d lists", err, plain.lists.Load())
 	}
 }

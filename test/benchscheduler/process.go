@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -89,10 +90,14 @@ func (b *bench) process(ctx context.Context, name, ns, bin string, args ...strin
 			if mib, err := peakRSSMiB(cmd.Process.Pid); err == nil {
 				b.rssMiB = mib
 			}
-			_ = cmd.Process.Kill()
+			// SIGTERM first, so that the process stops as it does in a cluster and
+			// flushes its log.
+			_ = cmd.Process.Signal(syscall.SIGTERM)
 			select {
 			case <-exited:
 			case <-time.After(10 * time.Second):
+				_ = cmd.Process.Kill()
+				<-exited
 			}
 		}
 		_ = logFile.Close()
