@@ -298,10 +298,11 @@ func record[T any](m map[string]*T, key string, o *T, deleted bool) {
 // watching reports whether the event handlers have seen every informer's objects;
 // called with c.mu held.
 func (c *Cache) watching() bool {
-	if c.objects == nil || len(c.synced) < len(Objects()) {
-		return false
-	}
-	for _, f := range c.synced {
+	return c.objects != nil && len(c.synced) == len(Objects()) && allSynced(c.synced)
+}
+
+func allSynced(synced []func() bool) bool {
+	for _, f := range synced {
 		if !f() {
 			return false
 		}
@@ -315,18 +316,14 @@ func (c *Cache) watching() bool {
 func (c *Cache) awaitHandlers(ctx context.Context) {
 	c.mu.Lock()
 	registered := c.objects != nil && len(c.synced) == len(Objects())
+	if !registered || allSynced(c.synced) {
+		c.mu.Unlock()
+		return // nothing to wait for: the common case, every session once synced
+	}
 	synced := slices.Clone(c.synced)
 	c.mu.Unlock()
-	if !registered {
-		return
-	}
-	_ = wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, handlerSyncWait, true, func(context.Context) (bool, error) {
-		for _, f := range synced {
-			if !f() {
-				return false, nil
-			}
-		}
-		return true, nil
+	_ = wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, handlerSyncWait, false, func(context.Context) (bool, error) {
+		return allSynced(synced), nil
 	})
 }
 

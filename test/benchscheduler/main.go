@@ -226,10 +226,7 @@ func (b *bench) throughput(ctx context.Context, name string, nodes, pods, gang i
 			v[i] = f(rd)
 		}
 		slices.Sort(v)
-		if n := len(v); n%2 == 0 {
-			return (v[n/2-1] + v[n/2]) / 2
-		}
-		return v[len(v)/2]
+		return quantile(v, 0.5)
 	}
 	c.CeilingPodsPerS = median(func(r Round) float64 { return r.CeilingPodsPerS })
 	c.TesseraPodsPerS = median(func(r Round) float64 { return r.TesseraPodsPerS })
