@@ -51,8 +51,22 @@ type Cluster struct {
 	// Nodes holds the state of each GPU node by name; a node missing here has no GPUNode.
 	Nodes  map[string]NodeState
 	Groups map[string]Group
-	// LastScaleDown is when the policy last removed a node (or the cluster last grew).
-	LastScaleDown time.Time
+	// LastScaleDown is when the policy last removed a node, and LastScaleUp when a node
+	// last joined the cluster: the cooldown runs from the later of the two, so that a
+	// node added for pending work is not removed before that work reaches it.
+	LastScaleDown, LastScaleUp time.Time
+}
+
+// cooldown is when the cooldown after the cluster's last change ends, and what that
+// change was; a zero time: no change is known.
+func (c *Cluster) cooldown(d time.Duration) (time.Time, string) {
+	switch {
+	case c.LastScaleDown.IsZero() && c.LastScaleUp.IsZero():
+		return time.Time{}, ""
+	case c.LastScaleUp.After(c.LastScaleDown):
+		return c.LastScaleUp.Add(d), "a node joined the cluster"
+	}
+	return c.LastScaleDown.Add(d), "the last scale-down"
 }
 
 // Decision is the verdict on one GPU node.
@@ -219,7 +233,7 @@ func (pl *Planner) Revalidate(c *Cluster, node string) Decision {
 	st := cc.Nodes[node]
 	st.InProgress = false
 	cc.Nodes[node] = st
-	cc.LastScaleDown = time.Time{}
+	cc.LastScaleDown, cc.LastScaleUp = time.Time{}, time.Time{}
 	rv := *pl
 	rv.Policy.MaxParallel = math.MaxInt
 	rv.only = node
@@ -289,10 +303,11 @@ func (pl *Planner) choose(c *Cluster, cands []candidate, inProgress, selected in
 	}
 	var baseline *baseline
 	var chosen []string
+	until, after := c.cooldown(pol.Cooldown)
 	for _, cd := range cands {
 		d, st := cd.d, c.Nodes[cd.n.Name]
-		if !c.LastScaleDown.IsZero() && now.Before(c.LastScaleDown.Add(pol.Cooldown)) {
-			d.Reason, d.Message = ReasonCooldown, fmt.Sprintf("cooldown after the last scale-down until %s", c.LastScaleDown.Add(pol.Cooldown).UTC().Format(time.RFC3339))
+		if now.Before(until) {
+			d.Reason, d.Message = ReasonCooldown, fmt.Sprintf("cooldown after %s until %s", after, until.UTC().Format(time.RFC3339))
 			continue
 		}
 		if inProgress+len(chosen) >= pol.MaxParallel {

@@ -140,6 +140,11 @@ func TestClusterRules(t *testing.T) {
 	got = w.at(42)
 	autoscaletest.Expect(t, got["b"], false, autoscale.ReasonPDB, "allows 0")
 	autoscaletest.Expect(t, got["c"], true, "", "")
+
+	// A node that joined later restarts the cooldown: it came for pending work.
+	w.c.LastScaleUp = testutil.Epoch.Add(40 * time.Minute)
+	autoscaletest.Expect(t, w.at(43)["c"], false, autoscale.ReasonCooldown, "cooldown after a node joined the cluster until 2026-01-01T00:50:00Z")
+	autoscaletest.Expect(t, w.at(51)["c"], true, "", "")
 }
 
 func TestUnderusedMovesPodsOnlyWhenTheyFit(t *testing.T) {

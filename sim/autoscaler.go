@@ -69,9 +69,6 @@ func (f *fleet) inOrder(nodes []*framework.Node) {
 	slices.SortFunc(nodes, func(a, b *framework.Node) int { return cmp.Compare(f.rank[a], f.rank[b]) })
 }
 
-// lastChange is when the cluster last shrank or grew; -1: never.
-func (f *fleet) lastChange() int64 { return max(f.lastGrow, f.lastShrink) }
-
 // nextReady is when the next booting node is ready; ok is false when none boots.
 func (f *fleet) nextReady() (at int64, ok bool) {
 	if len(f.booting) == 0 {

@@ -45,7 +45,8 @@ func newRule(a Autoscaling, s *scheduler.Scheduler) (scaleDownRule, error) {
 }
 
 // plannerRule removes the candidates of Tessera's autoscale.Planner; every present
-// node has reported its GPUs, and the cooldown runs from the cluster's last change.
+// node has reported its GPUs, and the cooldown runs from the cluster's last change,
+// as it does in a live cluster.
 type plannerRule struct{ planner *autoscale.Planner }
 
 func (p *plannerRule) pick(snap *framework.Snapshot, _ int64, f *fleet) []string {
@@ -53,8 +54,11 @@ func (p *plannerRule) pick(snap *framework.Snapshot, _ int64, f *fleet) []string
 	for _, n := range snap.Nodes {
 		c.Nodes[n.Name] = autoscale.NodeState{GPUsReady: true, Blocker: protectedBlocker(n)}
 	}
-	if last := f.lastChange(); last >= 0 {
-		c.LastScaleDown = epoch.Add(time.Duration(last) * time.Second)
+	if f.lastShrink >= 0 {
+		c.LastScaleDown = epoch.Add(time.Duration(f.lastShrink) * time.Second)
+	}
+	if f.lastGrow >= 0 {
+		c.LastScaleUp = epoch.Add(time.Duration(f.lastGrow) * time.Second)
 	}
 	var names []string
 	for _, d := range p.planner.Plan(c).Candidates() {

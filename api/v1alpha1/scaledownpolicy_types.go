@@ -44,7 +44,8 @@ type ScaleDownPolicySpec struct {
 	// +optional
 	MaxParallel int32 `json:"maxParallel,omitempty"`
 
-	// Cooldown is the pause after a scale-down before the next one.
+	// Cooldown is the pause after a scale-down, or after a node the policy selects
+	// joined the cluster, before the next scale-down.
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
 	// +kubebuilder:default="10m"

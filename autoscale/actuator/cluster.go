@@ -11,6 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tesserav1 "github.com/tessera-gpu/tessera/api/v1alpha1"
@@ -56,6 +57,7 @@ func readCluster(ctx context.Context, r client.Reader, pol *tesserav1.ScaleDownP
 			c.LastScaleDown = rec.Time.Time
 		}
 	}
+	c.LastScaleUp = lastJoined(state.Nodes, pol, now)
 	for name, node := range state.Nodes {
 		pods := byNode[name]
 		slices.SortFunc(pods, func(a, b *corev1.Pod) int { return strings.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name) })
@@ -81,6 +83,22 @@ func readCluster(ctx context.Context, r client.Reader, pol *tesserav1.ScaleDownP
 		c.Nodes[name] = st
 	}
 	return c, state, nil
+}
+
+// lastJoined is when the newest node pol covers joined the cluster; a node created
+// after now (a clock that runs behind the API server's) does not count.
+func lastJoined(nodes map[string]*corev1.Node, pol *tesserav1.ScaleDownPolicy, now time.Time) time.Time {
+	sel := labels.Everything()
+	if p, err := autoscale.PolicyFrom(pol); err == nil {
+		sel = p.Selector
+	}
+	var last time.Time
+	for _, n := range nodes {
+		if at := n.CreationTimestamp.Time; at.After(last) && !at.After(now) && sel.Matches(labels.Set(n.Labels)) {
+			last = at
+		}
+	}
+	return last
 }
 
 // PlanCluster plans once for every ScaleDownPolicy of the cluster, changing nothing.

@@ -44,6 +44,49 @@ func TestPlanCluster(t *testing.T) {
 		pdbPod, apitest.MakePDB("api-pdb", "web").MatchLabel("app", "api").Obj(),
 		&tesserav1.ScaleDownPolicy{ObjectMeta: metav1.ObjectMeta{Name: "gpus"}, Spec: tesserav1.ScaleDownPolicySpec{DryRun: true}},
 	}
+	plans := planCluster(t, now, objs...)
+	if len(plans) != 1 || len(plans[0].Nodes) != 3 || !plans[0].DryRun {
+		t.Fatalf("plans: %+v", plans)
+	}
+	got := decisions(plans[0])
+	autoscaletest.Expect(t, got["gpu-a"], true, "", "Empty for 2h0m0s")
+	autoscaletest.Expect(t, got["gpu-b"], false, autoscale.ReasonNotReady, "no GPUNode")
+	autoscaletest.Expect(t, got["gpu-c"], false, autoscale.ReasonPDB, "PodDisruptionBudget web/api-pdb allows 0 disruptions")
+	var out bytes.Buffer
+	if err := plans[0].WriteText(&out); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"ScaleDownPolicy gpus (dryRun: reports only)", "gpu-a  8 x A100-80GB  yes", "gpu-b  8 x A100-80GB  no         GPUsNotReady"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("text output lacks %q:\n%s", want, out.String())
+		}
+	}
+}
+
+// TestPlanClusterCooldownAfterNodeJoins: a node that joined within the cooldown holds
+// scale-down back, as one the policy does not cover or one "created" after the
+// planner's clock does not.
+func TestPlanClusterCooldownAfterNodeJoins(t *testing.T) {
+	now := testutil.Epoch.Add(24 * time.Hour)
+	long := now.Add(-2 * time.Hour)
+	cpuNode := apitest.MakeNode("cpu-a").Created(now.Add(-time.Minute)).Allocatable(corev1.ResourceCPU, "64").Obj()
+	cpuNode.Labels = map[string]string{"pool": "cpu"}
+	objs := []client.Object{
+		gpuNode("gpu-a", long), apitest.MakeGPUNode("gpu-a").LastActive(long).Obj(),
+		gpuNode("gpu-late", now.Add(time.Hour)), cpuNode,
+		&tesserav1.ScaleDownPolicy{ObjectMeta: metav1.ObjectMeta{Name: "gpus"}, Spec: tesserav1.ScaleDownPolicySpec{DryRun: true,
+			NodeSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "pool", Operator: metav1.LabelSelectorOpDoesNotExist}}}}},
+	}
+	autoscaletest.Expect(t, decisions(planCluster(t, now, objs...)[0])["gpu-a"], true, "", "Empty for 2h0m0s")
+
+	objs = append(objs, gpuNode("gpu-new", now.Add(-4*time.Minute)))
+	autoscaletest.Expect(t, decisions(planCluster(t, now, objs...)[0])["gpu-a"], false, autoscale.ReasonCooldown,
+		"cooldown after a node joined the cluster until 2026-01-02T00:06:00Z")
+}
+
+// planCluster plans with the tessera profile over objs, read through a fake client.
+func planCluster(t *testing.T, now time.Time, objs ...client.Object) []*autoscale.Plan {
+	t.Helper()
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		t.Fatal(err)
@@ -61,23 +104,14 @@ func TestPlanCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(plans) != 1 || len(plans[0].Nodes) != 3 || !plans[0].DryRun {
-		t.Fatalf("plans: %+v", plans)
+	return plans
+}
+
+// decisions are a plan's decisions by node.
+func decisions(p *autoscale.Plan) map[string]autoscale.Decision {
+	out := map[string]autoscale.Decision{}
+	for _, d := range p.Nodes {
+		out[d.Node] = d
 	}
-	got := map[string]autoscale.Decision{}
-	for _, d := range plans[0].Nodes {
-		got[d.Node] = d
-	}
-	autoscaletest.Expect(t, got["gpu-a"], true, "", "Empty for 2h0m0s")
-	autoscaletest.Expect(t, got["gpu-b"], false, autoscale.ReasonNotReady, "no GPUNode")
-	autoscaletest.Expect(t, got["gpu-c"], false, autoscale.ReasonPDB, "PodDisruptionBudget web/api-pdb allows 0 disruptions")
-	var out bytes.Buffer
-	if err := plans[0].WriteText(&out); err != nil {
-		t.Fatal(err)
-	}
-	for _, want := range []string{"ScaleDownPolicy gpus (dryRun: reports only)", "gpu-a  8 x A100-80GB  yes", "gpu-b  8 x A100-80GB  no         GPUsNotReady"} {
-		if !strings.Contains(out.String(), want) {
-			t.Errorf("text output lacks %q:\n%s", want, out.String())
-		}
-	}
+	return out
 }

@@ -84,13 +84,18 @@ type harness struct {
 
 var namespaces atomic.Int32
 
+// joinedBefore is how long before the harness's clock starts its nodes joined the
+// cluster: the API server stamps them now, and the cooldown after a node joins must
+// not hold back the scale-downs the tests watch.
+const joinedBefore = time.Hour
+
 func newHarness(t *testing.T) *harness {
 	t.Helper()
 	if env == nil {
 		testenv.SkipOrFail(t, fmt.Errorf("no API server"))
 	}
 	h := &harness{t: t, ctx: testenv.Context(t, 3*time.Minute), c: env.Client, mc: env.Client, ns: "as-" + strconv.Itoa(int(namespaces.Add(1))),
-		clock: clocktesting.NewFakeClock(time.Now()), events: &autoscaletest.Recorder{}}
+		clock: clocktesting.NewFakeClock(time.Now().Add(joinedBefore)), events: &autoscaletest.Recorder{}}
 	if err := h.c.Create(h.ctx, apitest.MakeNamespace(h.ns).Obj()); err != nil {
 		t.Fatal(err)
 	}
@@ -136,7 +141,7 @@ func (h *harness) gpuNode(n string, idleFor time.Duration, annotations map[strin
 	}
 	gn := apitest.MakeGPUNode(name).Obj()
 	h.create(gn)
-	last := metav1.NewTime(time.Now().Add(-idleFor))
+	last := metav1.NewTime(h.clock.Now().Add(-idleFor))
 	gn.Status = tesserav1.GPUNodeStatus{LastActiveTime: &last, ObservedTime: &last}
 	if err := h.c.Status().Update(h.ctx, gn); err != nil {
 		h.t.Fatal(err)

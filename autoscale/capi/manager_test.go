@@ -11,6 +11,7 @@ import (
 	"github.com/tessera-gpu/tessera/internal/controller"
 
 	"github.com/go-logr/logr/testr"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	tesserav1 "github.com/tessera-gpu/tessera/api/v1alpha1"
 	"github.com/tessera-gpu/tessera/autoscale"
@@ -45,7 +46,8 @@ func TestLeaderHandOverMidScaleDown(t *testing.T) {
 	}
 	// The evicted web pod stays terminating (no kubelet) until the test plays the
 	// kubelet after the hand-over: the first leader stops in the middle of the drain.
-	h.policy(tesserav1.ScaleDownPolicySpec{})
+	// The managers run on the real clock, on which the nodes joined just now: no cooldown.
+	h.policy(tesserav1.ScaleDownPolicySpec{Cooldown: &metav1.Duration{}})
 	const id = "autoscaler-handover-test"
 	stopFirst := h.startManager(id)
 	h.startManager(id)
