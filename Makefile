@@ -134,7 +134,9 @@ figures: build
 ## scheduler's peak RSS; writes out/bench-scheduler.json. BENCH_SCHEDULER_FLAGS picks
 ## other cases: -cases single5k,churn5k (5,000 nodes: 35,000 pods; 70% full with 100
 ## pods/s created and deleted for 3 minutes, bind latency p50/p99), sizes -nodes -pods
-## -big-nodes -big-pods -churn-duration ..., -rounds 3 for medians of three rounds
+## -big-nodes -big-pods -churn-duration ..., -rounds 3 for medians of three rounds,
+## -watched-ceiling for the ceiling of binds that write what Tessera's write while a
+## cache watches every pod
 bench-scheduler: k8s-binaries
 	CGO_ENABLED=0 $(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/tessera
 	KUBEBUILDER_ASSETS="$$(hack/k8s-binaries.sh)" $(GO) run ./test/benchscheduler -tessera $(BIN) \

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"net"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -18,6 +19,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -37,6 +39,7 @@ const workers = 256
 type bench struct {
 	env      *testenv.Env
 	cfg      *rest.Config
+	pb       *rest.Config // cfg, speaking protobuf
 	cs       *kubernetes.Clientset
 	timeout  time.Duration
 	out      string // the report's path; logs go next to it
@@ -47,6 +50,8 @@ type bench struct {
 	rssMiB float64
 	// rounds is how many times each throughput case runs every arm.
 	rounds int
+	// watched adds the watched ceiling to the throughput cases.
+	watched bool
 }
 
 // tesseraRun is how Tessera's scheduler is run.
@@ -63,11 +68,18 @@ type tesseraRun struct {
 func newBench(env *testenv.Env, timeout time.Duration, out string) (*bench, error) {
 	cfg := rest.CopyConfig(env.Config)
 	cfg.QPS, cfg.Burst = 5000, 5000
-	cs, err := kubernetes.NewForConfig(cfg)
+	// The bench's own requests and watches speak protobuf, as kubelets, controllers and
+	// schedulers do: a JSON watch would make the API server encode every bound pod a
+	// second time for the bench alone, which the ceiling (whose only watch is the
+	// bench's) would not pay but every scheduler with its own protobuf watch would.
+	pb := rest.CopyConfig(cfg)
+	pb.ContentType = k8sruntime.ContentTypeProtobuf
+	pb.AcceptContentTypes = k8sruntime.ContentTypeProtobuf + "," + k8sruntime.ContentTypeJSON
+	cs, err := kubernetes.NewForConfig(pb)
 	if err != nil {
 		return nil, err
 	}
-	return &bench{env: env, cfg: cfg, cs: cs, timeout: timeout, out: out}, nil
+	return &bench{env: env, cfg: cfg, pb: pb, cs: cs, timeout: timeout, out: out}, nil
 }
 
 func splitList(s string) []string {
@@ -265,22 +277,62 @@ func (b *bench) deletePodsAfter(ctx context.Context, ns string, err *error) {
 }
 
 // ceiling binds the pods round-robin over the nodes, with no scheduling work.
-func (b *bench) ceiling() runner {
+func (b *bench) ceiling() runner { return b.ceilingBinds(false) }
+
+// watchedCeiling is the ceiling of a scheduler that keeps a cache and assigns GPUs:
+// the ceiling's binds, each writing the annotations Tessera's bind writes (the GPU
+// assignment and the pod's UID), sent on a connection of their own on which an
+// informer watches every pod of the cluster, as a scheduler process does.
+func (b *bench) watchedCeiling() runner { return b.ceilingBinds(true) }
+
+func (b *bench) ceilingBinds(watched bool) runner {
 	return runner{schedulerName: "unscheduled", start: func(ctx context.Context, ns string) (func(), error) {
-		list, err := b.cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+		cs, stop := b.cs, func() {}
+		if watched {
+			var err error
+			if cs, stop, err = b.podCache(ctx); err != nil {
+				return nil, err
+			}
+		}
+		list, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
 		if err != nil {
+			stop()
 			return nil, err
 		}
 		go func() {
 			_ = parallel(len(list.Items), func(i int) error {
 				p := &list.Items[i]
+				node := b.nodeList[i%len(b.nodeList)]
 				binding := &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: ns, UID: p.UID},
-					Target: corev1.ObjectReference{Kind: "Node", Name: b.nodeList[i%len(b.nodeList)]}}
-				return b.cs.CoreV1().Pods(ns).Bind(ctx, binding, metav1.CreateOptions{})
+					Target: corev1.ObjectReference{Kind: "Node", Name: node}}
+				if watched {
+					a := tesserav1.GPUAssignment{Node: node, Containers: []tesserav1.ContainerGPUs{{Container: p.Spec.Containers[0].Name,
+						UUIDs: []string{fmt.Sprintf("GPU-%s-%d", node, i/len(b.nodeList)%8)}}}}
+					binding.Annotations = map[string]string{tesserav1.AnnotationGPUAssign: a.Encode(), tesserav1.AnnotationBoundPodUID: string(p.UID)}
+				}
+				return cs.CoreV1().Pods(ns).Bind(ctx, binding, metav1.CreateOptions{})
 			})
 		}()
-		return func() {}, nil
+		return stop, nil
 	}}
+}
+
+// podCache opens a connection of its own to the API server, as a scheduler process
+// has, with an informer over every pod of the cluster on it, synced; it returns the
+// clientset of that connection and what stops the informer.
+func (b *bench) podCache(ctx context.Context) (*kubernetes.Clientset, func(), error) {
+	cfg := rest.CopyConfig(b.pb)
+	cfg.Dial = (&net.Dialer{}).DialContext // a config with its own dialer gets its own transport
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	factory := informers.NewSharedInformerFactory(cs, 0)
+	factory.Core().V1().Pods().Informer()
+	factory.Start(ctx.Done())
+	factory.WaitForCacheSync(ctx.Done())
+	return cs, func() { cancel(); factory.Shutdown() }, nil
 }
 
 // tessera runs Tessera's scheduler as its own process (ts.bin), or else in this

@@ -22,8 +22,12 @@ type Case struct {
 	CeilingPodsPerS       float64 `json:"ceiling_pods_per_s"`
 	VsKubeScheduler       float64 `json:"tessera_vs_kube_scheduler,omitempty"`
 	OfCeiling             float64 `json:"tessera_of_ceiling"`
-	Pods                  int     `json:"pods"`
-	Nodes                 int     `json:"nodes"`
+	// The watched ceiling (-watched-ceiling): the ceiling's binds writing what
+	// Tessera's binds write while a scheduler-like cache watches every pod.
+	WatchedCeilingPodsPerS float64 `json:"watched_ceiling_pods_per_s,omitempty"`
+	OfWatchedCeiling       float64 `json:"tessera_of_watched_ceiling,omitempty"`
+	Pods                   int     `json:"pods"`
+	Nodes                  int     `json:"nodes"`
 	// Peak RSS (VmHWM) of each scheduler's process over the case, in MiB (Tessera's
 	// only when it runs as its own process, -tessera).
 	TesseraRSSMiB       float64 `json:"tessera_rss_mib,omitempty"`
@@ -49,10 +53,11 @@ type Case struct {
 
 // Round is one round of a throughput case: every arm once, in the order Order.
 type Round struct {
-	Order                 []string `json:"order"`
-	TesseraPodsPerS       float64  `json:"tessera_pods_per_s"`
-	KubeSchedulerPodsPerS float64  `json:"kube_scheduler_pods_per_s,omitempty"`
-	CeilingPodsPerS       float64  `json:"ceiling_pods_per_s"`
+	Order                  []string `json:"order"`
+	TesseraPodsPerS        float64  `json:"tessera_pods_per_s"`
+	KubeSchedulerPodsPerS  float64  `json:"kube_scheduler_pods_per_s,omitempty"`
+	CeilingPodsPerS        float64  `json:"ceiling_pods_per_s"`
+	WatchedCeilingPodsPerS float64  `json:"watched_ceiling_pods_per_s,omitempty"`
 }
 
 // Report is out/bench-scheduler.json.
@@ -82,6 +87,7 @@ func main() {
 	cpuProfile := flag.String("cpuprofile", "", "with -tessera empty: write the in-process scheduler's CPU profile of each measurement to <path>-<case>-tessera")
 	timeout := flag.Duration("timeout", 5*time.Minute, "limit for one scheduler to bind every pod")
 	rounds := flag.Int("rounds", 1, "single, gang8, single5k: rounds of every arm, each round starting with the next arm (the API server slows as etcd's history grows, which an arm that always runs first would gain from); rates are the medians")
+	watched := flag.Bool("watched-ceiling", false, "single, gang8, single5k: also measure the watched ceiling, the ceiling's binds carrying the annotations Tessera's binds write while an informer on their connection watches every pod, as a scheduler's cache does")
 	tesseraFlags := flag.String("tessera-flags", "", "more flags for `tessera scheduler` run from -tessera, space-separated (say, --bind-workers=64)")
 	flag.Parse()
 	big := bigCases{nodes: *bigNodes, pods: *bigPods, fill: *churnFill, rate: *churnRate, dur: *churnFor}
@@ -89,7 +95,7 @@ func main() {
 		fmt.Fprintf(os.Stderr, "benchscheduler: -rounds %d: must be at least 1\n", *rounds)
 		os.Exit(2)
 	}
-	if err := run(*nodes, *pods, *cases, *out, *kubeScheduler, tesseraRun{bin: *tesseraBin, flags: strings.Fields(*tesseraFlags), cpuProfile: *cpuProfile}, big, *heapNodes, *heapPods, *timeout, *rounds); err != nil {
+	if err := run(*nodes, *pods, *cases, *out, *kubeScheduler, tesseraRun{bin: *tesseraBin, flags: strings.Fields(*tesseraFlags), cpuProfile: *cpuProfile}, big, *heapNodes, *heapPods, *timeout, *rounds, *watched); err != nil {
 		fmt.Fprintln(os.Stderr, "benchscheduler:", err)
 		os.Exit(1)
 	}
@@ -102,7 +108,7 @@ type bigCases struct {
 	dur         time.Duration
 }
 
-func run(nodes, pods int, cases, out, kubeScheduler string, ts tesseraRun, big bigCases, heapNodes, heapPods int, timeout time.Duration, rounds int) error {
+func run(nodes, pods int, cases, out, kubeScheduler string, ts tesseraRun, big bigCases, heapNodes, heapPods int, timeout time.Duration, rounds int, watched bool) error {
 	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
 		return err
 	}
@@ -115,7 +121,7 @@ func run(nodes, pods int, cases, out, kubeScheduler string, ts tesseraRun, big b
 	if err != nil {
 		return err
 	}
-	b.ts, b.rounds = ts, rounds
+	b.ts, b.rounds, b.watched = ts, rounds, watched
 	ctx := context.Background()
 	var rep Report
 	for _, name := range splitList(cases) {
@@ -196,6 +202,9 @@ func (b *bench) throughput(ctx context.Context, name string, nodes, pods, gang i
 	}
 	var rd Round
 	arms := []arm{{"ceiling", b.ceiling(), &rd.CeilingPodsPerS, nil}, {"tessera", b.tessera(), &rd.TesseraPodsPerS, &c.TesseraRSSMiB}}
+	if b.watched {
+		arms = append(arms, arm{"watched", b.watchedCeiling(), &rd.WatchedCeilingPodsPerS, nil})
+	}
 	if kubeScheduler != "" {
 		arms = append(arms, arm{"kube", b.kubeScheduler(kubeScheduler), &rd.KubeSchedulerPodsPerS, &c.KubeSchedulerRSSMiB})
 	}
@@ -231,6 +240,11 @@ func (b *bench) throughput(ctx context.Context, name string, nodes, pods, gang i
 	c.CeilingPodsPerS = median(func(r Round) float64 { return r.CeilingPodsPerS })
 	c.TesseraPodsPerS = median(func(r Round) float64 { return r.TesseraPodsPerS })
 	c.KubeSchedulerPodsPerS = median(func(r Round) float64 { return r.KubeSchedulerPodsPerS })
+	c.WatchedCeilingPodsPerS = median(func(r Round) float64 { return r.WatchedCeilingPodsPerS })
+	if c.WatchedCeilingPodsPerS > 0 {
+		c.OfWatchedCeiling = c.TesseraPodsPerS / c.WatchedCeilingPodsPerS
+		fmt.Printf("%-8s watched ceiling %7.0f pods/s   tessera/watched ceiling %.0f%%\n", name, c.WatchedCeilingPodsPerS, 100*c.OfWatchedCeiling)
+	}
 	if b.rounds == 1 {
 		c.Rounds = nil
 	}
