@@ -5,6 +5,7 @@ import (
 	"slices"
 	"time"
 
+	tesserav1 "github.com/tessera-gpu/tessera/api/v1alpha1"
 	"github.com/tessera-gpu/tessera/scheduler"
 	"github.com/tessera-gpu/tessera/scheduler/framework"
 )
@@ -21,9 +22,11 @@ type Autoscaling struct {
 	// BootDelay is how long a node added back takes before pods can use it; it is
 	// paid for while it boots.
 	BootDelay time.Duration
+	// Policy is the ScaleDownPolicy RuleTessera plans with; nil: the defaults. Its
+	// nodeSelector applies to the replay's nodes as to a cluster's.
+	Policy *tesserav1.ScaleDownPolicy
 	// UnderusedShare, when set, replaces the share of RuleTessera's Underused method
-	// (autoscale.Policy) that the ScaleDownPolicy defaults give; 0 removes empty nodes
-	// only.
+	// (autoscale.Policy) that the policy gives; 0 removes empty nodes only.
 	UnderusedShare *float64
 }
 

@@ -28,7 +28,11 @@ const (
 func newRule(a Autoscaling, s *scheduler.Scheduler) (scaleDownRule, error) {
 	switch a.Rule {
 	case RuleTessera:
-		pol, err := autoscale.PolicyFrom(&tesserav1.ScaleDownPolicy{ObjectMeta: metav1.ObjectMeta{Name: "simulate"}})
+		p := a.Policy
+		if p == nil {
+			p = &tesserav1.ScaleDownPolicy{ObjectMeta: metav1.ObjectMeta{Name: "simulate"}}
+		}
+		pol, err := autoscale.PolicyFrom(p)
 		if err != nil {
 			return nil, err
 		}

@@ -85,7 +85,8 @@ func newPreviewCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "preview --base DIR --head DIR (--manifests CLUSTER.yaml | --from-cluster | --scenario NAME)",
 		Short: "Show what a change to the queues and policies does before it merges",
-		Long: `Lays the queues, admission policies, priority classes and namespaces of two versions
+		Long: `Lays the queues, admission policies, priority classes, namespaces and scale-down
+policies of two versions
 of a cluster's kustomization (--base, --head: for example the main branch and a pull
 request's checkout) over the same cluster, a YAML dump (--manifests, what tessera
 simulate --manifests reads) or the live objects (--from-cluster), passes each through
@@ -95,7 +96,10 @@ policies newly deny, no longer deny or rewrite. With --scenario, a built-in scen
 job mix is replayed on a virtual clock under each version's queues instead (their GPU
 figures scaled so the base's deserved shares add up to the scenario's cluster), and the
 difference is the mean and p95 wait and the GPUs each queue holds, with preemptions and
-starved jobs. Deterministic: the same inputs give the same output. -o markdown is ready
+starved jobs; a version's ScaleDownPolicy removes the scenario's idle nodes as the
+autoscaler would (its settings on every node of the scenario), which adds the
+GPU-node-hours paid, the nodes removed, the pods they evicted and the work lost.
+Deterministic: the same inputs give the same output. -o markdown is ready
 to post on the pull request. Progress goes to standard error, on a terminal or with
 --progress; standard output holds the preview alone.`,
 		Example: `  tessera gitops preview --base main/gitops/clusters/prod --head pr/gitops/clusters/prod --manifests prod-dump.yaml -o markdown`,

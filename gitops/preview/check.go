@@ -72,14 +72,15 @@ type ObjectChange struct {
 
 func (c ObjectChange) String() string { return c.Kind + " " + c.Name + " " + c.Change }
 
-// Diff lists the Queues, AdmissionPolicies, PriorityClasses and Namespaces that differ
-// between base and head, by kind and name.
+// Diff lists the Queues, AdmissionPolicies, PriorityClasses, Namespaces and
+// ScaleDownPolicies that differ between base and head, by kind and name.
 func Diff(base, head *trace.Manifests) []ObjectChange {
 	var out []ObjectChange
 	out = append(out, diffKind("Queue", base.Queues, head.Queues, func(o *tesserav1.Queue) string { return o.Name })...)
 	out = append(out, diffKind("AdmissionPolicy", base.AdmissionPolicies, head.AdmissionPolicies, func(o *tesserav1.AdmissionPolicy) string { return o.Name })...)
 	out = append(out, diffKind("PriorityClass", base.PriorityClasses, head.PriorityClasses, func(o *schedulingv1.PriorityClass) string { return o.Name })...)
 	out = append(out, diffKind("Namespace", base.Namespaces, head.Namespaces, func(o *corev1.Namespace) string { return o.Name })...)
+	out = append(out, diffKind("ScaleDownPolicy", base.ScaleDownPolicies, head.ScaleDownPolicies, func(o *tesserav1.ScaleDownPolicy) string { return o.Name })...)
 	return out
 }
 
@@ -111,7 +112,7 @@ func diffKind[T any](kind string, base, head []T, name func(*T) string) []Object
 }
 
 // noChange says that base and head define the same objects.
-const noChange = "no change: --base and --head define the same Queues, AdmissionPolicies, PriorityClasses and Namespaces"
+const noChange = "no change: --base and --head define the same Queues, AdmissionPolicies, PriorityClasses, Namespaces and ScaleDownPolicies"
 
 // writeObjectsText lists the objects that differ, or says there is no change.
 func writeObjectsText(w io.Writer, objs []ObjectChange) error {
@@ -132,7 +133,7 @@ func writeObjectsText(w io.Writer, objs []ObjectChange) error {
 // writeObjectsMarkdown is writeObjectsText for a pull request comment.
 func writeObjectsMarkdown(b *strings.Builder, objs []ObjectChange) {
 	if len(objs) == 0 {
-		b.WriteString("**No change**: `--base` and `--head` define the same Queues, AdmissionPolicies, PriorityClasses and Namespaces.\n\n")
+		b.WriteString("**No change**: `--base` and `--head` define the same Queues, AdmissionPolicies, PriorityClasses, Namespaces and ScaleDownPolicies.\n\n")
 		return
 	}
 	fmt.Fprintf(b, "Objects that differ (%d):\n\n", len(objs))

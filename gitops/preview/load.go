@@ -18,8 +18,9 @@ import (
 )
 
 // managed are the kinds a preview takes from the repository; the others a
-// kustomization lists (ScaleDownPolicy, Kustomization, ...) do not change where pods go.
-var managed = map[string]bool{"Queue": true, "AdmissionPolicy": true, "PriorityClass": true, "Namespace": true}
+// kustomization lists (Kustomization, ConfigMap, ...) change neither where pods go nor
+// which nodes are removed.
+var managed = map[string]bool{"Queue": true, "AdmissionPolicy": true, "PriorityClass": true, "Namespace": true, "ScaleDownPolicy": true}
 
 // Load builds the kustomization in dir with kustomize, as Flux or Argo CD would before
 // applying it, and reads the objects of the managed kinds, defaulted and validated as
@@ -54,17 +55,19 @@ func Load(dir string) (*trace.Manifests, error) {
 		out.AdmissionPolicies = append(out.AdmissionPolicies, m.AdmissionPolicies...)
 		out.PriorityClasses = append(out.PriorityClasses, m.PriorityClasses...)
 		out.Namespaces = append(out.Namespaces, m.Namespaces...)
+		out.ScaleDownPolicies = append(out.ScaleDownPolicies, m.ScaleDownPolicies...)
 	}
 }
 
 // Overlay lays the repository's objects over the cluster's: the repository is the
-// source of truth for Queues and AdmissionPolicies (the cluster's are replaced, as a
-// GitOps sync with pruning would), and its PriorityClasses and Namespaces replace the
-// cluster's of the same name. cluster is not changed.
+// source of truth for Queues, AdmissionPolicies and ScaleDownPolicies (the cluster's
+// are replaced, as a GitOps sync with pruning would), and its PriorityClasses and
+// Namespaces replace the cluster's of the same name. cluster is not changed.
 func Overlay(cluster, repo *trace.Manifests) *trace.Manifests {
 	out := *cluster
 	out.Queues = repo.Queues
 	out.AdmissionPolicies = repo.AdmissionPolicies
+	out.ScaleDownPolicies = repo.ScaleDownPolicies
 	out.PriorityClasses = replaceByName(cluster.PriorityClasses, repo.PriorityClasses, func(o *schedulingv1.PriorityClass) string { return o.Name })
 	out.Namespaces = replaceByName(cluster.Namespaces, repo.Namespaces, func(o *corev1.Namespace) string { return o.Name })
 	return &out

@@ -3,8 +3,10 @@ package preview
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -200,6 +202,59 @@ func TestRunReplayCapabilityChange(t *testing.T) {
 	var out bytes.Buffer
 	if err := p.WriteText(&out); err != nil || !strings.Contains(out.String(), "train-dev") {
 		t.Errorf("text: %v\n%s", err, out.String())
+	}
+}
+
+// TestRunReplayScaleDownChange: each side's ScaleDownPolicy removes the scenario's idle
+// nodes; a longer idleAfter keeps more node-hours on, a side without one keeps every
+// node, and two policies that remove nodes are refused.
+func TestRunReplayScaleDownChange(t *testing.T) {
+	if testing.Short() {
+		t.Skip("replays a day of the operator scenario four times")
+	}
+	dir := copyDir(t, example)
+	raise(t, filepath.Join(dir, "scaledown/scaledown.yaml"), "idleAfter: 10m", "idleAfter: 3h")
+	base, err := Load(example)
+	if err != nil {
+		t.Fatal(err)
+	}
+	head, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(base.ScaleDownPolicies) != 1 || base.ScaleDownPolicies[0].Spec.NodeSelector == nil {
+		t.Fatalf("the example's ScaleDownPolicy with its nodeSelector: %+v", base.ScaleDownPolicies)
+	}
+	p, err := RunReplay("operator", base, head, "tessera", nil, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(p.Objects); got != "[ScaleDownPolicy idle-gpu-nodes changed]" {
+		t.Errorf("objects %s", got)
+	}
+	if p.Base.ScaleDown != "idle-gpu-nodes" || p.Base.NodesRemoved == 0 || p.Head.GPUNodeHours <= p.Base.GPUNodeHours {
+		t.Errorf("idleAfter 10m -> 3h: base %+v, head %+v; want nodes removed in base (its nodeSelector does not apply to the scenario) and more node-hours in head",
+			p.Base, p.Head)
+	}
+	var text bytes.Buffer
+	if err := p.WriteText(&text); err != nil || !strings.Contains(text.String(), "scale-down by idle-gpu-nodes, its settings on every node of the scenario: GPU-node-hours ") {
+		t.Errorf("text: %v\n%s", err, text.String())
+	}
+
+	head.ScaleDownPolicies = nil
+	if p, err = RunReplay("operator", base, head, "tessera", nil, 1); err != nil {
+		t.Fatal(err)
+	}
+	var md bytes.Buffer
+	if err := p.WriteMarkdown(&md); err != nil || p.Head.NodesRemoved != 0 || p.Head.GPUNodeHours <= p.Base.GPUNodeHours ||
+		!strings.Contains(md.String(), "scale-down by idle-gpu-nodes → none (every node on)") {
+		t.Errorf("policy removed: %v, base %+v, head %+v\n%s", err, p.Base, p.Head, md.String())
+	}
+
+	head.ScaleDownPolicies = append(slices.Clone(base.ScaleDownPolicies), base.ScaleDownPolicies[0])
+	head.ScaleDownPolicies[1].Name = "second"
+	if _, err := RunReplay("operator", base, head, "tessera", nil, 1); err == nil || !strings.Contains(err.Error(), "--head: 2 ScaleDownPolicies remove nodes (idle-gpu-nodes, second)") {
+		t.Errorf("two policies that remove nodes: %v", err)
 	}
 }
 

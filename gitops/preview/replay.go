@@ -31,6 +31,16 @@ type ReplaySide struct {
 	Queues      []ReplayQueue `json:"queues"`
 	Preemptions float64       `json:"preemptions"`
 	Starved     float64       `json:"jobs_starved"`
+	// ScaleDown names the ScaleDownPolicy that removed the scenario's idle nodes;
+	// empty: every node stayed on.
+	ScaleDown string `json:"scale_down_policy,omitempty"`
+	// GPUNodeHours are the GPU nodes paid for (present or booting), mean per run.
+	GPUNodeHours float64 `json:"gpu_node_hours"`
+	NodesRemoved float64 `json:"nodes_removed"`
+	// ScaleDownEvictions are the pods evicted from removed nodes and LostGPUHours the
+	// work every eviction threw away (since the job's last checkpoint), mean per run.
+	ScaleDownEvictions float64 `json:"scale_down_evictions"`
+	LostGPUHours       float64 `json:"lost_gpu_hours"`
 }
 
 // ReplayPreview is a built-in scenario replayed under the base's and the head's queues.
@@ -50,8 +60,10 @@ type ReplayPreview struct {
 // the head's queues in place of the scenario's, with the same job mix. Queue shares are
 // proportions of a cluster, so the repository's GPU figures are scaled by the
 // scenario's GPUs over the base's deserved GPUs (one factor for both sides, so a change
-// of deserved shows); a job whose queue the repository lacks fails the run. With
-// WithProgress, each side's replays report their jobs as they arrive.
+// of deserved shows); a job whose queue the repository lacks fails the run. A side's
+// ScaleDownPolicy removes the scenario's idle nodes as Tessera's autoscaler would
+// (autoscaling). With WithProgress, each side's replays report their jobs as they
+// arrive.
 func RunReplay(scenario string, base, head *trace.Manifests, profile string, cfg *scheduler.Config, seeds int, opts ...Option) (ReplayPreview, error) {
 	o := options(opts)
 	if err := CheckPolicies(context.Background(), base, head); err != nil {
@@ -80,6 +92,10 @@ func RunReplay(scenario string, base, head *trace.Manifests, profile string, cfg
 		name string
 	}{{base, &p.Base, "--base"}, {head, &p.Head, "--head"}} {
 		queues := scaledQueues(side.repo.Queues, p.Scale)
+		as, err := autoscaling(side.repo)
+		if err != nil {
+			return p, fmt.Errorf("%s: %w", side.name, err)
+		}
 		var inputs []sim.ReplayInput
 		jobs := 0
 		for seed := int64(sim.FirstSeed); seed < int64(sim.FirstSeed+seeds); seed++ {
@@ -100,7 +116,7 @@ func RunReplay(scenario string, base, head *trace.Manifests, profile string, cfg
 		progress := o.progress(jobs, fmt.Sprintf("replaying %s (%s)", strings.TrimPrefix(side.name, "--"), plural(seeds, "seed")))
 		var runs []report.Replay
 		for i, in := range inputs {
-			res, err := sim.RunReplay(sim.Replay{Input: in, Profile: profile, Config: cfg, Seed: int64(sim.FirstSeed + i), OnJob: func() { progress.Add(1) }})
+			res, err := sim.RunReplay(sim.Replay{Input: in, Profile: profile, Config: cfg, Seed: int64(sim.FirstSeed + i), OnJob: func() { progress.Add(1) }, Autoscale: as})
 			if err != nil {
 				progress.Done()
 				return p, fmt.Errorf("%s: %w", side.name, err)
@@ -109,8 +125,35 @@ func RunReplay(scenario string, base, head *trace.Manifests, profile string, cfg
 		}
 		progress.Done()
 		*side.out = summarize(runs, queues)
+		if as != nil {
+			side.out.ScaleDown = as.Policy.Name
+		}
 	}
 	return p, nil
+}
+
+// autoscaling is how a side's ScaleDownPolicy removes the scenario's nodes, nil when
+// it has none that removes nodes (dryRun only reports). The scenario's nodes are not
+// the cluster's, so the policy's settings apply to all of them and its nodeSelector to
+// none; removed nodes come back after sim.DefaultBootDelay when work waits.
+func autoscaling(m *trace.Manifests) (*sim.Autoscaling, error) {
+	var active []string
+	var pol *tesserav1.ScaleDownPolicy
+	for i := range m.ScaleDownPolicies {
+		if p := &m.ScaleDownPolicies[i]; !p.Spec.DryRun {
+			active, pol = append(active, p.Name), p.DeepCopy()
+		}
+	}
+	switch len(active) {
+	case 0:
+		return nil, nil
+	case 1:
+	default:
+		return nil, fmt.Errorf("%d ScaleDownPolicies remove nodes (%s), and the replay applies one to the scenario's nodes; preview a change to one of them with the others set to dryRun: true",
+			len(active), strings.Join(active, ", "))
+	}
+	pol.Spec.NodeSelector = nil
+	return &sim.Autoscaling{Rule: sim.RuleTessera, BootDelay: sim.DefaultBootDelay, Policy: pol}, nil
 }
 
 // plural is "1 seed", "3 seeds".
@@ -168,6 +211,10 @@ func summarize(runs []report.Replay, queues []trace.QueueSpec) ReplaySide {
 	for _, r := range runs {
 		side.Preemptions += float64(r.Preemptions) / n
 		side.Starved += float64(r.JobsStarved) / n
+		side.GPUNodeHours += r.GPUNodeHours / n
+		side.NodesRemoved += float64(r.NodesRemoved) / n
+		side.ScaleDownEvictions += float64(r.ScaleDownEvictions) / n
+		side.LostGPUHours += r.LostGPUHours / n
 	}
 	return side
 }
@@ -197,8 +244,29 @@ func (p ReplayPreview) WriteText(w io.Writer) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	_, err := fmt.Fprintf(w, "preemptions: %s; jobs starved: %s\n", change(p.Base.Preemptions, p.Head.Preemptions), change(p.Base.Starved, p.Head.Starved))
+	_, err := fmt.Fprintf(w, "preemptions: %s; jobs starved: %s\n%s", change(p.Base.Preemptions, p.Head.Preemptions), change(p.Base.Starved, p.Head.Starved), p.scaleDownLine())
 	return err
+}
+
+// scaleDownLine says what each side's ScaleDownPolicy removed and what it cost, or
+// nothing when neither side removes nodes.
+func (p ReplayPreview) scaleDownLine() string {
+	if p.Base.ScaleDown == "" && p.Head.ScaleDown == "" {
+		return ""
+	}
+	policy := func(s ReplaySide) string {
+		if s.ScaleDown == "" {
+			return "none (every node on)"
+		}
+		return s.ScaleDown
+	}
+	by := policy(p.Base)
+	if h := policy(p.Head); h != by {
+		by += " → " + h
+	}
+	return fmt.Sprintf("scale-down by %s, its settings on every node of the scenario: GPU-node-hours %s; nodes removed %s; pods evicted by scale-down %s; GPU-hours of work lost to evictions %s\n",
+		by, change(p.Base.GPUNodeHours, p.Head.GPUNodeHours), change(p.Base.NodesRemoved, p.Head.NodesRemoved),
+		change(p.Base.ScaleDownEvictions, p.Head.ScaleDownEvictions), change(p.Base.LostGPUHours, p.Head.LostGPUHours))
 }
 
 // WriteMarkdown prints the same as WriteText as a markdown table.
@@ -212,7 +280,7 @@ func (p ReplayPreview) WriteMarkdown(w io.Writer) error {
 	for _, r := range p.rows() {
 		fmt.Fprintf(w, "| `%s` | %s | %s | %s |\n", r[0], r[1], r[2], r[3])
 	}
-	_, err := fmt.Fprintf(w, "\npreemptions: %s; jobs starved: %s\n", change(p.Base.Preemptions, p.Head.Preemptions), change(p.Base.Starved, p.Head.Starved))
+	_, err := fmt.Fprintf(w, "\npreemptions: %s; jobs starved: %s\n%s", change(p.Base.Preemptions, p.Head.Preemptions), change(p.Base.Starved, p.Head.Starved), p.scaleDownLine())
 	return err
 }
 

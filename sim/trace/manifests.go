@@ -37,6 +37,7 @@ type Manifests struct {
 	PodGroups         []tesserav1.PodGroup
 	AdmissionPolicies []tesserav1.AdmissionPolicy
 	PriorityClasses   []schedulingv1.PriorityClass
+	ScaleDownPolicies []tesserav1.ScaleDownPolicy
 	// Notes say what reading changed or could not carry over: pods made from a Job's
 	// template, fields of Volcano objects without a Tessera equivalent.
 	Notes []string
@@ -47,7 +48,8 @@ type Manifests struct {
 // ReadManifests reads the multi-document YAML files at paths (a directory stands for
 // its .yaml, .yml and .json files, in name order) as one cluster: Node, Namespace and
 // Pod (apiVersion v1), Job (batch/v1), PriorityClass (scheduling.k8s.io/v1), Queue,
-// PodGroup and AdmissionPolicy (apiVersion tessera.dev/v1alpha1) objects, and
+// PodGroup, AdmissionPolicy and ScaleDownPolicy (apiVersion tessera.dev/v1alpha1)
+// objects, and
 // Volcano's Queue, PodGroup (scheduling.volcano.sh/v1beta1) and Job
 // (batch.volcano.sh/v1alpha1), which become Tessera's objects as tessera convert
 // volcano makes them, as do batch/v1 Jobs scheduled by Volcano. Jobs whose pods are
@@ -249,7 +251,7 @@ func (d *manifestsDecoder) decodeOne(raw []byte, file, loc string) error {
 		want = batchv1.SchemeGroupVersion.String()
 	case "PriorityClass":
 		want = schedulingv1.SchemeGroupVersion.String()
-	case "Queue", "PodGroup", "AdmissionPolicy":
+	case "Queue", "PodGroup", "AdmissionPolicy", "ScaleDownPolicy":
 		want = tesserav1.GroupVersion.String()
 	case "":
 		return errf("missing kind; use one of %s", knownKinds)
@@ -307,6 +309,8 @@ func (d *manifestsDecoder) decodeOne(raw []byte, file, loc string) error {
 		obj, err = decodeInto(raw, &m.PodGroups)
 	case "AdmissionPolicy":
 		obj, err = decodeInto(raw, &m.AdmissionPolicies)
+	case "ScaleDownPolicy":
+		obj, err = decodeInto(raw, &m.ScaleDownPolicies)
 	case "PriorityClass":
 		obj, err = decodeInto(raw, &m.PriorityClasses)
 	}
@@ -407,7 +411,7 @@ func defaultRequests(spec *corev1.PodSpec) {
 }
 
 // knownKinds lists the kinds a manifests file may hold, with their apiVersions.
-var knownKinds = "Node, Namespace, Pod, List (v1), Job (batch/v1), PriorityClass (scheduling.k8s.io/v1), Queue, PodGroup, AdmissionPolicy (" +
+var knownKinds = "Node, Namespace, Pod, List (v1), Job (batch/v1), PriorityClass (scheduling.k8s.io/v1), Queue, PodGroup, AdmissionPolicy, ScaleDownPolicy (" +
 	tesserav1.GroupVersion.String() + "), Volcano's Queue, PodGroup (scheduling.volcano.sh/v1beta1) and Job (batch.volcano.sh/v1alpha1)"
 
 var errNoObjects = errors.New("no objects; use " + knownKinds)

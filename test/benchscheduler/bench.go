@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"runtime/pprof"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -52,6 +53,9 @@ type bench struct {
 	rounds int
 	// watched adds the watched ceiling to the throughput cases.
 	watched bool
+	// apiServerProfile, when positive, is how long the API server is profiled from
+	// each measurement's first bind.
+	apiServerProfile time.Duration
 }
 
 // tesseraRun is how Tessera's scheduler is run.
@@ -215,6 +219,7 @@ func (b *bench) watchBinds(ctx context.Context, ns string, pods int, r runner) (
 		now := time.Now()
 		if len(bound) == 0 {
 			first = now
+			go b.profileAPIServer(ctx, ns)
 		}
 		bound[p.Name], last = true, now
 		switch {
@@ -438,6 +443,22 @@ func (b *bench) heap(ctx context.Context, pods int) (float64, error) {
 		return 0, err
 	}
 	return mib, nil
+}
+
+// profileAPIServer writes a CPU profile of the API server over the next
+// apiServerProfile to <out's directory>/kube-apiserver-<ns>.pprof, when asked for.
+func (b *bench) profileAPIServer(ctx context.Context, ns string) {
+	if b.apiServerProfile <= 0 {
+		return
+	}
+	raw, err := b.cs.CoreV1().RESTClient().Get().AbsPath("/debug/pprof/profile").
+		Param("seconds", strconv.Itoa(int(b.apiServerProfile/time.Second))).DoRaw(ctx)
+	if err == nil {
+		err = os.WriteFile(filepath.Join(filepath.Dir(b.out), "kube-apiserver-"+ns+".pprof"), raw, 0o644)
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "%s: API server profile: %v\n", ns, err)
+	}
 }
 
 // startCPUProfile starts profiling this process into <cpuProfile>-<ns> when a profile

@@ -88,6 +88,7 @@ func main() {
 	timeout := flag.Duration("timeout", 5*time.Minute, "limit for one scheduler to bind every pod")
 	rounds := flag.Int("rounds", 1, "single, gang8, single5k: rounds of every arm, each round starting with the next arm (the API server slows as etcd's history grows, which an arm that always runs first would gain from); rates are the medians")
 	watched := flag.Bool("watched-ceiling", false, "single, gang8, single5k: also measure the watched ceiling, the ceiling's binds carrying the annotations Tessera's binds write while an informer on their connection watches every pod, as a scheduler's cache does")
+	apiProfile := flag.Duration("apiserver-profile", 0, "profile the API server's CPU for this long from each measurement's first bind, into kube-apiserver-<namespace>.pprof next to the report (0: not)")
 	tesseraFlags := flag.String("tessera-flags", "", "more flags for `tessera scheduler` run from -tessera, space-separated (say, --bind-workers=64)")
 	flag.Parse()
 	big := bigCases{nodes: *bigNodes, pods: *bigPods, fill: *churnFill, rate: *churnRate, dur: *churnFor}
@@ -95,7 +96,7 @@ func main() {
 		fmt.Fprintf(os.Stderr, "benchscheduler: -rounds %d: must be at least 1\n", *rounds)
 		os.Exit(2)
 	}
-	if err := run(*nodes, *pods, *cases, *out, *kubeScheduler, tesseraRun{bin: *tesseraBin, flags: strings.Fields(*tesseraFlags), cpuProfile: *cpuProfile}, big, *heapNodes, *heapPods, *timeout, *rounds, *watched); err != nil {
+	if err := run(*nodes, *pods, *cases, *out, *kubeScheduler, tesseraRun{bin: *tesseraBin, flags: strings.Fields(*tesseraFlags), cpuProfile: *cpuProfile}, big, *heapNodes, *heapPods, *timeout, *rounds, *watched, *apiProfile); err != nil {
 		fmt.Fprintln(os.Stderr, "benchscheduler:", err)
 		os.Exit(1)
 	}
@@ -108,7 +109,7 @@ type bigCases struct {
 	dur         time.Duration
 }
 
-func run(nodes, pods int, cases, out, kubeScheduler string, ts tesseraRun, big bigCases, heapNodes, heapPods int, timeout time.Duration, rounds int, watched bool) error {
+func run(nodes, pods int, cases, out, kubeScheduler string, ts tesseraRun, big bigCases, heapNodes, heapPods int, timeout time.Duration, rounds int, watched bool, apiProfile time.Duration) error {
 	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
 		return err
 	}
@@ -121,7 +122,7 @@ func run(nodes, pods int, cases, out, kubeScheduler string, ts tesseraRun, big b
 	if err != nil {
 		return err
 	}
-	b.ts, b.rounds, b.watched = ts, rounds, watched
+	b.ts, b.rounds, b.watched, b.apiServerProfile = ts, rounds, watched, apiProfile
 	ctx := context.Background()
 	var rep Report
 	for _, name := range splitList(cases) {
