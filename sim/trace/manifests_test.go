@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -91,6 +92,13 @@ spec:
   targets: [Pod]
   rego: |
     package tessera.nolatest
+---
+apiVersion: tessera.dev/v1alpha1
+kind: ScaleDownPolicy
+metadata:
+  name: idle
+spec:
+  idleAfter: 30m
 `
 
 func TestDecodeManifests(t *testing.T) {
@@ -110,6 +118,10 @@ func TestDecodeManifests(t *testing.T) {
 	}
 	if ns := m.Namespaces[0]; ns.Annotations["tessera.dev/queue"] != "train" {
 		t.Errorf("namespace %+v", ns.ObjectMeta)
+	}
+	// Defaulted by the CRD's schema, as the API server would.
+	if sp := m.ScaleDownPolicies; len(sp) != 1 || sp[0].Spec.IdleAfter.Duration != 30*time.Minute || sp[0].Spec.Cooldown.Duration != 10*time.Minute {
+		t.Errorf("scale-down policies %+v", sp)
 	}
 	if ap := m.AdmissionPolicies[0]; ap.Name != "no-latest" || !strings.HasPrefix(ap.Spec.Rego, "package tessera.nolatest") {
 		t.Errorf("admission policy %+v", ap.Spec)
@@ -188,6 +200,8 @@ func TestDecodeManifestsErrors(t *testing.T) {
 			`c.yaml:doc 1 (AdmissionPolicy/p): spec.targets[0]: Unsupported value: "Widget": supported values: "Pod", "Job", "PodGroup", "Queue"`},
 		{"AdmissionPolicy without targets", "apiVersion: tessera.dev/v1alpha1\nkind: AdmissionPolicy\nmetadata:\n  name: p\nspec:\n  rego: package tessera.p\n",
 			`c.yaml:doc 1 (AdmissionPolicy/p): spec.targets: Required value`},
+		{"ScaleDownPolicy negative cooldown", "apiVersion: tessera.dev/v1alpha1\nkind: ScaleDownPolicy\nmetadata:\n  name: s\nspec:\n  cooldown: -5m\n",
+			`c.yaml:doc 1 (ScaleDownPolicy/s): spec.cooldown: Invalid value: "-5m": spec.cooldown in body should match`},
 		{"Queue its own parent", "apiVersion: tessera.dev/v1alpha1\nkind: Queue\nmetadata:\n  name: q\nspec:\n  parent: q\n",
 			`c.yaml:doc 1 (Queue/q): <nil>: Invalid value: spec.parent must name another queue`},
 		{"job with the core apiVersion", "apiVersion: v1\nkind: Job\nmetadata:\n  name: j\n", `c.yaml:doc 1 (Job/j): apiVersion "v1"; Job needs apiVersion batch/v1`},
