@@ -136,7 +136,7 @@ figures: build
 ## pods/s created and deleted for 3 minutes, bind latency p50/p99), sizes -nodes -pods
 ## -big-nodes -big-pods -churn-duration ..., -rounds 3 for medians of three rounds,
 ## -watched-ceiling for the ceiling of binds that write what Tessera's write while a
-## cache watches every pod
+## cache watches every pod, -apiserver-profile 3s for the API server's CPU profiles
 bench-scheduler: k8s-binaries
 	CGO_ENABLED=0 $(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/tessera
 	KUBEBUILDER_ASSETS="$$(hack/k8s-binaries.sh)" $(GO) run ./test/benchscheduler -tessera $(BIN) \
