@@ -110,9 +110,9 @@ func (b *Binder) bind(ctx context.Context, state *cache.State, bindings []schedu
 	for j := range skip {
 		pipelined[j] = true
 	}
-	var ok, bad atomic.Int64
+	var ok, bad, stopped atomic.Int64
 	// Background, not ctx: once ctx is done every binding is still tried (and fails at
-	// once, reported), rather than skipped unreported.
+	// once), so that the count of those the stop cut short is whole.
 	workqueue.ParallelizeUntil(context.Background(), b.opts.BindWorkers, len(bindings), func(i int) {
 		bd := bindings[i]
 		if pipelined[bd.Task.Job] {
@@ -123,6 +123,12 @@ func (b *Binder) bind(ctx context.Context, state *cache.State, bindings []schedu
 			return
 		}
 		if err := b.bindOne(ctx, pod, bd); err != nil {
+			if ctx.Err() != nil {
+				// The scheduler is stopping (terminated, or its lease lost): not the pod's
+				// failure, and no event per pod while thousands of binds are cut short.
+				stopped.Add(1)
+				return
+			}
 			bad.Add(1)
 			b.metrics.ScheduleAttempts.WithLabelValues("error").Inc()
 			b.log.Info("bind failed", "pod", bd.Task.Key(), "node", bd.Node.Name, "error", err.Error())
@@ -133,6 +139,9 @@ func (b *Binder) bind(ctx context.Context, state *cache.State, bindings []schedu
 		b.metrics.ScheduleAttempts.WithLabelValues("scheduled").Inc()
 		b.metrics.E2ESchedulingDelay.Observe(b.opts.Now().Sub(pod.CreationTimestamp.Time).Seconds())
 	})
+	if n := stopped.Load(); n > 0 {
+		b.log.Info("binds cut short: the scheduler is stopping; their pods stay pending for the next leader, which also repairs any gang left partly bound", "binds", n)
+	}
 	return int(ok.Load()), int(bad.Load())
 }
 

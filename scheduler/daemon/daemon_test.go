@@ -7,12 +7,14 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
@@ -381,6 +383,57 @@ func TestKillRestartMidGang(t *testing.T) {
 		t.Fatal("no stop fell in the middle of a gang's binds; the test proves nothing")
 	}
 	t.Logf("%d of 20 stops left a gang partially bound; every one was whole after the restart", partialSeen)
+}
+
+// TestStopMidBindIsQuiet: binds cut short because the scheduler stops are not the
+// pods' failures: no FailedBinding event per pod, none counted failed, and the pods stay
+// pending for the next leader.
+func TestStopMidBindIsQuiet(t *testing.T) {
+	h := newHarness(t)
+	h.node("a", 8, nil)
+	const pods = 4
+	for i := range pods {
+		h.pod(h.makePod(fmt.Sprintf("p-%d", i)).GPU(1))
+	}
+	var tried atomic.Int32
+	c, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stuck := interceptor.NewClient(c, interceptor.Funcs{
+		SubResourceCreate: func(ctx context.Context, c client.Client, sub string, obj client.Object, subObj client.Object, opts ...client.SubResourceCreateOption) error {
+			if sub == "binding" {
+				tried.Add(1)
+				<-ctx.Done() // an API server that does not answer before the stop
+				return ctx.Err()
+			}
+			return c.SubResource(sub).Create(ctx, obj, subObj, opts...)
+		},
+	})
+	rec := events.NewFakeRecorder(100)
+	d := h.daemonRecording(stuck, rec)
+	ctx, cancel := context.WithCancel(h.ctx)
+	go func() {
+		for tried.Load() < pods && ctx.Err() == nil {
+			time.Sleep(5 * time.Millisecond)
+		}
+		cancel()
+	}()
+	sum, err := d.RunOnce(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	close(rec.Events)
+	var recorded []string
+	for e := range rec.Events {
+		recorded = append(recorded, e)
+	}
+	if tried.Load() != pods || sum.Bound != 0 || sum.BindFailed != 0 || len(recorded) != 0 {
+		t.Errorf("%d binds tried, session %+v, events %q; want %d tried, none bound or failed, no event", tried.Load(), sum, recorded, pods)
+	}
+	if h.bound() != 0 {
+		t.Errorf("%d pods bound", h.bound())
+	}
 }
 
 // TestQueueCapabilityAndReclaim: a queue at its capability keeps its next job pending

@@ -11,6 +11,7 @@ import (
 	"github.com/go-logr/logr/testr"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/tools/events"
 	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -90,6 +91,12 @@ func (h *harness) cleanup() {
 // the direct client).
 func (h *harness) daemon(c client.Client) *daemon.Daemon {
 	h.t.Helper()
+	return h.daemonRecording(c, nil)
+}
+
+// daemonRecording is daemon with its events recorded by rec (nil: none).
+func (h *harness) daemonRecording(c client.Client, rec events.EventRecorder) *daemon.Daemon {
+	h.t.Helper()
 	if c == nil {
 		c = h.c
 	}
@@ -108,7 +115,7 @@ func (h *harness) daemon(c client.Client) *daemon.Daemon {
 	if !h.cache.WaitForCacheSync(h.ctx) {
 		h.t.Fatal("cache did not sync")
 	}
-	return daemon.NewDaemon(c, ca, core, nil, nil, testr.New(h.t), daemon.Options{Period: h.period})
+	return daemon.NewDaemon(c, ca, core, rec, nil, testr.New(h.t), daemon.Options{Period: h.period})
 }
 
 // run starts d until the test ends or the returned stop is called.
