@@ -1,8 +1,6 @@
 package sim
 
 import (
-	"fmt"
-
 	"github.com/tessera-gpu/tessera/scheduler/framework"
 	"github.com/tessera-gpu/tessera/sim/trace"
 )
@@ -23,7 +21,7 @@ func buildNodes(specs []trace.NodeSpec) []*framework.Node {
 		}
 		n.GPUs = make([]framework.GPU, s.GPUs)
 		for g := range n.GPUs {
-			n.GPUs[g] = framework.GPU{Index: g, UUID: fmt.Sprintf("GPU-%s-%d", s.Name, g), Model: s.Model, MemoryMiB: s.GPUMemoryMiB,
+			n.GPUs[g] = framework.GPU{Index: g, UUID: framework.DerivedGPUUUID(s.Name, g), Model: s.Model, MemoryMiB: s.GPUMemoryMiB,
 				Island: g / 4, NUMA: g * 2 / max(s.GPUs, 1), Healthy: true}
 		}
 		n.Refresh()

@@ -5,6 +5,10 @@ import (
 	"math/bits"
 )
 
+// DerivedGPUUUID is the UUID given to GPU i of node when no node agent reports the
+// GPUs' own (a node known by its allocatable GPUs only, a trace's node).
+func DerivedGPUUUID(node string, i int) string { return fmt.Sprintf("GPU-%s-%d", node, i) }
+
 // GPU is one physical GPU of a node and what is allocated on it.
 type GPU struct {
 	Index     int

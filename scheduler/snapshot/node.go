@@ -150,7 +150,7 @@ func gpusFromAllocatable(n *corev1.Node, alloc corev1.ResourceList, field string
 	}
 	gpus := make([]framework.GPU, count)
 	for i := range gpus {
-		gpus[i] = framework.GPU{Index: i, UUID: fmt.Sprintf("GPU-%s-%d", n.Name, i), Model: model,
+		gpus[i] = framework.GPU{Index: i, UUID: framework.DerivedGPUUUID(n.Name, i), Model: model,
 			MemoryMiB: max(memPerGPU, 0), NUMA: -1, Healthy: true}
 	}
 	return gpus, nil

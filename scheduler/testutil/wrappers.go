@@ -43,7 +43,7 @@ func (w *NodeWrapper) GPUs(count int, model string) *NodeWrapper {
 	w.n.GPUModel = model
 	w.n.GPUs = make([]framework.GPU, count)
 	for i := range w.n.GPUs {
-		w.n.GPUs[i] = framework.GPU{Index: i, UUID: fmt.Sprintf("GPU-%s-%d", w.n.Name, i), Model: model, MemoryMiB: mem,
+		w.n.GPUs[i] = framework.GPU{Index: i, UUID: framework.DerivedGPUUUID(w.n.Name, i), Model: model, MemoryMiB: mem,
 			Island: i / 4, NUMA: i * 2 / max(count, 1), Healthy: true}
 	}
 	w.n.Allocatable.GPU = int64(count) * framework.MilliPerGPU

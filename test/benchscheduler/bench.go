@@ -30,6 +30,7 @@ import (
 	"github.com/tessera-gpu/tessera/internal/controller"
 	"github.com/tessera-gpu/tessera/scheduler"
 	"github.com/tessera-gpu/tessera/scheduler/daemon"
+	"github.com/tessera-gpu/tessera/scheduler/framework"
 	"github.com/tessera-gpu/tessera/test/testenv"
 )
 
@@ -312,7 +313,7 @@ func (b *bench) ceilingBinds(watched bool) runner {
 					Target: corev1.ObjectReference{Kind: "Node", Name: node}}
 				if watched {
 					a := tesserav1.GPUAssignment{Node: node, Containers: []tesserav1.ContainerGPUs{{Container: p.Spec.Containers[0].Name,
-						UUIDs: []string{fmt.Sprintf("GPU-%s-%d", node, i/len(b.nodeList)%8)}}}}
+						UUIDs: []string{framework.DerivedGPUUUID(node, i/len(b.nodeList)%8)}}}}
 					binding.Annotations = map[string]string{tesserav1.AnnotationGPUAssign: a.Encode(), tesserav1.AnnotationBoundPodUID: string(p.UID)}
 				}
 				return cs.CoreV1().Pods(ns).Bind(ctx, binding, metav1.CreateOptions{})

@@ -96,6 +96,10 @@ func main() {
 		fmt.Fprintf(os.Stderr, "benchscheduler: -rounds %d: must be at least 1\n", *rounds)
 		os.Exit(2)
 	}
+	if *apiProfile < 0 || *apiProfile%time.Second != 0 {
+		fmt.Fprintf(os.Stderr, "benchscheduler: -apiserver-profile %s: use whole seconds (for example 3s), or 0 for none\n", *apiProfile)
+		os.Exit(2)
+	}
 	if err := run(*nodes, *pods, *cases, *out, *kubeScheduler, tesseraRun{bin: *tesseraBin, flags: strings.Fields(*tesseraFlags), cpuProfile: *cpuProfile}, big, *heapNodes, *heapPods, *timeout, *rounds, *watched, *apiProfile); err != nil {
 		fmt.Fprintln(os.Stderr, "benchscheduler:", err)
 		os.Exit(1)
