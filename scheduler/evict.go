@@ -33,17 +33,26 @@ func (reclaim) Execute(s *Session) {
 	if s.reclaim == nil {
 		return
 	}
-	var last *framework.Job
-	var req framework.Resources
 	s.evictForFailed(false, func(j, v *framework.Job) bool {
 		return v.Queue != nil && j.Queue != nil && v.Queue != j.Queue
-	}, func(j, v *framework.Job) bool {
+	}, s.reclaimable(), "reclaimed by queue of job %s")
+}
+
+// reclaimable returns the check that j's queue may take back what v holds now, for
+// victims of other queues; without a reclaim policy none may be taken.
+func (s *Session) reclaimable() func(j, v *framework.Job) bool {
+	var last *framework.Job
+	var req framework.Resources
+	return func(j, v *framework.Job) bool {
+		if s.reclaim == nil || v.Queue == nil || j.Queue == nil {
+			return false
+		}
 		if j != last { // asked for one job's victims in a row
 			last, req = j, s.minRequest(j)
 		}
 		freed := holdingResources(v)
 		return s.reclaim.CanReclaim(j.Queue, &req, v.Queue, &freed)
-	}, "reclaimed by queue of job %s")
+	}
 }
 
 // evictForFailed tries, for each job allocate could not place, to make room by evicting
@@ -58,7 +67,7 @@ func (s *Session) evictForFailed(sameQueue bool, eligible, check func(j, v *fram
 	}
 	var running []*framework.Job
 	for _, v := range s.Snap.Jobs {
-		if s.evictable(v) {
+		if s.evictable(v, !sameQueue) {
 			running = append(running, v)
 		}
 	}
@@ -98,7 +107,7 @@ func (s *Session) evictForFailed(sameQueue bool, eligible, check func(j, v *fram
 		}
 		victims, anyEligible := victims[:0], false
 		for _, v := range running {
-			if v == j || !eligible(j, v) || !s.evictable(v) {
+			if v == j || !eligible(j, v) || !s.evictable(v, !sameQueue) {
 				continue
 			}
 			anyEligible = true
@@ -212,9 +221,14 @@ func (s *Session) forgetGoneJobs() {
 	}
 }
 
-// evictable reports whether v runs now and every filter lets it be evicted.
-func (s *Session) evictable(v *framework.Job) bool {
-	running := false
+// evictable reports whether v runs now and may be evicted: none of its tasks was
+// placed in this session and none is protected (eviction-protection annotations, an
+// exhausted disruption budget, a victim filter such as min runtime). For another
+// queue (reclaiming), protection holds only for what v's queue holds within its
+// deserved share: a queue's protected work never keeps others from reclaiming what it
+// borrows beyond.
+func (s *Session) evictable(v *framework.Job, reclaiming bool) bool {
+	running, protected := false, false
 	for _, t := range v.Tasks {
 		if t.Status == framework.TaskAllocated {
 			// Placed in this session: evicting its running tasks would leave these alone.
@@ -222,20 +236,45 @@ func (s *Session) evictable(v *framework.Job) bool {
 		}
 		if t.Status == framework.TaskRunning {
 			running = true
-			if !t.Preemptible {
-				return false
-			}
+			protected = protected || !t.Preemptible
 		}
 	}
 	if !running {
 		return false
 	}
-	for _, f := range s.victimFilter {
-		if !f.Evictable(v, s.Snap.Now) {
-			return false
-		}
+	for i := 0; !protected && i < len(s.victimFilter); i++ {
+		protected = !s.victimFilter[i].Evictable(v, s.Snap.Now)
 	}
-	return true
+	return !protected || (reclaiming && s.beyondDeserved(v))
+}
+
+// beyondDeserved reports whether v's queue holds at least its deserved share without
+// what v holds, in the dimension v holds (GPUs, else cpu and memory): v runs on what
+// the queue borrows. Another scheduler's jobs have no queue and never do.
+func (s *Session) beyondDeserved(v *framework.Job) bool {
+	q := v.Queue
+	if q == nil {
+		return false
+	}
+	d := s.deserved(q)
+	left := q.Allocated.Clone()
+	freed := holdingResources(v)
+	left.Sub(&freed)
+	if freed.GPU > 0 {
+		return left.GPU >= d.GPU
+	}
+	return left.MilliCPU >= d.MilliCPU && left.Memory >= d.Memory
+}
+
+// deserved is what q deserves in this session: the queue-share plugin's figure, or
+// without one, the larger of its spec's deserved and guarantee.
+func (s *Session) deserved(q *framework.Queue) framework.Resources {
+	if s.shares != nil {
+		d, _ := s.shares.Share(q)
+		return d
+	}
+	return framework.Resources{MilliCPU: max(q.Deserved.MilliCPU, q.Guarantee.MilliCPU), Memory: max(q.Deserved.Memory, q.Guarantee.Memory),
+		GPU: max(q.Deserved.GPU, q.Guarantee.GPU)}
 }
 
 func holdingResources(j *framework.Job) framework.Resources {
@@ -258,7 +297,7 @@ func (s *Session) evictFor(j *framework.Job, victims []*framework.Job, check fun
 		if len(victims) == 1 || v.Priority != victims[0].Priority {
 			break
 		}
-		if check != nil && !check(j, v) {
+		if !s.mayEvict(j, v, check) {
 			continue
 		}
 		st := s.NewStatement()
@@ -273,7 +312,7 @@ func (s *Session) evictFor(j *framework.Job, victims []*framework.Job, check fun
 	st := s.NewStatement()
 	var evicted []*framework.Job
 	for _, v := range victims {
-		if check != nil && !check(j, v) {
+		if !s.mayEvict(j, v, check) {
 			continue
 		}
 		evictJob(st, v, j, reason)
@@ -287,6 +326,13 @@ func (s *Session) evictFor(j *framework.Job, victims []*framework.Job, check fun
 	}
 	st.Discard()
 	return false
+}
+
+// mayEvict reports whether v may still be evicted for j once the victims before it
+// were: it passes check, and it is still evictable (a protected victim's queue may
+// have dropped to its deserved share).
+func (s *Session) mayEvict(j, v *framework.Job, check func(j, v *framework.Job) bool) bool {
+	return (check == nil || check(j, v)) && s.evictable(v, v.Queue != j.Queue)
 }
 
 // evictJob evicts every running task of v, for j.

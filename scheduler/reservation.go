@@ -87,30 +87,37 @@ func (s *Session) mayUseReserved(j, r *framework.Job) bool {
 	return d > 0 && yields(j, r) && s.Snap.Now.Sub(r.WaitingSince) < d-s.cfg.ReservationDrain.Duration
 }
 
-// yields reports whether v makes way for a starving job j: v has lower priority, or
-// j's priority and was submitted later (it overtook j).
+// yields reports whether v makes way for a starving job j: v is of j's queue (a
+// reservation never preempts across queues) and has lower priority, or j's priority
+// and was submitted later (it overtook j).
 func yields(v, j *framework.Job) bool {
-	return v.Priority < j.Priority || (v.Priority == j.Priority && v.Created.After(j.Created))
+	return v.Queue == j.Queue && (v.Priority < j.Priority || (v.Priority == j.Priority && v.Created.After(j.Created)))
 }
 
-// clearReserved preempts, for a job past its reservation deadline, the jobs that yield
-// to it on its reserved nodes, then those of its queue elsewhere (they hold the queue's
-// capability), as few as let it start.
+// clearReserved evicts, for a job past its reservation deadline, the jobs that yield to
+// it on its reserved nodes, then those of its queue elsewhere (they hold the queue's
+// capability), as few as let it start. Work of another queue on the reserved nodes
+// (there before the reservation) is evicted only where the job's queue may reclaim it.
 func (s *Session) clearReserved(j *framework.Job) {
 	var onNodes, inQueue []*framework.Job
 	for _, v := range s.Snap.Jobs {
-		if !yields(v, j) || !s.evictable(v) {
+		if v == j || !s.evictable(v, v.Queue != j.Queue) {
 			continue
 		}
-		if slices.ContainsFunc(v.Tasks, func(t *framework.Task) bool { return t.Node != nil && t.Node.Reserved == j }) {
+		onReserved := slices.ContainsFunc(v.Tasks, func(t *framework.Task) bool { return t.Node != nil && t.Node.Reserved == j })
+		switch {
+		case onReserved && (yields(v, j) || v.Queue != j.Queue):
 			onNodes = append(onNodes, v)
-		} else if v.Queue == j.Queue {
+		case !onReserved && yields(v, j):
 			inQueue = append(inQueue, v)
 		}
 	}
 	slices.SortStableFunc(onNodes, s.compareVictims)
 	slices.SortStableFunc(inQueue, s.compareVictims)
-	s.evictFor(j, append(onNodes, inQueue...), nil, fmt.Sprintf("preempted from nodes reserved for %s", j.Key()))
+	reclaimable := s.reclaimable()
+	s.evictFor(j, append(onNodes, inQueue...), func(j, v *framework.Job) bool {
+		return v.Queue == j.Queue || reclaimable(j, v)
+	}, fmt.Sprintf("preempted from nodes reserved for %s", j.Key()))
 }
 
 // capacityFor is how many tasks like t an empty node could hold.

@@ -232,7 +232,9 @@ func TestQueueShares(t *testing.T) {
 	})
 }
 
-// TestPreemption covers victim choice within a queue on 8-GPU nodes.
+// TestPreemption covers victim choice within a queue on 8-GPU nodes. The queue deserves
+// nothing: eviction protection and min runtime hold against its own work anyway, the
+// min runtime up to the queue's cap.
 func TestPreemption(t *testing.T) {
 	type victim struct {
 		name     string
@@ -250,40 +252,48 @@ func TestPreemption(t *testing.T) {
 		victims     []victim
 		preemptor   *framework.Job
 		wantEvicted []string
+		capMinRun   time.Duration // the queue's MaxMinRuntime
 	}{
 		{"lowest priority first", 2,
 			[]victim{{name: "p1", node: 0, tasks: 1, gpus: 8, priority: 1}, {name: "p0", node: 1, tasks: 1, gpus: 8, priority: 0}},
-			testutil.MakeJob("hi").GPU(8).Priority(5).Obj(), []string{"p0"}},
+			testutil.MakeJob("hi").GPU(8).Priority(5).Obj(), []string{"p0"}, 0},
 		{"youngest first", 2,
 			[]victim{{name: "old", node: 0, tasks: 1, gpus: 8}, {name: "young", node: 1, tasks: 1, gpus: 8, started: 30 * time.Minute}},
-			testutil.MakeJob("hi").GPU(8).Priority(5).Obj(), []string{"young"}},
+			testutil.MakeJob("hi").GPU(8).Priority(5).Obj(), []string{"young"}, 0},
 		{"fewest gangs broken", 2,
 			[]victim{{name: "y1", node: 0, tasks: 1, gpus: 4, started: 30 * time.Minute}, {name: "y2", node: 0, tasks: 1, gpus: 4, started: 20 * time.Minute},
 				{name: "whole", node: 1, tasks: 1, gpus: 8}},
-			testutil.MakeJob("hi").GPU(8).Priority(5).Obj(), []string{"whole"}},
+			testutil.MakeJob("hi").GPU(8).Priority(5).Obj(), []string{"whole"}, 0},
 		{"victim gang evicted whole", 1,
 			[]victim{{name: "gang", node: 0, tasks: 4, gpus: 2}},
-			testutil.MakeJob("hi").GPU(2).Priority(5).Obj(), []string{"gang"}},
+			testutil.MakeJob("hi").GPU(2).Priority(5).Obj(), []string{"gang"}, 0},
 		{"min runtime protects young jobs", 2,
 			[]victim{{name: "young", node: 0, tasks: 1, gpus: 8, started: 50 * time.Minute, minRun: 30 * time.Minute}, {name: "old", node: 1, tasks: 1, gpus: 8, minRun: 30 * time.Minute}},
-			testutil.MakeJob("hi").GPU(8).Priority(5).Obj(), []string{"old"}},
+			testutil.MakeJob("hi").GPU(8).Priority(5).Obj(), []string{"old"}, 0},
 		{"non-preemptible untouched", 2,
 			[]victim{{name: "young", node: 0, tasks: 1, gpus: 8, started: 50 * time.Minute, protect: true}, {name: "old", node: 1, tasks: 1, gpus: 8}},
-			testutil.MakeJob("hi").GPU(8).Priority(5).Obj(), []string{"old"}},
+			testutil.MakeJob("hi").GPU(8).Priority(5).Obj(), []string{"old"}, 0},
 		{"nothing evictable", 1,
 			[]victim{{name: "young", node: 0, tasks: 1, gpus: 8, started: 50 * time.Minute, minRun: time.Hour}},
-			testutil.MakeJob("hi").GPU(8).Priority(5).Obj(), nil},
+			testutil.MakeJob("hi").GPU(8).Priority(5).Obj(), nil, 0},
 		{"equal priority never preempts", 1,
 			[]victim{{name: "peer", node: 0, tasks: 1, gpus: 8, priority: 5}},
-			testutil.MakeJob("hi").GPU(8).Priority(5).Obj(), nil},
+			testutil.MakeJob("hi").GPU(8).Priority(5).Obj(), nil, 0},
 		{"unneeded victims restored", 3,
 			[]victim{{name: "pinned", node: 0, tasks: 1, gpus: 6, protect: true}, {name: "small", node: 0, tasks: 1, gpus: 2, started: 40 * time.Minute},
 				{name: "b", node: 1, tasks: 1, gpus: 8, started: 10 * time.Minute}, {name: "c", node: 2, tasks: 1, gpus: 8, started: 5 * time.Minute}},
-			testutil.MakeJob("hi").Tasks(2).GPU(8).Priority(5).Obj(), []string{"b", "c"}},
+			testutil.MakeJob("hi").Tasks(2).GPU(8).Priority(5).Obj(), []string{"b", "c"}, 0},
+		{"queue caps the min runtime", 1,
+			[]victim{{name: "greedy", node: 0, tasks: 1, gpus: 8, minRun: 24 * time.Hour}},
+			testutil.MakeJob("hi").GPU(8).Priority(5).Obj(), []string{"greedy"}, 30 * time.Minute},
+		{"protection holds against the queue's own work", 1,
+			[]victim{{name: "pinned", node: 0, tasks: 1, gpus: 8, started: 50 * time.Minute, protect: true}},
+			testutil.MakeJob("hi").GPU(8).Priority(5).Obj(), nil, 30 * time.Minute},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			q := testutil.MakeQueue("q").Obj()
+			q.MaxMinRuntime = tc.capMinRun
 			ns := nodes(tc.nodes, 8)
 			var jobs []*framework.Job
 			for _, v := range tc.victims {
@@ -520,9 +530,10 @@ func TestBackfillAndReservation(t *testing.T) {
 }
 
 // TestReservationDeadline: nodes reserved for a starving gang keep out work that need
-// not yield to it, take work that must (lower priority, or its priority and submitted
-// later) until the drain before the deadline, and at the deadline that work on them is
-// preempted so that the gang starts.
+// not yield to it (another queue's, or of its queue with its priority and submitted
+// with it), take work of its queue that must (lower priority, or its priority and
+// submitted later) until the drain before the deadline, and at the deadline that work
+// on them is preempted so that the gang starts.
 func TestReservationDeadline(t *testing.T) {
 	cfg, _ := scheduler.Profile("tessera")
 	cfg.ReservationAfter = scheduler.Duration{Duration: time.Hour}
@@ -533,13 +544,14 @@ func TestReservationDeadline(t *testing.T) {
 		t.Fatal(err)
 	}
 	ns := nodes(2, 8)
-	// Work of another queue that cannot be reclaimed: only the deadline evicts it.
+	// Work of the gang's queue that overtook it (its priority, submitted later), which
+	// the preempt action leaves alone: only the deadline evicts it.
 	qa, qb := testutil.MakeQueue("qa").Obj(), testutil.MakeQueue("qb").NotReclaimable().Obj()
 	big := testutil.MakeJob("big").Tasks(2).GPU(8).Priority(10).Queue(qa).Obj()
 	big.WaitingSince = testutil.Epoch
 	snap := testutil.Snapshot(0, ns, []*framework.Job{big}, qa, qb)
 	for i, n := range ns {
-		j := testutil.MakeJob(fmt.Sprintf("lo-%d", i)).GPU(1).Priority(1).Queue(qb).Obj()
+		j := testutil.MakeJob(fmt.Sprintf("lo-%d", i)).GPU(1).Priority(10).Created(time.Minute).Queue(qa).Obj()
 		testutil.Run(j, testutil.Epoch, n)
 		snap.Jobs = append(snap.Jobs, j)
 	}
@@ -557,14 +569,15 @@ func TestReservationDeadline(t *testing.T) {
 		t.Fatalf("nodes reserved for %v, %v; want big", ns[0].Reserved, ns[1].Reserved)
 	}
 	wantReason(t, big, framework.ReasonGangIncomplete, "work that overtook it preempted there at 2026-01-01 03:00:00")
-	lo := testutil.MakeJob("lo-a").GPU(1).Priority(1).Queue(qb).Obj()
-	peer := testutil.MakeJob("peer").GPU(1).Priority(10).Queue(qb).Obj() // submitted with big
+	lo := testutil.MakeJob("lo-a").GPU(1).Priority(1).Queue(qa).Obj()
+	peer := testutil.MakeJob("peer").GPU(1).Priority(10).Queue(qa).Obj() // submitted with big
 	later := testutil.MakeJob("later").GPU(1).Priority(10).Queue(qa).Created(time.Minute).Obj()
-	if r := session(90*time.Minute, lo, peer, later); boundTasks(r, lo) != 1 || boundTasks(r, later) != 1 || boundTasks(r, peer) != 0 {
-		t.Fatalf("before the drain: lower priority bound %d, same priority submitted later %d, with the gang %d; want 1, 1, 0",
-			boundTasks(r, lo), boundTasks(r, later), boundTasks(r, peer))
+	other := testutil.MakeJob("other").GPU(1).Priority(1).Queue(qb).Obj()
+	if r := session(90*time.Minute, lo, peer, later, other); boundTasks(r, lo) != 1 || boundTasks(r, later) != 1 || boundTasks(r, peer) != 0 || boundTasks(r, other) != 0 {
+		t.Fatalf("before the drain: lower priority bound %d, same priority submitted later %d, with the gang %d, of another queue %d; want 1, 1, 0, 0",
+			boundTasks(r, lo), boundTasks(r, later), boundTasks(r, peer), boundTasks(r, other))
 	}
-	late := testutil.MakeJob("lo-b").GPU(1).Priority(1).Queue(qb).Created(2 * time.Hour).Obj()
+	late := testutil.MakeJob("lo-b").GPU(1).Priority(1).Queue(qa).Created(2 * time.Hour).Obj()
 	if r := session(150*time.Minute, late); boundTasks(r, late) != 0 {
 		t.Fatal("lower-priority job placed on reserved nodes during the drain")
 	}
@@ -575,6 +588,32 @@ func TestReservationDeadline(t *testing.T) {
 	wantReason(t, lo, framework.ReasonEvicted, "preempted from nodes reserved for default/big")
 	if boundTasks(r, big) != 2 {
 		t.Fatalf("gang bound %d of 2 tasks at its deadline", boundTasks(r, big))
+	}
+}
+
+// TestReservationNeverPreemptsAcrossQueues: at its deadline a starving gang evicts no
+// work of another queue from its reserved nodes unless its queue may reclaim it; here
+// that queue is not reclaimable, so the gang waits for the work to end.
+func TestReservationNeverPreemptsAcrossQueues(t *testing.T) {
+	cfg, _ := scheduler.Profile("tessera")
+	cfg.ReservationAfter = scheduler.Duration{Duration: time.Hour}
+	cfg.ReservationDeadline = scheduler.Duration{Duration: 2 * time.Hour}
+	cfg.ReservationDrain = scheduler.Duration{Duration: 30 * time.Minute}
+	s, err := scheduler.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns := nodes(2, 8)
+	qa, qb := testutil.MakeQueue("qa").Obj(), testutil.MakeQueue("qb").NotReclaimable().Obj()
+	big := testutil.MakeJob("big").Tasks(2).GPU(8).Priority(10).Queue(qa).Obj()
+	big.WaitingSince = testutil.Epoch
+	theirs := testutil.MakeJob("theirs").GPU(1).Priority(1).Queue(qb).Obj()
+	testutil.Run(theirs, testutil.Epoch, ns[0])
+	snap := testutil.Snapshot(3*time.Hour, ns, []*framework.Job{big, theirs}, qa, qb)
+	r := s.RunSession(snap)
+	checkInvariants(t, "at the deadline", true, snap, r)
+	if len(r.Evictions) != 0 || boundTasks(r, big) != 0 {
+		t.Fatalf("evicted %v, gang bound %d; want nothing evicted and the gang waiting", evictedJobs(r), boundTasks(r, big))
 	}
 }
 

@@ -185,6 +185,10 @@ func (s *Session) open() {
 	jobs := make(map[string]*framework.Job, len(s.reservations))
 	for _, j := range snap.Jobs {
 		j.Pending = nil
+		if j.Refused != nil {
+			r := *j.Refused
+			j.Pending = &r
+		}
 		if m, ok := s.Scheduler.jobs[j.UID]; ok {
 			j.Inqueue = j.Inqueue || m.inqueue
 			if j.WaitingSince.IsZero() {
@@ -198,7 +202,7 @@ func (s *Session) open() {
 			if t.Status.Holds() {
 				s.charge(t, &t.Placed, +1)
 			}
-			if j.Queue == nil || t.Status == framework.TaskSucceeded {
+			if j.Queue == nil || t.Status == framework.TaskSucceeded || (j.Refused != nil && !t.Status.Holds()) {
 				continue
 			}
 			r := t.Placed

@@ -36,6 +36,17 @@ func PriorityClasses(m *trace.Manifests) (classes map[string]int32, globalDefaul
 	return classes, globalDefault
 }
 
+// globalDefaultClass is the name of m's globalDefault PriorityClass, "" for none.
+func globalDefaultClass(m *trace.Manifests) string {
+	name := ""
+	for _, pc := range m.PriorityClasses {
+		if pc.GlobalDefault {
+			name = pc.Name
+		}
+	}
+	return name
+}
+
 // maxManifestSessions bounds the sessions RunManifests runs.
 const maxManifestSessions = 10
 
@@ -124,7 +135,7 @@ func RunManifests(m *trace.Manifests, profile string, cfg *scheduler.Config, see
 	}
 	now := manifestsNow(m)
 	classes, globalDefault := PriorityClasses(m)
-	b := snapshot.NewBuilder(now, snapshot.Options{PriorityClasses: classes, WholeGPUs: c.WholeGPUs})
+	b := snapshot.NewBuilder(now, snapshot.Options{PriorityClasses: classes, DefaultPriorityClass: globalDefaultClass(m), WholeGPUs: c.WholeGPUs})
 	for i := range m.Nodes {
 		b.AddNode(&m.Nodes[i], nil)
 	}

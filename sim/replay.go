@@ -46,7 +46,9 @@ type ReplayJob struct {
 
 // Protected reports whether the job's pods are marked not to be evicted
 // (safe-to-evict: "false", do-not-disrupt: "true"): no autoscaler removes their node
-// and no scheduler preempts them. The rule is trace.JobSpec.Protected's.
+// and no scheduler preempts them, though another queue reclaims what their queue
+// holds beyond its deserved share (all of their work is then lost). The rule is
+// trace.JobSpec.Protected's.
 func (j *ReplayJob) Protected() bool { return j.CheckpointEvery == 0 }
 
 // kept is the part of elapsed seconds of progress that the job's checkpoints saved.

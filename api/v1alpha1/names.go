@@ -19,6 +19,12 @@ const (
 	ResourceGPU corev1.ResourceName = "tessera.dev/gpu"
 	// ResourceGPUMemory is GPU memory in MiB; a request asks for a slice of one GPU.
 	ResourceGPUMemory corev1.ResourceName = "tessera.dev/gpu-memory"
+	// ResourceGPUSlice is the node agent's device for a GPU-memory slice: the admission
+	// webhook asks one of it for every container that asks ResourceGPUMemory, so that the
+	// kubelet has the device plugin allocate the container its GPU and limit (node
+	// status resources such as ResourceGPUMemory reach no device plugin). The scheduler
+	// places by ResourceGPUMemory and ignores it.
+	ResourceGPUSlice corev1.ResourceName = "tessera.dev/gpu-slice"
 	// ResourceNvidiaGPU is the NVIDIA device plugin's resource, read for compatibility.
 	ResourceNvidiaGPU corev1.ResourceName = "nvidia.com/gpu"
 )
@@ -57,6 +63,9 @@ const (
 
 // DefaultQueue is the queue of a workload that names none.
 const DefaultQueue = "default"
+
+// DefaultMaxMinRuntime is a Queue's spec.maxMinRuntime when it sets none.
+const DefaultMaxMinRuntime = 30 * time.Minute
 
 // Condition types shared by the kinds. A PodGroup's Scheduled=False condition carries
 // the scheduler's reason code (scheduler/framework: Unschedulable, GangIncomplete,

@@ -51,8 +51,9 @@ type QueueSpec struct {
 	Priority int32 `json:"priority,omitempty"`
 
 	// NamespaceSelector selects the namespaces whose workloads may use the queue; the
-	// admission webhook denies the others. Unset: every namespace (an empty selector
-	// also selects every namespace). Namespaces carry the label
+	// admission webhook denies the others, and the scheduler charges none of their work
+	// to the queue. Unset: every namespace (an empty selector also selects every
+	// namespace). Namespaces carry the label
 	// kubernetes.io/metadata.name, so a list of names is
 	// {matchExpressions: [{key: kubernetes.io/metadata.name, operator: In, values: [...]}]}.
 	// +kubebuilder:validation:XValidation:rule="!has(self.matchExpressions) || self.matchExpressions.all(e, (e.operator in ['In', 'NotIn'] && has(e.values) && size(e.values) > 0) || (e.operator in ['Exists', 'DoesNotExist'] && (!has(e.values) || size(e.values) == 0)))",message="spec.namespaceSelector.matchExpressions: operator must be In or NotIn with values, or Exists or DoesNotExist without values"
@@ -60,14 +61,28 @@ type QueueSpec struct {
 	NamespaceSelector *metav1.LabelSelector `json:"namespaceSelector,omitempty"`
 
 	// AllowedPriorityClasses are the PriorityClasses the queue's workloads may use; the
-	// admission webhook denies others, and picks the default class among them. Empty:
-	// any class.
+	// admission webhook denies others, and picks the default class among them; the
+	// scheduler charges no work of another class to the queue. Empty: only the cluster's
+	// default class (the PriorityClass with globalDefault, or none).
 	// +kubebuilder:validation:MaxItems=32
 	// +kubebuilder:validation:items:MaxLength=253
 	// +kubebuilder:validation:items:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
 	// +listType=set
 	// +optional
 	AllowedPriorityClasses []string `json:"allowedPriorityClasses,omitempty"`
+
+	// MaxMinRuntime caps the minRuntime of the queue's PodGroups (and the scheduler's
+	// default guard): no job of the queue is protected from preemption and reclaim for
+	// longer. Against other queues' reclaim, minRuntime (like the pods' eviction
+	// protection annotations) protects a job only while its queue holds no more than its
+	// deserved share.
+	// +kubebuilder:default="30m"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1s') && duration(self) <= duration('24h')",message="spec.maxMinRuntime must be between 1s and 24h"
+	// +optional
+	MaxMinRuntime *metav1.Duration `json:"maxMinRuntime,omitempty"`
 }
 
 // QueueStatus reports what the queue holds and how many jobs wait in it.

@@ -432,11 +432,7 @@ func (c *Cache) maintained(now time.Time) (*framework.Snapshot, *State, []error)
 	os := c.objects
 	if c.pcsChanged {
 		c.pcsChanged = false
-		pcs := make(map[string]int32, len(os.pcs))
-		for _, pc := range os.pcs {
-			pcs[pc.Name] = pc.Value
-		}
-		c.live.SetPriorityClasses(pcs)
+		c.live.SetPriorityClasses(priorityClasses(slices.Collect(maps.Values(os.pcs))))
 		for _, p := range os.pods {
 			c.addPod(p)
 		}
@@ -496,10 +492,7 @@ func pointers[T any](items []T) []*T {
 // through memo (nil: converting every object).
 func (c *Cache) snapshot(in *input, now time.Time, memo *snapshot.Memo) (*framework.Snapshot, *State, []error) {
 	opts := c.opts
-	opts.PriorityClasses = make(map[string]int32, len(in.pcs))
-	for _, pc := range in.pcs {
-		opts.PriorityClasses[pc.Name] = pc.Value
-	}
+	opts.PriorityClasses, opts.DefaultPriorityClass = priorityClasses(in.pcs)
 	b := snapshot.NewBuilder(now, opts)
 	if memo != nil {
 		b.WithMemo(memo)
@@ -537,6 +530,20 @@ func (c *Cache) snapshot(in *input, now time.Time, memo *snapshot.Memo) (*framew
 	c.mu.Unlock()
 	snap, errs := b.Build()
 	return snap, st, errs
+}
+
+// priorityClasses are the classes' values by name, and the name of the one with
+// globalDefault ("" for none; of several, the API server's choice: the lowest value).
+func priorityClasses(pcs []*schedulingv1.PriorityClass) (map[string]int32, string) {
+	values := make(map[string]int32, len(pcs))
+	def, defValue := "", int32(0)
+	for _, pc := range pcs {
+		values[pc.Name] = pc.Value
+		if pc.GlobalDefault && (def == "" || pc.Value < defValue || (pc.Value == defValue && pc.Name < def)) {
+			def, defValue = pc.Name, pc.Value
+		}
+	}
+	return values, def
 }
 
 // addAll hands each listed object to add and, when index is not nil, records it there

@@ -268,3 +268,23 @@ func TestSnapshotWaitsForHandlers(t *testing.T) {
 		t.Fatalf("a cache without Watch: err %v, %d lists", err, plain.lists.Load())
 	}
 }
+
+func TestPriorityClassesGlobalDefault(t *testing.T) {
+	pc := func(name string, value int32, def bool) *schedulingv1.PriorityClass {
+		return &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Value: value, GlobalDefault: def}
+	}
+	for _, tc := range []struct {
+		name string
+		pcs  []*schedulingv1.PriorityClass
+		want string
+	}{
+		{"none", []*schedulingv1.PriorityClass{pc("batch-normal", 50, false)}, ""},
+		{"one", []*schedulingv1.PriorityClass{pc("batch-normal", 50, false), pc("research", 200, true)}, "research"},
+		{"several: the lowest value, as the API server picks", []*schedulingv1.PriorityClass{pc("high", 100, true), pc("low", 10, true)}, "low"},
+	} {
+		values, def := priorityClasses(tc.pcs)
+		if def != tc.want || len(values) != len(tc.pcs) {
+			t.Errorf("%s: default %q, %d values; want %q, %d", tc.name, def, len(values), tc.want, len(tc.pcs))
+		}
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
@@ -282,7 +283,12 @@ func TestBindFailureEvictsPartialGang(t *testing.T) {
 func TestPreemptionThroughEviction(t *testing.T) {
 	h := newHarness(t)
 	h.node("a", 8, nil)
-	h.pod(h.makePod("low").GPU(8))
+	q := apitest.MakeQueue("preemption-through-eviction").Obj()
+	q.Spec.AllowedPriorityClasses = []string{h.highPriority()}
+	if err := h.c.Create(h.ctx, q); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	h.pod(h.makePod("low").GPU(8).Queue(q.Name))
 	stop := h.run(h.daemon(nil))
 	h.eventually("low bound", 10*time.Second, func() string {
 		if h.bound() != 1 {
@@ -291,7 +297,7 @@ func TestPreemptionThroughEviction(t *testing.T) {
 		return ""
 	})
 	stop()
-	h.pod(h.makePod("high").GPU(8).PriorityClass(h.highPriority()))
+	h.pod(h.makePod("high").GPU(8).PriorityClass(h.highPriority()).Queue(q.Name))
 	h.run(h.daemon(nil))
 	h.eventually("low evicted, high bound", 15*time.Second, func() string {
 		h.kubelet()

@@ -179,6 +179,8 @@ func hint(j *framework.Job) string {
 		return "wait: nodes are held for a gang that has waited longer"
 	case framework.ReasonWaitingInLine:
 		return "wait: a job ahead of it in " + q + " goes first"
+	case framework.ReasonQueueNotFound, framework.ReasonQueueRefused:
+		return "name a queue that exists and takes the job's namespace and priority class (tessera.dev/queue label, PodGroup spec.queue or the namespace's default), or ask the platform team to create or widen one"
 	}
 	return ""
 }

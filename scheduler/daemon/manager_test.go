@@ -66,6 +66,7 @@ func TestDeployRBACGrantsEnough(t *testing.T) {
 	}
 	h.node("a", 8, nil)
 	q := apitest.MakeQueue("rbac").Weight(1).Obj()
+	q.Spec.AllowedPriorityClasses = []string{h.highPriority()}
 	if err := h.c.Create(h.ctx, q); err != nil {
 		t.Fatal(err)
 	}

@@ -125,7 +125,9 @@ func (w *StatusWriter) podGroup(ctx context.Context, j *framework.Job, state *ca
 	}
 	pg := state.PodGroups[j.Namespace+"/"+name]
 	if pg == nil {
-		w.createPodGroup(ctx, j, name, owner)
+		if j.Refused == nil { // a refused job has no queue to name; its pods' events say why
+			w.createPodGroup(ctx, j, name, owner)
+		}
 		return
 	}
 	want := podGroupStatus(j, pg)

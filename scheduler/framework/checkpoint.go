@@ -55,12 +55,12 @@ var checkpointFields = map[string]map[string]checkpointRule{
 		"Name": immutable, "Namespace": immutable, "UID": immutable, "Queue": immutable, "Priority": immutable,
 		"MinMember": immutable, "Created": immutable, "Tasks": restored, "MinResources": immutable,
 		"MinRuntime": immutable, "Topology": immutable, "Inqueue": restored, "WaitingSince": restored,
-		"Pending": reassigned,
+		"Pending": reassigned, "Refused": immutable,
 	},
 	"Queue": {
 		"Name": immutable, "Weight": immutable, "Priority": immutable, "Reclaimable": immutable,
 		"Deserved": restored, "Capability": restored, "Guarantee": restored,
-		"Parent": immutable, "Children": immutable, "Allocated": restored, "Request": restored,
+		"MaxMinRuntime": immutable, "Unqueued": immutable, "Parent": immutable, "Children": immutable, "Allocated": restored, "Request": restored,
 	},
 }
 

@@ -201,6 +201,11 @@ type Job struct {
 	WaitingSince time.Time
 	// Pending is why the job is not (fully) running after the last session.
 	Pending *Reason
+	// Refused, when set, is why the queue the job names does not take it (the queue
+	// does not exist, or its namespace selector or allowed priority classes exclude the
+	// job). The job is charged to the unqueued queue and its pending tasks are not
+	// placed.
+	Refused *Reason
 }
 
 // Key is namespace/name.
@@ -244,6 +249,10 @@ func (j *Job) StartedAt() time.Time {
 	return s
 }
 
+// UnqueuedQueue is the name of the queue of the jobs no queue takes (Queue.Unqueued); no
+// Queue object can have it.
+const UnqueuedQueue = "tessera.dev/unqueued"
+
 // Queue is a share of the cluster.
 type Queue struct {
 	Name        string
@@ -255,8 +264,13 @@ type Queue struct {
 	Deserved   Resources
 	Capability Resources
 	Guarantee  Resources
-	Parent     *Queue
-	Children   []*Queue
+	// MaxMinRuntime caps the min runtime that protects the queue's jobs; 0: no cap.
+	MaxMinRuntime time.Duration
+	// Unqueued marks the queue of the jobs that no queue takes (Job.Refused): it
+	// deserves nothing, so whatever it holds may be reclaimed.
+	Unqueued bool
+	Parent   *Queue
+	Children []*Queue
 	// Allocated is what the queue's (and its children's) tasks hold.
 	Allocated Resources
 	// Request is Allocated plus what pending tasks ask for.

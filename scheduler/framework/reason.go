@@ -16,6 +16,8 @@ const (
 	ReasonWaitingInLine   = "WaitingInLine"           // a job ahead in the queue holds the capacity
 	ReasonReserved        = "NodesReserved"           // capacity is reserved for a starving gang
 	ReasonEvicted         = "Evicted"                 // preempted or reclaimed in this session
+	ReasonQueueNotFound   = "QueueNotFound"           // the job names a queue that does not exist
+	ReasonQueueRefused    = "QueueRefused"            // the job's queue does not take its namespace or priority class
 )
 
 // Reason is why a job is pending: a code and a message for people.

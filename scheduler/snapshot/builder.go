@@ -25,11 +25,16 @@ type Options struct {
 	// SchedulerName is the schedulerName of the pods to schedule; default "tessera".
 	SchedulerName string
 	// DefaultQueue is the queue of jobs that name none; default "default". It is
-	// created (weight 1, no limits) when a job uses it and no Queue object defines it.
+	// created (weight 1, no limits, every namespace, the default priority class only)
+	// when a job uses it and no Queue object defines it.
 	DefaultQueue string
 	// PriorityClasses resolves a PodGroup's spec.priorityClassName; a PodGroup whose
 	// class is not listed takes the highest priority among its pods.
 	PriorityClasses map[string]int32
+	// DefaultPriorityClass is the PriorityClass with globalDefault ("" for none): the
+	// class of a pod that names none, and the only class a queue without
+	// spec.allowedPriorityClasses takes.
+	DefaultPriorityClass string
 	// WholeGPUs turns tessera.dev/gpu-memory slices into one whole GPU, for profiles
 	// that cannot share GPUs (scheduler.Config.WholeGPUs).
 	WholeGPUs bool
@@ -92,10 +97,10 @@ func NewBuilder(now time.Time, opts Options) *Builder {
 // SetNow sets the time the next snapshot is taken at.
 func (b *Builder) SetNow(now time.Time) { b.now = now }
 
-// SetPriorityClasses replaces Options.PriorityClasses.
-func (b *Builder) SetPriorityClasses(classes map[string]int32) {
-	if !maps.Equal(classes, b.opts.PriorityClasses) {
-		b.opts.PriorityClasses = classes
+// SetPriorityClasses replaces Options.PriorityClasses and Options.DefaultPriorityClass.
+func (b *Builder) SetPriorityClasses(classes map[string]int32, globalDefault string) {
+	if !maps.Equal(classes, b.opts.PriorityClasses) || globalDefault != b.opts.DefaultPriorityClass {
+		b.opts.PriorityClasses, b.opts.DefaultPriorityClass = classes, globalDefault
 		b.dirtyAll = true
 	}
 }
@@ -262,6 +267,9 @@ type build struct {
 	scalars   map[corev1.ResourceName]bool
 	placed    []*taskAcc // tasks that hold resources, in job order
 	queueSpec map[string]corev1.ResourceList
+	access    map[string]access // by queue name
+	nsLabels  map[string]labels.Labels
+	unqueued  *framework.Queue // made when a job needs it
 	exhausted []exhausted
 	all       bool // every job is assembled again
 }
@@ -294,6 +302,8 @@ func (b *Builder) Build() (*framework.Snapshot, []error) {
 		queues:    map[string]*framework.Queue{},
 		scalars:   map[corev1.ResourceName]bool{},
 		queueSpec: map[string]corev1.ResourceList{},
+		access:    map[string]access{},
+		nsLabels:  map[string]labels.Labels{},
 		exhausted: b.exhaustedPDBs(),
 		all:       m.owner != b || b.dirtyAll,
 	}
@@ -356,6 +366,7 @@ func (s *build) buildQueues() {
 		s.snap.Queues = append(s.snap.Queues, fq)
 		s.queues[fq.Name] = fq
 		s.queueSpec[fq.Name] = q.Spec.Capability
+		s.access[fq.Name] = accessOf(q)
 	}
 	s.errs = append(s.errs, linkQueues(s.snap.Queues, s.Builder.queues)...)
 }

@@ -2,12 +2,14 @@ package snapshot
 
 import (
 	"cmp"
+	"fmt"
 	"maps"
 	"slices"
 	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
 
 	tesserav1 "github.com/tessera-gpu/tessera/api/v1alpha1"
 	"github.com/tessera-gpu/tessera/scheduler/framework"
@@ -92,7 +94,7 @@ func (s *build) assemble(key string) *jobMemo {
 		m.jobs[key] = e
 	}
 	clear(e.tasks)
-	*e = jobMemo{key: key, live: e.live, built: m.gen, tasks: e.tasks[:0], scalars: e.scalars[:0]}
+	*e = jobMemo{key: key, live: e.live, built: m.gen, tasks: e.tasks[:0], scalars: e.scalars[:0], classes: e.classes[:0]}
 	// Pods of one job share a namespace: by key is by name.
 	for _, pk := range slices.Sorted(slices.Values(pods)) {
 		ta, err := s.task(pk)
@@ -260,8 +262,14 @@ func (s *build) finishJob(e *jobMemo) {
 	if e.group != nil && e.group.Spec.PriorityClassName != "" {
 		prio, fromClass = s.opts.PriorityClasses[e.group.Spec.PriorityClassName]
 	}
+	if e.group != nil && e.group.Spec.PriorityClassName != "" {
+		e.classes = append(e.classes, e.group.Spec.PriorityClassName)
+	}
 	created := j.Created
 	for i, ta := range e.tasks {
+		if c := ta.pod.Spec.PriorityClassName; !slices.Contains(e.classes, c) {
+			e.classes = append(e.classes, c)
+		}
 		if !fromClass && (i == 0 || ta.priority > prio) {
 			prio = ta.priority
 		}
@@ -358,11 +366,10 @@ func (s *build) emit() {
 		tasks := j.Tasks[:0]
 		*j = e.tmpl
 		j.MinResources = e.tmpl.MinResources.Clone()
-		holdingOnly := !e.foreign && !s.assignQueue(e, j)
+		if !e.foreign {
+			s.assignQueue(e, j)
+		}
 		for _, ta := range e.tasks {
-			if holdingOnly && !ta.task.Status.Holds() {
-				continue
-			}
 			t := ta.memo.instance()
 			ta.live = t
 			if len(s.exhausted) > 0 && ta.pod.Spec.NodeName != "" && s.protected(ta.pod) {
@@ -383,34 +390,76 @@ func (s *build) emit() {
 }
 
 // assignQueue links the job to its queue: the PodGroup's spec.queue, else the queue a
-// pod names, else the namespace's default, else Options.DefaultQueue. A job that names
-// an unknown queue is reported, and false returned: its pending tasks are left out, its
-// running ones are kept (without a queue) so that their nodes stay accounted.
-func (s *build) assignQueue(e *jobMemo, j *framework.Job) bool {
-	name, field, kind := "", "", "Pod"
-	objNS, objName := j.Namespace, j.Name
+// pod names, else the namespace's default, else Options.DefaultQueue. A queue that does
+// not exist, or whose namespace selector or allowed priority classes exclude the job,
+// does not take it: the job is refused (Job.Refused says why) and charged to the
+// unqueued queue, where what its running pods hold may be reclaimed by any queue and
+// its pending pods wait.
+func (s *build) assignQueue(e *jobMemo, j *framework.Job) {
+	name, field := "", ""
 	if e.group != nil && e.group.Spec.Queue != "" {
-		name, field, kind = e.group.Spec.Queue, "spec.queue", "PodGroup"
+		name, field = e.group.Spec.Queue, "PodGroup "+j.Key()+" spec.queue"
 	} else if e.queue != "" {
-		name, field, objName = e.queue, e.queueKey, e.queuePod
+		name, field = e.queue, "pod "+j.Namespace+"/"+e.queuePod+" "+e.queueKey
 	} else if ns := s.namespaces[j.Namespace]; ns != nil && ns.Annotations[tesserav1.AnnotationQueue] != "" {
-		name, field, kind = ns.Annotations[tesserav1.AnnotationQueue], "metadata.annotations["+tesserav1.AnnotationQueue+"]", "Namespace"
-		objNS, objName = "", j.Namespace
+		name, field = ns.Annotations[tesserav1.AnnotationQueue], "namespace "+j.Namespace+" annotation "+tesserav1.AnnotationQueue
 	} else {
 		name = s.opts.DefaultQueue
 	}
-	if q := s.queues[name]; q != nil {
-		j.Queue = q
-		return true
+	q, a := s.queues[name], s.access[name]
+	if q == nil && name == s.opts.DefaultQueue {
+		q = &framework.Queue{Name: name, Weight: 1, Reclaimable: true, Capability: framework.Unlimited.Clone(),
+			MaxMinRuntime: tesserav1.DefaultMaxMinRuntime}
+		s.addQueue(q)
 	}
-	if name == s.opts.DefaultQueue {
-		q := &framework.Queue{Name: name, Weight: 1, Reclaimable: true, Capability: framework.Unlimited.Clone()}
-		s.queues[name] = q
-		s.snap.Queues = append(s.snap.Queues, q)
-		slices.SortFunc(s.snap.Queues, func(a, b *framework.Queue) int { return strings.Compare(a.Name, b.Name) })
-		j.Queue = q
-		return true
+	if q == nil {
+		named := ""
+		if field != "" {
+			named = " (named by " + field + ")"
+		}
+		s.refuse(j, framework.ReasonQueueNotFound, fmt.Sprintf("queue %q does not exist%s; create the Queue or name another", name, named))
+		return
 	}
-	s.fail(objErr(kind, objNS, objName, field, "queue %q does not exist; create the Queue or name another (job %s: pending pods are left out)", name, j.Key()))
-	return false
+	var nsLabels labels.Labels
+	if a.selected != nil {
+		nsLabels = s.namespaceLabels(j.Namespace)
+	}
+	if msg := a.refuses(name, j.Namespace, nsLabels, e.classes, s.opts.DefaultPriorityClass); msg != "" {
+		s.refuse(j, framework.ReasonQueueRefused, msg)
+		return
+	}
+	j.Queue = q
+}
+
+// refuse charges the job to the unqueued queue, for the reason given.
+func (s *build) refuse(j *framework.Job, code, msg string) {
+	if s.unqueued == nil {
+		s.unqueued = &framework.Queue{Name: framework.UnqueuedQueue, Weight: 1, Reclaimable: true, Unqueued: true,
+			Capability: framework.Unlimited.Clone(), MaxMinRuntime: tesserav1.DefaultMaxMinRuntime}
+		s.addQueue(s.unqueued)
+	}
+	j.Queue = s.unqueued
+	j.Refused = &framework.Reason{Code: code, Message: msg + "; its pending pods wait and what its running pods hold may be reclaimed"}
+}
+
+// addQueue adds a queue no Queue object defines to the snapshot.
+func (s *build) addQueue(q *framework.Queue) {
+	s.queues[q.Name] = q
+	s.snap.Queues = append(s.snap.Queues, q)
+	slices.SortFunc(s.snap.Queues, func(a, b *framework.Queue) int { return strings.Compare(a.Name, b.Name) })
+}
+
+// namespaceLabels are the labels of namespace ns, which always include
+// kubernetes.io/metadata.name (the API server sets it; a namespace the builder was not
+// given has only that one).
+func (s *build) namespaceLabels(ns string) labels.Labels {
+	if l, ok := s.nsLabels[ns]; ok {
+		return l
+	}
+	set := labels.Set{corev1.LabelMetadataName: ns}
+	if o := s.namespaces[ns]; o != nil {
+		set = labels.Merge(o.Labels, set)
+	}
+	s.nsLabels[ns] = set
+	return set
 }

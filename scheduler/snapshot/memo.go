@@ -92,6 +92,7 @@ type jobMemo struct {
 	queue    string                // explicit queue from the first pod that names one
 	queueKey string                // the label or annotation that named it
 	queuePod string                // the pod that named it
+	classes  []string              // the priority classes its PodGroup and pods name, "" for none
 	built    uint64                // the Memo generation that last assembled it
 	// live is the job the last build handed out, overwritten by the next.
 	live *framework.Job

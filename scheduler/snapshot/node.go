@@ -46,7 +46,7 @@ func convertNode(n *corev1.Node, g *tesserav1.GPUNode) (*framework.Node, error) 
 	rest := make(corev1.ResourceList, len(alloc))
 	for name, q := range alloc {
 		switch name {
-		case tesserav1.ResourceGPU, tesserav1.ResourceNvidiaGPU, tesserav1.ResourceGPUMemory:
+		case tesserav1.ResourceGPU, tesserav1.ResourceNvidiaGPU, tesserav1.ResourceGPUMemory, tesserav1.ResourceGPUSlice:
 		default:
 			if q.Sign() < 0 {
 				return nil, objErr("Node", "", n.Name, fmt.Sprintf("%s[%s]", field, name), "is negative (%s)", q.String())

@@ -95,6 +95,7 @@ func convertTask(p *corev1.Pod, wholeGPUs bool) (*framework.Task, error) {
 		gpu.MemoryMiB = q.Value()
 		delete(reqs, tesserav1.ResourceGPUMemory)
 	}
+	delete(reqs, tesserav1.ResourceGPUSlice) // the slice's device, placed by its memory
 	if gpu.Count > 0 && gpu.MemoryMiB > 0 {
 		return nil, bad("spec.containers[*].resources.requests", "asks whole GPUs and a %s slice; ask one or the other", tesserav1.ResourceGPUMemory)
 	}

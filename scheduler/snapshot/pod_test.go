@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	tesserav1 "github.com/tessera-gpu/tessera/api/v1alpha1"
 	"github.com/tessera-gpu/tessera/internal/apitest"
@@ -112,11 +113,13 @@ func TestJobIdentity(t *testing.T) {
 
 func TestJobQueue(t *testing.T) {
 	cases := []struct {
-		name  string
-		add   func(b *Builder)
-		queue string
-		errs  []string
-		jobs  int
+		name    string
+		add     func(b *Builder)
+		queue   string
+		errs    []string
+		jobs    int
+		refused string // the reason the job's queue refuses it
+		tasks   string
 	}{
 		{name: "PodGroup spec.queue beats pod labels", add: func(b *Builder) {
 			b.AddPodGroup(testPodGroup("g", "ns", "pgq", 1).Obj())
@@ -140,22 +143,68 @@ func TestJobQueue(t *testing.T) {
 			b.AddPod(testPod("p", "ns").Obj(), 0)
 		}, queue: "nsq", jobs: 1},
 		{name: "default queue created", add: func(b *Builder) { b.AddPod(testPod("p", "ns").Obj(), 0) }, queue: "default", jobs: 1},
-		{name: "unknown queue: pending pod left out", add: func(b *Builder) {
+		{name: "unknown queue: refused, pending pod kept", add: func(b *Builder) {
 			b.AddPod(testPod("p", "ns").Queue("ghost").Obj(), 0)
-		}, jobs: 0, errs: []string{`Pod ns/p: metadata.labels[tessera.dev/queue]: queue "ghost" does not exist`}},
-		{name: "unknown PodGroup queue: running pod kept without a queue", add: func(b *Builder) {
+		}, queue: framework.UnqueuedQueue, jobs: 1,
+			refused: `QueueNotFound: queue "ghost" does not exist (named by pod ns/p metadata.labels[tessera.dev/queue])`},
+		{name: "unknown PodGroup queue: running and pending pods charged to the unqueued queue", add: func(b *Builder) {
 			b.AddNode(testNode("n").Obj(), nil)
 			b.AddPodGroup(testPodGroup("g", "ns", "ghost", 2).Obj())
 			b.AddPod(testPod("g-0", "ns").Group("g").RunningOn("n", epoch).Obj(), 0)
 			b.AddPod(testPod("g-1", "ns").Group("g").Obj(), 0)
-		}, jobs: 1, errs: []string{`PodGroup ns/g: spec.queue: queue "ghost" does not exist`}},
+		}, queue: framework.UnqueuedQueue, jobs: 1, refused: `QueueNotFound: queue "ghost" does not exist (named by PodGroup ns/g spec.queue)`, tasks: "g-0,g-1"},
+		{name: "namespace the queue does not select", add: func(b *Builder) {
+			b.AddNamespace(apitest.MakeNamespace("ns").Label("team", "b").Obj())
+			b.AddPod(testPod("p", "ns").Queue("team-a").Obj(), 0)
+		}, queue: framework.UnqueuedQueue, jobs: 1, refused: `QueueRefused: queue "team-a" does not take workloads from namespace "ns"`},
+		{name: "namespace the queue selects", add: func(b *Builder) {
+			b.AddNamespace(apitest.MakeNamespace("ns").Label("team", "a").Obj())
+			b.AddPod(testPod("p", "ns").Queue("team-a").PriorityClass("batch-normal").Obj(), 0)
+		}, queue: "team-a", jobs: 1},
+		{name: "namespace selected by name without a Namespace object", add: func(b *Builder) {
+			b.AddPod(testPod("p", "ns").Queue("by-name").Obj(), 0)
+		}, queue: "by-name", jobs: 1},
+		{name: "pod class the queue does not allow", add: func(b *Builder) {
+			b.AddNamespace(apitest.MakeNamespace("ns").Label("team", "a").Obj())
+			b.AddPod(testPod("p", "ns").Queue("team-a").PriorityClass("production-high").Obj(), 0)
+		}, queue: framework.UnqueuedQueue, jobs: 1,
+			refused: `QueueRefused: priorityClassName "production-high" is not allowed in queue "team-a" (its spec.allowedPriorityClasses: [batch-normal, offline-low])`},
+		{name: "PodGroup class the queue does not allow", add: func(b *Builder) {
+			b.AddNamespace(apitest.MakeNamespace("ns").Label("team", "a").Obj())
+			b.AddPodGroup(testPodGroup("g", "ns", "team-a", 1).PriorityClass("production-high").Obj())
+			b.AddPod(testPod("g-0", "ns").Group("g").PriorityClass("batch-normal").Obj(), 0)
+		}, queue: framework.UnqueuedQueue, jobs: 1, refused: `priorityClassName "production-high" is not allowed in queue "team-a"`},
+		{name: "queue without allowed classes takes the default class only", add: func(b *Builder) {
+			b.AddPod(testPod("p", "ns").Queue("labelq").PriorityClass("production-high").Obj(), 0)
+		}, queue: framework.UnqueuedQueue, jobs: 1,
+			refused: `QueueRefused: priorityClassName "production-high" is not allowed in queue "labelq": it lists no spec.allowedPriorityClasses, so it takes only the cluster's default class "batch-normal"`},
+		{name: "queue without allowed classes takes the default class", add: func(b *Builder) {
+			b.AddPod(testPod("p", "ns").Queue("labelq").PriorityClass("batch-normal").Obj(), 0)
+			b.AddPod(testPod("q", "ns").Queue("labelq").Obj(), 0)
+		}, queue: "labelq", jobs: 2},
+		{name: "implicit default queue takes every namespace, the default class only", add: func(b *Builder) {
+			b.AddPod(testPod("p", "ns").PriorityClass("production-high").Obj(), 0)
+		}, queue: framework.UnqueuedQueue, jobs: 1, refused: `priorityClassName "production-high" is not allowed in queue "default": it lists no spec.allowedPriorityClasses`},
+		{name: "invalid selector takes no namespace", add: func(b *Builder) {
+			q := apitest.MakeQueue("broken").Obj()
+			q.Spec.NamespaceSelector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "team", Operator: "Near"}}}
+			b.AddQueue(q)
+			b.AddPod(testPod("p", "ns").Queue("broken").Obj(), 0)
+		}, queue: framework.UnqueuedQueue, jobs: 1, refused: `queue "broken" does not take workloads from namespace "ns"`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			snap, errs := buildOne(t, Options{}, func(b *Builder) {
+			snap, errs := buildOne(t, Options{DefaultPriorityClass: "batch-normal"}, func(b *Builder) {
 				for _, q := range []string{"pgq", "labelq", "vcq", "kq", "nsq"} {
 					b.AddQueue(apitest.MakeQueue(q).Obj())
 				}
+				teamA := apitest.MakeQueue("team-a").Obj()
+				teamA.Spec.NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"team": "a"}}
+				teamA.Spec.AllowedPriorityClasses = []string{"batch-normal", "offline-low"}
+				byName := apitest.MakeQueue("by-name").Obj()
+				byName.Spec.NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: "ns"}}
+				b.AddQueue(teamA)
+				b.AddQueue(byName)
 				tc.add(b)
 			})
 			wantErrs(t, errs, tc.errs...)
@@ -176,8 +225,16 @@ func TestJobQueue(t *testing.T) {
 			if got != tc.queue {
 				t.Errorf("queue = %q, want %q", got, tc.queue)
 			}
-			if tc.queue == "" && taskNames(j) != "g-0" {
-				t.Errorf("kept tasks = %s, want the running one", taskNames(j))
+			switch {
+			case tc.refused == "" && j.Refused != nil:
+				t.Errorf("refused: %v", j.Refused)
+			case tc.refused != "" && (j.Refused == nil || !strings.Contains(j.Refused.String(), tc.refused)):
+				t.Errorf("refused: %v, want %q", j.Refused, tc.refused)
+			case tc.refused != "" && !j.Queue.Unqueued:
+				t.Errorf("refused job in queue %s, want the unqueued queue", j.Queue.Name)
+			}
+			if tc.tasks != "" && taskNames(j) != tc.tasks {
+				t.Errorf("tasks = %s, want %s", taskNames(j), tc.tasks)
 			}
 		})
 	}

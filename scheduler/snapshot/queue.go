@@ -1,10 +1,13 @@
 package snapshot
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 
 	tesserav1 "github.com/tessera-gpu/tessera/api/v1alpha1"
 	"github.com/tessera-gpu/tessera/scheduler/framework"
@@ -22,6 +25,11 @@ func convertQueue(q *tesserav1.Queue) *framework.Queue {
 		Reclaimable: q.Spec.Reclaimable == nil || *q.Spec.Reclaimable,
 		Guarantee:   framework.FromResourceList(q.Spec.Guarantee),
 		Capability:  capability(q.Spec.Capability),
+		// The API server defaults spec.maxMinRuntime; objects that never went through it may lack it.
+		MaxMinRuntime: tesserav1.DefaultMaxMinRuntime,
+	}
+	if q.Spec.MaxMinRuntime != nil {
+		out.MaxMinRuntime = q.Spec.MaxMinRuntime.Duration
 	}
 	if len(q.Spec.Deserved) > 0 {
 		out.Deserved = framework.FromResourceList(q.Spec.Deserved)
@@ -132,4 +140,54 @@ func linkQueues(queues []*framework.Queue, specs map[string]*tesserav1.Queue) []
 		slices.SortFunc(q.Children, func(a, b *framework.Queue) int { return strings.Compare(a.Name, b.Name) })
 	}
 	return errs
+}
+
+// access is who may use a queue: the namespaces its spec.namespaceSelector selects
+// and the priority classes its spec.allowedPriorityClasses lists.
+type access struct {
+	selected func(labels.Labels) bool // nil: every namespace
+	classes  []string                 // empty: the cluster's default class only
+}
+
+// accessOf reads a queue's access; a selector that does not parse selects no namespace.
+func accessOf(q *tesserav1.Queue) access {
+	a := access{classes: q.Spec.AllowedPriorityClasses}
+	if q.Spec.NamespaceSelector != nil {
+		sel, err := metav1.LabelSelectorAsSelector(q.Spec.NamespaceSelector)
+		if err != nil {
+			sel = labels.Nothing()
+		}
+		a.selected = sel.Matches
+	}
+	return a
+}
+
+// refuses says why queue, with access a, does not take a job of namespace ns (whose
+// labels are nsLabels) whose PodGroup and pods name classes; "" when it takes it. A
+// class "" is the cluster's default class, defaultClass ("" for none).
+func (a access) refuses(queue, ns string, nsLabels labels.Labels, classes []string, defaultClass string) string {
+	if a.selected != nil && !a.selected(nsLabels) {
+		return fmt.Sprintf("queue %q does not take workloads from namespace %q (its spec.namespaceSelector); name a queue that selects the namespace", queue, ns)
+	}
+	for _, c := range classes {
+		if c == "" {
+			c = defaultClass
+		}
+		switch {
+		case len(a.classes) == 0 && c != defaultClass:
+			return fmt.Sprintf("priorityClassName %q is not allowed in queue %q: it lists no spec.allowedPriorityClasses, so it takes %s",
+				c, queue, onlyDefault(defaultClass))
+		case len(a.classes) > 0 && c != "" && !slices.Contains(a.classes, c):
+			return fmt.Sprintf("priorityClassName %q is not allowed in queue %q (its spec.allowedPriorityClasses: [%s])", c, queue, strings.Join(a.classes, ", "))
+		}
+	}
+	return ""
+}
+
+// onlyDefault describes the work a queue without allowed classes takes.
+func onlyDefault(defaultClass string) string {
+	if defaultClass == "" {
+		return "only pods without a priorityClassName (no PriorityClass is the cluster's globalDefault)"
+	}
+	return fmt.Sprintf("only the cluster's default class %q", defaultClass)
 }

@@ -2,8 +2,10 @@ package snapshot
 
 import (
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	tesserav1 "github.com/tessera-gpu/tessera/api/v1alpha1"
 	"github.com/tessera-gpu/tessera/internal/apitest"
@@ -26,6 +28,7 @@ func TestQueueSpec(t *testing.T) {
 			Deserved(tesserav1.ResourceGPU, "4").Deserved(corev1.ResourceCPU, "10").
 			Capability(tesserav1.ResourceNvidiaGPU, "8").Capability("example.com/fpga", "2").
 			Guarantee(tesserav1.ResourceGPU, "1").Obj())
+		b.queues["full"].Spec.MaxMinRuntime = &metav1.Duration{Duration: 2 * time.Hour}
 		// Tasks and nodes that use scalar resources: every queue must admit them unless it caps them.
 		b.AddNode(testNode("n").Allocatable("rdma/hca", "4").Allocatable("example.com/fpga", "4").Obj(), nil)
 		b.AddPod(testPod("p", "ns").Request("rdma/hca", "1").Queue("plain").Obj(), 0)
@@ -35,7 +38,13 @@ func TestQueueSpec(t *testing.T) {
 	if plain.Weight != 1 || !plain.Reclaimable || !plain.Deserved.IsZero() || !plain.Guarantee.IsZero() {
 		t.Errorf("plain = %+v", plain)
 	}
+	if plain.MaxMinRuntime != tesserav1.DefaultMaxMinRuntime {
+		t.Errorf("plain: maxMinRuntime %s, want the default %s", plain.MaxMinRuntime, tesserav1.DefaultMaxMinRuntime)
+	}
 	full := queueByName(snap, "full")
+	if full.MaxMinRuntime != 2*time.Hour {
+		t.Errorf("full: maxMinRuntime %s, want 2h", full.MaxMinRuntime)
+	}
 	if full.Weight != 3 || full.Priority != 7 || full.Reclaimable || full.Deserved.GPU != 4000 || full.Deserved.MilliCPU != 10000 || full.Guarantee.GPU != 1000 {
 		t.Errorf("full = %+v", full)
 	}

@@ -1,3 +1,4 @@
 // Package minruntime protects jobs from eviction until they ran for their minRuntime
-// (or the configured default), so preemption cannot thrash.
+// (or the configured default), at most their queue's MaxMinRuntime, so preemption
+// cannot thrash.
 package minruntime

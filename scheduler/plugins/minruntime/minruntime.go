@@ -39,11 +39,15 @@ func (m *MinRuntime) Configure(args map[string]string) error {
 // Name implements framework.Plugin.
 func (MinRuntime) Name() string { return Name }
 
-// Evictable implements framework.VictimFilter.
+// Evictable implements framework.VictimFilter. The guard is capped by the job's
+// queue's MaxMinRuntime.
 func (m MinRuntime) Evictable(j *framework.Job, now time.Time) bool {
 	d := j.MinRuntime
 	if d == 0 {
 		d = m.Default
+	}
+	if q := j.Queue; q != nil && q.MaxMinRuntime > 0 {
+		d = min(d, q.MaxMinRuntime)
 	}
 	if d == 0 {
 		return true

@@ -17,6 +17,11 @@ func TestEvictable(t *testing.T) {
 		testutil.Run(j, now.Add(-ran), testutil.MakeNode("n").Obj())
 		return j
 	}
+	capped := func(j *framework.Job, max time.Duration) *framework.Job {
+		j.Queue = testutil.MakeQueue("q").Obj()
+		j.Queue.MaxMinRuntime = max
+		return j
+	}
 	tests := []struct {
 		name     string
 		def      time.Duration
@@ -29,6 +34,9 @@ func TestEvictable(t *testing.T) {
 		{"default applies", 20 * time.Minute, running(0, 10*time.Minute), false},
 		{"job's own guard wins over the default", time.Hour, running(5*time.Minute, 10*time.Minute), true},
 		{"not started", time.Hour, testutil.MakeJob("p").Obj(), true},
+		{"queue caps the job's guard", 0, capped(running(24*time.Hour, time.Hour), 30*time.Minute), true},
+		{"queue caps the default", 24 * time.Hour, capped(running(0, time.Hour), 30*time.Minute), true},
+		{"guard within the cap", 0, capped(running(time.Hour, 10*time.Minute), 30*time.Minute), false},
 	}
 	for _, tc := range tests {
 		if got := (minruntime.MinRuntime{Default: tc.def}).Evictable(tc.job, now); got != tc.evictble {

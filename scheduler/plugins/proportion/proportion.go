@@ -90,6 +90,9 @@ func (p *Proportion) divide(siblings []*framework.Queue, capacity framework.Reso
 			if c := *d.get(&q.Capability); c > 0 && c < w {
 				w = c
 			}
+			if q.Unqueued {
+				w = 0 // what no queue takes is borrowed, whatever is free
+			}
 			want[q] = w
 			// Explicit deserved (and guarantee) come first, up to what is wanted.
 			base := *d.get(&q.Deserved)
