@@ -67,6 +67,8 @@ type ClusterSource interface {
 //	maxGPUMemoryMiB: the largest GPU's memory over all GPUNodes (0: none known)
 //	capacity:        {tessera.dev/gpu, nvidia.com/gpu: healthy GPUs; tessera.dev/gpu-memory: their MiB}
 //	priorityClasses: {name: value}
+//	defaultPriorityClass: the globalDefault PriorityClass (absent: none)
+//	gpuNodes:        {node name: true} for every GPUNode
 //
 // CachedCluster adds settings: {schedulerUsers, allowedSchedulers} (Settings).
 func ClusterDoc(queues []tesserav1.Queue, nodes []tesserav1.GPUNode, classes []schedulingv1.PriorityClass) (map[string]any, map[string]int32) {
@@ -85,7 +87,9 @@ func ClusterDoc(queues []tesserav1.Queue, nodes []tesserav1.GPUNode, classes []s
 		qs[q.Name] = info
 	}
 	var maxMiB, gpus, memMiB int64
+	gpuNodes := make(map[string]any, len(nodes))
 	for i := range nodes {
+		gpuNodes[nodes[i].Name] = true
 		for _, d := range nodes[i].Status.Devices {
 			maxMiB = max(maxMiB, d.MemoryMiB)
 			if d.Healthy {
@@ -96,9 +100,13 @@ func ClusterDoc(queues []tesserav1.Queue, nodes []tesserav1.GPUNode, classes []s
 	}
 	pcs := make(map[string]int32, len(classes))
 	pcDoc := make(map[string]any, len(classes))
+	var globalDefault string
 	for _, c := range classes {
 		pcs[c.Name] = c.Value
 		pcDoc[c.Name] = int64(c.Value)
+		if c.GlobalDefault { // the API server allows one
+			globalDefault = c.Name
+		}
 	}
 	doc := map[string]any{
 		"queues":          qs,
@@ -109,7 +117,9 @@ func ClusterDoc(queues []tesserav1.Queue, nodes []tesserav1.GPUNode, classes []s
 			string(tesserav1.ResourceGPUMemory): memMiB,
 		},
 		"priorityClasses": pcDoc,
+		"gpuNodes":        gpuNodes,
 	}
+	setString(doc, "defaultPriorityClass", globalDefault)
 	return doc, pcs
 }
 

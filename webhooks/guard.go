@@ -25,6 +25,15 @@ func SchedulerUser(ns string) string {
 	return "system:serviceaccount:" + ns + ":" + SchedulerServiceAccount
 }
 
+// A Guard refuses a request before any policy runs. Guards are Go, not Rego policies,
+// so that no AdmissionPolicy can replace them.
+type Guard interface {
+	// Check returns why req is refused, or "" when the guard lets it through.
+	Check(req *admissionv1.AdmissionRequest) string
+}
+
+var _ Guard = (*StateGuard)(nil)
+
 // StateGuard keeps scheduling state the scheduler's: the annotations of
 // tesserav1.SchedulingStateAnnotations may be set on a pod (on create, on update, in a
 // Job's pod template or through a Binding) only by the scheduler's identity; anybody else

@@ -94,26 +94,31 @@ func TestStateGuard(t *testing.T) {
 		{"pod group ignored", guardRequest(t, KindPodGroup, admissionv1.Create, guardTenant, guardPod(mine), nil), nil},
 	}
 	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			got := g.Check(c.req)
-			if c.want == nil {
-				if got != "" {
-					t.Fatalf("denied: %s", got)
-				}
-				return
-			}
-			if got == "" {
-				t.Fatal("allowed")
-			}
-			for _, w := range c.want {
-				if !strings.Contains(got, w) {
-					t.Errorf("denial %q does not contain %q", got, w)
-				}
-			}
-		})
+		t.Run(c.name, func(t *testing.T) { checkGuard(t, g, c.req, c.want) })
 	}
 	if msg := (&StateGuard{}).Check(guardRequest(t, KindPod, admissionv1.Create, guardScheduler, guardPod(mine), nil)); msg == "" {
 		t.Error("a guard without users let somebody write scheduling state")
+	}
+}
+
+// checkGuard checks that g refuses req with a message holding every want, or lets it
+// through when want is nil.
+func checkGuard(t *testing.T, g Guard, req *admissionv1.AdmissionRequest, want []string) {
+	t.Helper()
+	got := g.Check(req)
+	if want == nil {
+		if got != "" {
+			t.Fatalf("denied: %s", got)
+		}
+		return
+	}
+	if got == "" {
+		t.Fatal("allowed")
+	}
+	for _, w := range want {
+		if !strings.Contains(got, w) {
+			t.Errorf("denial %q does not contain %q", got, w)
+		}
 	}
 }
 
@@ -122,7 +127,7 @@ func TestHandlerGuard(t *testing.T) {
 	mut, val := handlers(t)
 	m := NewMetrics(nil)
 	for _, h := range []*Handler{mut, val} {
-		h.Guard, h.Metrics = &StateGuard{Users: []string{guardScheduler}}, m
+		h.Guards, h.Metrics = []Guard{&StateGuard{Users: []string{guardScheduler}}, EnvGuard{}, ImmutableGuard{}}, m
 	}
 	forged := map[string]string{tesserav1.AnnotationGPUAssign: `{"node":"n1","containers":[{"container":"main","uuids":["GPU-1"]}]}`}
 	resp := mut.Admit(context.Background(), guardRequest(t, KindPod, admissionv1.Create, guardTenant, guardPod(forged), nil))
@@ -146,6 +151,42 @@ func TestHandlerGuard(t *testing.T) {
 // Binding that touches scheduling state, from anybody but the scheduler: its match
 // conditions name every key the guard protects and the scheduler's user.
 func TestWebhookConfigurationCoversSchedulingState(t *testing.T) {
+	hook := shippedWebhook(t, "scheduling-state.tessera.dev", "UPDATE pods,CREATE pods/binding")
+	exprs := matchExpressions(hook)
+	if !strings.Contains(exprs, `"`+SchedulerUser(DefaultNamespace)+`"`) {
+		t.Errorf("match conditions do not exempt the scheduler %s:\n%s", SchedulerUser(DefaultNamespace), exprs)
+	}
+	for _, key := range tesserav1.SchedulingStateAnnotations {
+		if strings.Count(exprs, `"`+key+`"`) != 2 {
+			t.Errorf("match conditions do not name %s for both pod updates and Bindings:\n%s", key, exprs)
+		}
+	}
+}
+
+// The shipped ValidatingWebhookConfiguration sends the webhook every pod update that
+// changes a key of ChargeKeys or the owners, and every create or spec update of the pod
+// templates the EnvGuard reads (Jobs go to both webhooks; Pods on create to the mutating one).
+func TestWebhookConfigurationCoversImmutableKeysAndTemplates(t *testing.T) {
+	exprs := matchExpressions(shippedWebhook(t, "immutable.tessera.dev", "UPDATE pods"))
+	for _, key := range ChargeKeys {
+		if !strings.Contains(exprs, `"`+key+`"`) {
+			t.Errorf("match conditions do not name %s:\n%s", key, exprs)
+		}
+	}
+	if !strings.Contains(exprs, "ownerReferences") {
+		t.Errorf("match conditions do not compare ownerReferences:\n%s", exprs)
+	}
+	shippedWebhook(t, "pod-templates.tessera.dev", "CREATE deployments,UPDATE deployments,CREATE statefulsets,UPDATE statefulsets,"+
+		"CREATE daemonsets,UPDATE daemonsets,CREATE cronjobs,UPDATE cronjobs,CREATE jobsets,UPDATE jobsets,UPDATE pods/ephemeralcontainers")
+	if len(templateKinds) != 6 {
+		t.Errorf("the EnvGuard reads %d template kinds; send the new ones to pod-templates.tessera.dev", len(templateKinds))
+	}
+}
+
+// shippedWebhook is the kustomize base's validating webhook name; its rules must cover
+// exactly rules ("OPERATION resource", in order) and it must fail closed.
+func shippedWebhook(t *testing.T, name, rules string) *admissionregistrationv1.ValidatingWebhook {
+	t.Helper()
 	b, err := os.ReadFile(filepath.Join("..", "deploy", "kustomize", "base", "webhook", "webhooks.yaml"))
 	if err != nil {
 		t.Fatal(err)
@@ -160,38 +201,35 @@ func TestWebhookConfigurationCoversSchedulingState(t *testing.T) {
 			t.Fatal(err)
 		}
 		for i := range c.Webhooks {
-			if c.Webhooks[i].Name == "scheduling-state.tessera.dev" {
+			if c.Webhooks[i].Name == name {
 				hook = &c.Webhooks[i]
 			}
 		}
 	}
 	if hook == nil {
-		t.Fatal("no webhook scheduling-state.tessera.dev in the kustomize base")
+		t.Fatalf("no webhook %s in the kustomize base", name)
 	}
-	var resources []string
+	var covered []string
 	for _, r := range hook.Rules {
 		for _, res := range r.Resources {
 			for _, op := range r.Operations {
-				resources = append(resources, string(op)+" "+res)
+				covered = append(covered, string(op)+" "+res)
 			}
 		}
 	}
-	if got := strings.Join(resources, ","); got != "UPDATE pods,CREATE pods/binding" {
-		t.Errorf("rules cover %s, want UPDATE pods,CREATE pods/binding", got)
+	if got := strings.Join(covered, ","); got != rules {
+		t.Errorf("%s: rules cover %s, want %s", name, got, rules)
 	}
 	if hook.FailurePolicy == nil || *hook.FailurePolicy != admissionregistrationv1.Fail {
-		t.Error("failurePolicy is not Fail: an unavailable webhook would let forged assignments through")
+		t.Errorf("%s: failurePolicy is not Fail: an unavailable webhook would let what it refuses through", name)
 	}
+	return hook
+}
+
+func matchExpressions(hook *admissionregistrationv1.ValidatingWebhook) string {
 	var exprs string
 	for _, c := range hook.MatchConditions {
 		exprs += c.Expression + "\n"
 	}
-	if !strings.Contains(exprs, `"`+SchedulerUser(DefaultNamespace)+`"`) {
-		t.Errorf("match conditions do not exempt the scheduler %s:\n%s", SchedulerUser(DefaultNamespace), exprs)
-	}
-	for _, key := range tesserav1.SchedulingStateAnnotations {
-		if strings.Count(exprs, `"`+key+`"`) != 2 {
-			t.Errorf("match conditions do not name %s for both pod updates and Bindings:\n%s", key, exprs)
-		}
-	}
+	return exprs
 }

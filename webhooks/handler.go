@@ -47,10 +47,11 @@ type Handler struct {
 	// Policies validates AdmissionPolicies (validating handler only); nil admits them.
 	Policies PolicyChecker
 	Metrics  *Metrics
-	// Guard, when set, refuses scheduling state written by anybody but the scheduler,
-	// before any policy runs; it also sees Pod UPDATEs and Binding CREATEs, which the
-	// policies do not decide on.
-	Guard *StateGuard
+	// Guards refuse, before any policy runs, what no AdmissionPolicy may allow: scheduling
+	// state written by anybody but the scheduler (StateGuard), GPU delivery env (EnvGuard),
+	// a workload's queue and gang changed after creation (ImmutableGuard). They also see
+	// requests the policies do not decide on: Pod UPDATEs, Bindings, pod templates.
+	Guards []Guard
 	// Log receives the decision log at V(2).
 	Log logr.Logger
 }
@@ -107,8 +108,8 @@ func (h *Handler) decided(kind string, op admissionv1.Operation) bool {
 func (h *Handler) Admit(ctx context.Context, req *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
 	start := time.Now()
 	kind, op := req.Kind.Kind, req.Operation
-	if h.Guard != nil {
-		if msg := h.Guard.Check(req); msg != "" {
+	for _, g := range h.Guards {
+		if msg := g.Check(req); msg != "" {
 			h.Metrics.count(string(op), kind, ResultDenied)
 			h.Log.V(2).Info("admission decision", "webhook", h.name(), "operation", op, "kind", kind, "namespace", req.Namespace,
 				"name", objectName(req), "uid", req.UID, "user", req.UserInfo.Username, "result", ResultDenied, "denials", []string{msg})

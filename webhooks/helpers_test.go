@@ -52,13 +52,21 @@ func request(t testing.TB, op admissionv1.Operation, obj runtime.Object) *admiss
 	}
 }
 
+// testQueues allow every test class; the default queue, as the chart ships it, the two
+// lower ones.
 func testQueues() []tesserav1.Queue {
-	return []tesserav1.Queue{
+	queues := []tesserav1.Queue{
 		*apitest.MakeQueue("train").Capability(tesserav1.ResourceNvidiaGPU, "16").Capability(tesserav1.ResourceGPU, "16").
 			Deserved(tesserav1.ResourceGPU, "4").Obj(),
 		*apitest.MakeQueue("prod").Annotation(AnnotationPriorityClass, "production-high").Obj(),
 		*apitest.MakeQueue("quick").Annotation(AnnotationRuntime, "short").Obj(),
+		*apitest.MakeQueue(tesserav1.DefaultQueue).Obj(),
 	}
+	for i := range queues {
+		queues[i].Spec.AllowedPriorityClasses = []string{"batch-normal", "offline-low", "production-high"}
+	}
+	queues[3].Spec.AllowedPriorityClasses = []string{"batch-normal", "offline-low"}
+	return queues
 }
 
 func testClasses() []schedulingv1.PriorityClass {

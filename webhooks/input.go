@@ -40,6 +40,7 @@ type Namespace struct {
 //	user:      {username, groups} (the request's; absent when unknown)
 //	namespace: {name, labels, annotations}
 //	workload:  {name, labels, annotations, queue, schedulerName, nodeName, priorityClassName,
+//	            tolerations: [{key, operator, value, effect}],
 //	            replicas, minAvailable, containers: [{name, image, init, requests, limits}],
 //	            podRequests, gangRequests, deserved, capability, guarantee, parent,
 //	            namespaceSelector, namespaceSelectorError, allowedPriorityClasses}
@@ -186,6 +187,13 @@ func podSpec(w map[string]any, spec *corev1.PodSpec) {
 	setString(w, "schedulerName", spec.SchedulerName)
 	setString(w, "nodeName", spec.NodeName)
 	setString(w, "priorityClassName", spec.PriorityClassName)
+	if len(spec.Tolerations) > 0 {
+		tolerations := make([]any, len(spec.Tolerations))
+		for i, t := range spec.Tolerations {
+			tolerations[i] = map[string]any{"key": t.Key, "operator": string(t.Operator), "value": t.Value, "effect": string(t.Effect)}
+		}
+		w["tolerations"] = tolerations
+	}
 	containers := make([]any, 0, len(spec.InitContainers)+len(spec.Containers))
 	for i := range spec.InitContainers {
 		containers = append(containers, container(&spec.InitContainers[i], true))

@@ -222,6 +222,7 @@ func namespace(t *testing.T, c client.Client, name string, annotations map[strin
 func queue(t *testing.T, c client.Client, name string, gpus string) {
 	t.Helper()
 	q := apitest.MakeQueue(name).Capability(tesserav1.ResourceNvidiaGPU, gpus).Obj()
+	q.Spec.AllowedPriorityClasses = []string{"batch-normal", "offline-low"}
 	if err := c.Create(testenv.Context(t, 10*time.Second), q); err != nil {
 		t.Fatal(err)
 	}

@@ -75,7 +75,8 @@ var podSpecPath = map[string][]string{
 // also sets a Pod's spec.priority to match (the Priority admission plugin ran before
 // the webhook).
 func BuildPatch(kind string, raw []byte, mutations map[string]any, classes map[string]int32) (ops []jsonpatch.Operation, ignored []string, err error) {
-	if len(mutations) == 0 {
+	asksSlice := podSpecPath[kind] != nil && bytes.Contains(raw, []byte(tesserav1.ResourceGPUMemory))
+	if len(mutations) == 0 && !asksSlice {
 		return nil, nil, nil
 	}
 	var obj map[string]any
@@ -118,6 +119,9 @@ func BuildPatch(kind string, raw []byte, mutations map[string]any, classes map[s
 				}
 			}
 		}
+	}
+	if asksSlice {
+		addSliceDevices(obj, podSpecPath[kind])
 	}
 	mutated, err := json.Marshal(obj)
 	if err != nil {
@@ -211,23 +215,58 @@ func child(cur any, seg string) (any, bool) {
 
 // rewriteGPUs moves nvidia.com/gpu requests and limits to tessera.dev/gpu.
 func rewriteGPUs(obj map[string]any, specPath []string) {
-	spec := lookup(obj, specPath)
 	from, to := string(tesserav1.ResourceNvidiaGPU), string(tesserav1.ResourceGPU)
+	eachResources(obj, specPath, func(res map[string]any) {
+		for _, kind := range []string{"requests", "limits"} {
+			l, _ := res[kind].(map[string]any)
+			n, ok := l[from]
+			if !ok {
+				continue
+			}
+			delete(l, from)
+			if _, exists := l[to]; !exists {
+				l[to] = n
+			}
+		}
+	})
+}
+
+// addSliceDevices asks one tessera.dev/gpu-slice, in requests and limits, of every
+// container that asks a tessera.dev/gpu-memory slice: the kubelet hands node-status
+// resources such as gpu-memory to no device plugin, so without the slice device the
+// container would start without the GPU and the memory limit the node agent delivers.
+// A container asks exactly one, whatever it wrote.
+func addSliceDevices(obj map[string]any, specPath []string) {
+	mem, slice := string(tesserav1.ResourceGPUMemory), string(tesserav1.ResourceGPUSlice)
+	eachResources(obj, specPath, func(res map[string]any) {
+		req, _ := res["requests"].(map[string]any)
+		lim, _ := res["limits"].(map[string]any)
+		_, inReq := req[mem]
+		_, inLim := lim[mem]
+		if !inReq && !inLim {
+			return
+		}
+		for _, kind := range []string{"requests", "limits"} {
+			l, _ := res[kind].(map[string]any)
+			if l == nil {
+				l = map[string]any{}
+				res[kind] = l
+			}
+			l[slice] = "1"
+		}
+	})
+}
+
+// eachResources calls f with the resources of every container and init container of
+// the pod spec at specPath that has resources.
+func eachResources(obj map[string]any, specPath []string, f func(res map[string]any)) {
+	spec := lookup(obj, specPath)
 	for _, list := range []string{"initContainers", "containers"} {
 		cs, _ := spec[list].([]any)
 		for _, c := range cs {
 			cm, _ := c.(map[string]any)
-			res, _ := cm["resources"].(map[string]any)
-			for _, kind := range []string{"requests", "limits"} {
-				l, _ := res[kind].(map[string]any)
-				n, ok := l[from]
-				if !ok {
-					continue
-				}
-				delete(l, from)
-				if _, exists := l[to]; !exists {
-					l[to] = n
-				}
+			if res, ok := cm["resources"].(map[string]any); ok {
+				f(res)
 			}
 		}
 	}

@@ -30,6 +30,17 @@ func TestBuildPatch(t *testing.T) {
 		{name: "keys the kind has no place for are ignored", kind: KindPodGroup, raw: `{"spec":{"minMember":3}}`,
 			mutations: map[string]any{MutateSchedulerName: "tessera", MutateMinAvailable: json.Number("3"), MutateGPURewrite: true},
 			want:      `[]`, ignored: 2},
+		{name: "a GPU-memory slice gets exactly one slice device, with or without mutations", kind: KindJob,
+			raw: `{"spec":{"template":{"spec":{"initContainers":[{"name":"i"}],"containers":[` +
+				`{"name":"a","resources":{"limits":{"tessera.dev/gpu-memory":"4096","tessera.dev/gpu-slice":"4"}}},` +
+				`{"name":"b","resources":{"requests":{"cpu":"1"}}}]}}}}`,
+			wantObj: true,
+			want: `{"spec":{"template":{"spec":{"initContainers":[{"name":"i"}],"containers":[` +
+				`{"name":"a","resources":{"requests":{"tessera.dev/gpu-slice":"1"},"limits":{"tessera.dev/gpu-memory":"4096","tessera.dev/gpu-slice":"1"}}},` +
+				`{"name":"b","resources":{"requests":{"cpu":"1"}}}]}}}}`},
+		{name: "a slice device asked already is left as it is", kind: KindPod,
+			raw:  `{"spec":{"containers":[{"name":"a","resources":{"requests":{"tessera.dev/gpu-memory":"1","tessera.dev/gpu-slice":"1"},"limits":{"tessera.dev/gpu-slice":"1"}}}]}}`,
+			want: `[]`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ops, ignored, err := BuildPatch(tc.kind, []byte(tc.raw), tc.mutations, classes)

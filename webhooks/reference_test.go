@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	admissionv1 "k8s.io/api/admission/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
@@ -101,7 +102,8 @@ Where each key of ` + "`mutate`" + ` lands, per kind. A key a kind does not have
 	cluster["settings"] = Settings{SchedulerUsers: []string{"system:serviceaccount:tessera-system:tessera-scheduler"}}.doc()
 	fmt.Fprintf(&b, "\n## input.cluster\n\n"+
 		"The cluster's queues (with the `%s` and `%s` annotations), the largest GPU's memory and the healthy "+
-		"GPUs over all GPUNodes, the PriorityClasses, and the webhook's settings (`--scheduler-user`, "+
+		"GPUs over all GPUNodes, the GPU nodes by name, the PriorityClasses (and `defaultPriorityClass`, the "+
+		"`globalDefault` one, when there is one), and the webhook's settings (`--scheduler-user`, "+
 		"`--allowed-scheduler`). One queue and one 8-GPU node:\n\n```json\n%s\n```\n",
 		AnnotationPriorityClass, AnnotationRuntime, indentJSON(t, cluster))
 	return b.String()
@@ -119,12 +121,13 @@ func policyInputExamples() []policyInputExample {
 	pod := worker.DeepCopy()
 	pod.Name = "resnet-0"
 	pod.Annotations = map[string]string{tesserav1.AnnotationMinAvailable: "4"}
+	pod.Spec.Tolerations = []corev1.Toleration{{Key: tesserav1.ResourceGPU.String(), Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}}
 	return []policyInputExample{
 		{"Job", "`replicas` is `spec.parallelism`; `queue` the Job's label or its template's; " +
 			"`podRequests` the pod's effective requests (the largest init container or the sum of the containers, plus overhead).",
 			apitest.MakeJob("resnet", "vision").Queue("train").Parallelism(4).Template(worker).
 				Annotation(tesserav1.AnnotationMinAvailable, "4").Obj()},
-		{"Pod", "`minAvailable` comes from the `" + tesserav1.AnnotationMinAvailable + "` annotation.", pod},
+		{"Pod", "`minAvailable` comes from the `" + tesserav1.AnnotationMinAvailable + "` annotation; `tolerations` is `spec.tolerations`.", pod},
 		{"PodGroup", "`replicas` comes from the `" + AnnotationReplicas + "` annotation; `gangRequests` is `spec.minResources`.",
 			apitest.MakePodGroup("resnet", "vision").Queue("train").MinMember(4).PriorityClass("batch-normal").
 				MinResources(tesserav1.ResourceGPU, "4").Annotation(AnnotationReplicas, "4").Obj()},

@@ -91,14 +91,14 @@ func Setup(ctx context.Context, mgr manager.Manager, opts Options) (*Webhooks, e
 		Complete(pc); err != nil {
 		return nil, fmt.Errorf("admission policy controller: %w", err)
 	}
-	guard := &StateGuard{Users: users}
+	guards := []Guard{&StateGuard{Users: users}, EnvGuard{}, ImmutableGuard{}}
 	w := &Webhooks{
 		Engine:     engine,
 		Cluster:    cc,
 		Controller: pc,
 		Mutating: &Handler{Mutating: true, ValidateOnMutate: map[string]bool{KindPod: true}, Evaluator: engine, Cluster: cc,
-			Metrics: wm, Guard: guard, Log: log.WithName("mutating")},
-		Validating: &Handler{Evaluator: engine, Cluster: cc, Policies: pc, Metrics: wm, Guard: guard, Log: log.WithName("validating")},
+			Metrics: wm, Guards: guards, Log: log.WithName("mutating")},
+		Validating: &Handler{Evaluator: engine, Cluster: cc, Policies: pc, Metrics: wm, Guards: guards, Log: log.WithName("validating")},
 	}
 	srv := mgr.GetWebhookServer()
 	srv.Register(MutatePath, w.Mutating)

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	tesserav1 "github.com/tessera-gpu/tessera/api/v1alpha1"
+	"github.com/tessera-gpu/tessera/internal/apitest"
 	"github.com/tessera-gpu/tessera/policy"
 )
 
@@ -126,5 +127,53 @@ func TestQueueAccess(t *testing.T) {
 	resp := val.Admit(context.Background(), request(t, admissionv1.Create, q))
 	if resp.Allowed || !strings.Contains(resp.Result.Message, "spec.namespaceSelector is invalid") {
 		t.Errorf("Queue with an invalid selector: allowed %v %+v", resp.Allowed, resp.Result)
+	}
+}
+
+// Pods that ask for no GPU are checked too: no hand placement on a GPU node (n1 has a
+// GPUNode), no toleration of the GPU nodes' taint, and no priority class beyond the
+// default queue's.
+func TestCPUPodsChecked(t *testing.T) {
+	mut := &Handler{Mutating: true, ValidateOnMutate: map[string]bool{KindPod: true}, Evaluator: defaultEngine(t), Cluster: testCluster(t)}
+	cpu := func(mod func(*corev1.Pod)) *corev1.Pod {
+		p := guardPod(nil)
+		p.Namespace = "plain"
+		mod(p)
+		return p
+	}
+	for _, c := range []struct {
+		name string
+		pod  *corev1.Pod
+		want string // "": allowed
+	}{
+		{"plain", cpu(func(*corev1.Pod) {}), ""},
+		{"nodeName on a GPU node", cpu(func(p *corev1.Pod) { p.Spec.NodeName = "n1" }), `spec.nodeName "n1" is a GPU node`},
+		{"nodeName on another node", cpu(func(p *corev1.Pod) { p.Spec.NodeName = "cpu-1" }), ""},
+		{"GPU taint tolerated", cpu(func(p *corev1.Pod) {
+			p.Spec.Tolerations = []corev1.Toleration{{Key: "nvidia.com/gpu", Operator: corev1.TolerationOpExists}}
+		}), "spec.tolerations[0] tolerates the GPU nodes' taint nvidia.com/gpu"},
+		{"production-high", cpu(func(p *corev1.Pod) { p.Spec.PriorityClassName = "production-high" }),
+			`priorityClassName "production-high" is not allowed in queue "default"`},
+		{"the default class", cpu(func(p *corev1.Pod) { p.Spec.PriorityClassName = "batch-normal" }), ""},
+	} {
+		resp := mut.Admit(context.Background(), request(t, admissionv1.Create, c.pod))
+		switch {
+		case c.want == "" && !resp.Allowed:
+			t.Errorf("%s: denied: %s", c.name, resp.Result.Message)
+		case c.want != "" && (resp.Allowed || !strings.Contains(resp.Result.Message, c.want)):
+			t.Errorf("%s: allowed %v %+v; want denied with %q", c.name, resp.Allowed, resp.Result, c.want)
+		}
+	}
+	// The API server gives pods that name no class the globalDefault one before the
+	// webhooks see them: it is allowed everywhere.
+	global := *apitest.MakePriorityClass("cluster-normal", 10).Obj()
+	global.GlobalDefault = true
+	gc, err := NewStaticCluster(testQueues(), testNodes(), append(testClasses(), global))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mut.Cluster = gc
+	if resp := mut.Admit(context.Background(), request(t, admissionv1.Create, cpu(func(p *corev1.Pod) { p.Spec.PriorityClassName = "cluster-normal" }))); !resp.Allowed {
+		t.Errorf("the globalDefault class: %+v", resp.Result)
 	}
 }

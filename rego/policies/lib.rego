@@ -55,7 +55,38 @@ managed if input.workload.schedulerName == "tessera"
 
 workload_kinds := {"Pod", "Job", "PodGroup"}
 
-queue_info(q) := object.get(object.get(object.get(input, "cluster", {}), "queues", {}), q, null)
+queue_info(q) := object.get(queues, q, null)
+
+queues := object.get(object.get(input, "cluster", {}), "queues", {})
+
+# allowed_classes(q): the priority classes workloads of queue q may name: its
+# spec.allowedPriorityClasses, in order. A queue that lists none (the implicit default
+# queue lists none) takes only the cluster's default class: the globalDefault
+# PriorityClass, which the API server gives pods that name none before the webhooks see
+# them, or no class at all. The scheduler charges the same to the queue.
+allowed_classes(q) := a if {
+	a := object.get(object.get(queues, q, {}), "allowedPriorityClasses", [])
+	count(a) > 0
+} else := [c | some c in global_default_class]
+
+global_default_class := {c | c := object.get(object.get(input, "cluster", {}), "defaultPriorityClass", ""); c != ""}
+
+# gpu_node(n): n is a node with GPUs (a GPUNode of that name).
+gpu_node(n) if object.get(object.get(input, "cluster", {}), "gpuNodes", {})[n]
+
+# gpu_taints: the taint keys that keep pods without GPUs off GPU nodes: the NVIDIA
+# device plugin's nvidia.com/gpu (which the ExtendedResourceToleration admission plugin
+# tolerates for pods requesting it) and Tessera's tessera.dev/gpu.
+gpu_taints := {"nvidia.com/gpu", "tessera.dev/gpu"}
+
+# tolerates_gpu_taint(t): the toleration t lets a pod onto tainted GPU nodes: it names a
+# GPU taint, or it has no key and operator Exists (tolerates every taint).
+tolerates_gpu_taint(t) if object.get(t, "key", "") in gpu_taints
+
+tolerates_gpu_taint(t) if {
+	object.get(t, "key", "") == ""
+	object.get(t, "operator", "") == "Exists"
+}
 
 # settings: the operator's admission settings (webhook flags): schedulerUsers, allowedSchedulers.
 settings := object.get(object.get(input, "cluster", {}), "settings", {})
@@ -69,6 +100,11 @@ from_scheduler if {
 
 # from_node: a kubelet's request (mirror pods of static pods are created bound).
 from_node if "system:nodes" in object.get(object.get(input, "user", {}), "groups", [])
+
+# from_daemonset_controller: kube-controller-manager's DaemonSet controller creates the
+# pod. A DaemonSet runs a pod on every node it selects, GPU nodes included when its
+# author says so; tenants may not create DaemonSets.
+from_daemonset_controller if input.user.username == "system:serviceaccount:kube-system:daemon-set-controller"
 
 # selector_matches(sel, labels): the label selector sel (as the webhook writes a
 # metav1.LabelSelector: matchLabels, matchExpressions [{key, operator, values}]) selects

@@ -2,12 +2,18 @@ package tessera.priority_test
 
 import data.tessera.priority
 
+all_classes := ["batch-normal", "offline-low", "production-high"]
+
 base := {
 	"kind": "Pod",
 	"namespace": {"annotations": {}},
 	"workload": {"queue": "train", "podRequests": {"nvidia.com/gpu": 1}},
 	"cluster": {
-		"queues": {"train": {}, "prod": {"priorityClassName": "production-high"}},
+		"queues": {
+			"train": {"allowedPriorityClasses": all_classes},
+			"prod": {"priorityClassName": "production-high", "allowedPriorityClasses": all_classes},
+			"unlisted": {},
+		},
 		"priorityClasses": {"production-high": 100, "batch-normal": 50, "offline-low": 0},
 	},
 }
@@ -47,4 +53,16 @@ test_default_kept_when_allowed if {
 test_default_outside_list_gives_way if {
 	inp := json.patch(in_cheap({}), [{"op": "replace", "path": "/cluster/queues/cheap/allowedPriorityClasses", "value": ["nope", "offline-low"]}])
 	priority.mutate.priorityClassName == "offline-low" with input as inp
+}
+
+# A queue that lists no classes takes only the cluster's default class: the default
+# is that one, or none.
+test_unlisted_queue_gets_the_cluster_default_or_none if {
+	inp := json.patch(base, [{"op": "replace", "path": "/workload/queue", "value": "unlisted"}])
+	not priority.mutate.priorityClassName with input as inp
+	global := json.patch(inp, [
+		{"op": "add", "path": "/cluster/defaultPriorityClass", "value": "offline-low"},
+		{"op": "add", "path": "/namespace/annotations/tessera.dev~1priority-class", "value": "production-high"},
+	])
+	priority.mutate.priorityClassName == "offline-low" with input as global
 }

@@ -2,7 +2,8 @@
 # annotation, else Volcano's or Kueue's queue name, else "default". Unknown queues are
 # denied, and so are queues whose spec.namespaceSelector does not select the workload's
 # namespace, and a priorityClassName the queue's spec.allowedPriorityClasses leaves out
-# (the priority policy picks defaults among them).
+# (the priority policy picks defaults among them); a queue that lists none takes only
+# the cluster's default class. The class is checked on every workload, CPU pods included.
 package tessera.queue
 
 import data.tessera.lib
@@ -22,7 +23,9 @@ mutate.queue := resolved if {
 	object.get(input.workload, "queue", "") != resolved
 }
 
-# The default queue is implicit: a cluster without Queue objects still admits work.
+# The default queue is implicit: a cluster without Queue objects still admits work, from
+# every namespace, with the cluster's default priority class only. A Queue named default
+# is checked like any other: its namespaceSelector and allowedPriorityClasses apply.
 deny contains msg if {
 	lib.managed
 	resolved != "default"
@@ -48,10 +51,25 @@ deny contains msg if {
 	msg := sprintf("queue %q has an invalid spec.namespaceSelector (%s), so no namespace may use it; the operator must fix the Queue", [resolved, e])
 }
 
+# Every workload, managed or not: a pod that asks for no GPU still preempts other
+# tenants' pods through kube-scheduler with a high class. Workloads that name no queue
+# are in the default queue; those Tessera does not manage may always carry the cluster's
+# default class, which the API server gives them.
 deny contains msg if {
-	a := lib.queue_info(resolved).allowedPriorityClasses
 	c := lib.workload_field("priorityClassName")
-	not c in a
-	lib.managed
-	msg := sprintf("priorityClassName %q is not allowed in queue %q (its spec.allowedPriorityClasses: [%s]); use one of those, or leave priorityClassName empty for the queue's default", [c, resolved, concat(", ", a)])
+	not c in lib.allowed_classes(resolved)
+	not unmanaged_default(c)
+	msg := sprintf("priorityClassName %q is not allowed in queue %q (%s); use one of those, or leave priorityClassName empty for the queue's default", [c, resolved, allowed_text])
 }
+
+unmanaged_default(c) if {
+	not lib.managed
+	c in lib.global_default_class
+}
+
+allowed_text := sprintf("its spec.allowedPriorityClasses: [%s]", [concat(", ", a)]) if {
+	a := lib.queue_info(resolved).allowedPriorityClasses
+	count(a) > 0
+} else := sprintf("it lists no spec.allowedPriorityClasses, so it takes only the cluster's default class %q", [c]) if {
+	some c in lib.global_default_class
+} else := "it lists no spec.allowedPriorityClasses, so it takes only workloads without a priorityClassName: no PriorityClass is the cluster's globalDefault"

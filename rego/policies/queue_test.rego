@@ -97,7 +97,7 @@ test_not_in_selects_namespaces_without_the_key if {
 	not lib.selector_matches({"matchExpressions": [{"key": "x", "operator": "In", "values": ["1"]}]}, {})
 }
 
-cheap := {"queues": {"cheap": {"allowedPriorityClasses": ["offline-low", "batch-normal"]}, "any": {}}}
+cheap := {"queues": {"cheap": {"allowedPriorityClasses": ["offline-low", "batch-normal"]}, "unlisted": {}}}
 
 in_cheap(w) := {
 	"kind": "Pod",
@@ -118,5 +118,47 @@ test_class_outside_queue_list_denied if {
 test_class_in_queue_list_allowed if {
 	count(queue.deny) == 0 with input as in_cheap({"priorityClassName": "offline-low"})
 	count(queue.deny) == 0 with input as in_cheap({})
-	count(queue.deny) == 0 with input as in_cheap({"queue": "any", "priorityClassName": "production-high"})
+}
+
+test_queue_without_list_takes_the_cluster_default_only if {
+	msgs := queue.deny with input as in_cheap({"queue": "unlisted", "priorityClassName": "batch-normal"})
+	some msg in msgs
+	contains(msg, `priorityClassName "batch-normal" is not allowed in queue "unlisted"`)
+	contains(msg, "it lists no spec.allowedPriorityClasses, so it takes only workloads without a priorityClassName")
+	count(queue.deny) == 0 with input as in_cheap({"queue": "unlisted"})
+	global := json.patch(in_cheap({"queue": "unlisted", "priorityClassName": "cluster-normal"}), [{"op": "add", "path": "/cluster/defaultPriorityClass", "value": "cluster-normal"}])
+	count(queue.deny) == 0 with input as global
+	msgs2 := queue.deny with input as json.patch(global, [{"op": "replace", "path": "/workload/priorityClassName", "value": "production-high"}])
+	some msg2 in msgs2
+	contains(msg2, `so it takes only the cluster's default class "cluster-normal"`)
+}
+
+# A pod that asks for no GPU and names no queue is in the default queue: its class is
+# checked all the same (it would preempt through kube-scheduler), except the cluster's
+# default class, which the API server gives it.
+test_cpu_pod_class_checked if {
+	cpu := {"kind": "Pod", "namespace": {"name": "team", "annotations": {}}, "workload": {"podRequests": {"cpu": 1}, "priorityClassName": "production-high"}, "cluster": cheap}
+	msgs := queue.deny with input as cpu
+	some msg in msgs
+	contains(msg, `priorityClassName "production-high" is not allowed in queue "default"`)
+	count(queue.deny) == 0 with input as json.patch(cpu, [{"op": "remove", "path": "/workload/priorityClassName"}])
+	listed := json.patch(cpu, [{"op": "add", "path": "/cluster/queues/default", "value": {"allowedPriorityClasses": ["batch-normal"]}}])
+	count(queue.deny) == 1 with input as listed
+	global := json.patch(listed, [{"op": "add", "path": "/cluster/defaultPriorityClass", "value": "production-high"}])
+	count(queue.deny) == 0 with input as global
+	gpu := json.patch(global, [{"op": "replace", "path": "/workload/podRequests", "value": {"nvidia.com/gpu": 1}}])
+	count(queue.deny) == 1 with input as gpu
+}
+
+# A Queue named default replaces the implicit one: its classes apply to every workload
+# that names no queue, its namespaceSelector to the managed ones.
+test_default_queue_object if {
+	c := {"queues": {"default": {"allowedPriorityClasses": ["batch-normal", "offline-low"], "namespaceSelector": {"matchLabels": {"team": "a"}, "matchExpressions": []}}}}
+	cpu := {"kind": "Pod", "namespace": {"name": "team", "labels": {"team": "b"}, "annotations": {}}, "workload": {"podRequests": {"cpu": 1}, "priorityClassName": "offline-low"}, "cluster": c}
+	count(queue.deny) == 0 with input as cpu
+	count(queue.deny) == 1 with input as json.patch(cpu, [{"op": "replace", "path": "/workload/priorityClassName", "value": "production-high"}])
+	gpu := json.patch(cpu, [{"op": "replace", "path": "/workload/podRequests", "value": {"nvidia.com/gpu": 1}}])
+	msgs := queue.deny with input as gpu
+	some msg in msgs
+	contains(msg, `queue "default" does not take workloads from namespace "team"`)
 }

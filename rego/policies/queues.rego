@@ -1,7 +1,8 @@
 # Queues: deserved must not exceed capability; warn when the queues together deserve
 # more than the cluster has. spec.namespaceSelector must be a valid selector, and the
 # queue's default priority class (annotation tessera.dev/priority-class) one of its
-# spec.allowedPriorityClasses.
+# spec.allowedPriorityClasses (a warning when it lists none: the queue then takes only
+# the cluster's default class).
 package tessera.queues
 
 deny contains msg if {
@@ -34,6 +35,14 @@ deny contains msg if {
 	c != ""
 	not c in allowed
 	msg := sprintf("annotation tessera.dev/priority-class %q (the queue's default priority class) is not in spec.allowedPriorityClasses [%s]; add it there or pick one of them", [c, concat(", ", allowed)])
+}
+
+warn contains msg if {
+	count(object.get(input.workload, "allowedPriorityClasses", [])) == 0
+	c := object.get(object.get(input.workload, "annotations", {}), "tessera.dev/priority-class", "")
+	c != ""
+	c != object.get(input.cluster, "defaultPriorityClass", "")
+	msg := sprintf("annotation tessera.dev/priority-class %q (the queue's default priority class) has no effect: a queue that lists no spec.allowedPriorityClasses takes only the cluster's default class; list %q in spec.allowedPriorityClasses", [c, c])
 }
 
 warn contains msg if {

@@ -52,3 +52,12 @@ test_unknown_allowed_class_warns if {
 	some msg in msgs
 	contains(msg, `"nope"`)
 }
+
+test_default_class_without_allowed_classes_warns if {
+	w := {"name": "c", "annotations": {"tessera.dev/priority-class": "production-high"}}
+	msgs := queues.warn with input as {"kind": "Queue", "workload": w, "cluster": cluster}
+	some msg in msgs
+	contains(msg, `annotation tessera.dev/priority-class "production-high"`)
+	contains(msg, "has no effect")
+	count(queues.warn) == 0 with input as {"kind": "Queue", "workload": w, "cluster": object.union(cluster, {"defaultPriorityClass": "production-high"})}
+}

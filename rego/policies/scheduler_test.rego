@@ -74,3 +74,41 @@ test_mirror_pods_of_nodes_exempt if {
 	inp := object.union(gpu_pod({"nodeName": "n1"}), {"user": {"username": "system:node:n1", "groups": ["system:nodes", "system:authenticated"]}})
 	count(scheduler.deny) == 0 with input as inp
 }
+
+gpu_nodes := {"gpuNodes": {"gpu-node-7": true}}
+
+cpu_pod(w) := {"kind": "Pod", "workload": object.union({"podRequests": {"cpu": 1}}, w), "cluster": gpu_nodes}
+
+test_cpu_pod_node_name_on_gpu_node_denied if {
+	msgs := scheduler.deny with input as cpu_pod({"nodeName": "gpu-node-7"})
+	some msg in msgs
+	contains(msg, `spec.nodeName "gpu-node-7" is a GPU node`)
+	contains(msg, "remove spec.nodeName")
+	count(scheduler.deny) == 1 with input as object.union(cpu_pod({"nodeName": "gpu-node-7"}), {"kind": "Job"})
+	count(scheduler.deny) == 0 with input as cpu_pod({"nodeName": "cpu-node-1"})
+	count(scheduler.deny) == 0 with input as object.union(cpu_pod({"nodeName": "gpu-node-7"}), {"user": {"username": "system:node:gpu-node-7", "groups": ["system:nodes"]}})
+}
+
+test_cpu_pod_tolerating_gpu_taint_denied if {
+	msgs := scheduler.deny with input as cpu_pod({"tolerations": [
+		{"key": "example.com/spot", "operator": "Exists", "value": "", "effect": "NoSchedule"},
+		{"key": "nvidia.com/gpu", "operator": "Exists", "value": "", "effect": "NoSchedule"},
+	]})
+	some msg in msgs
+	contains(msg, "spec.tolerations[1] tolerates the GPU nodes' taint nvidia.com/gpu")
+	count(scheduler.deny) == 1 with input as cpu_pod({"tolerations": [{"key": "tessera.dev/gpu", "operator": "Equal", "value": "present", "effect": "NoSchedule"}]})
+}
+
+test_cpu_pod_tolerating_everything_denied if {
+	msgs := scheduler.deny with input as cpu_pod({"tolerations": [{"key": "", "operator": "Exists", "value": "", "effect": ""}]})
+	some msg in msgs
+	contains(msg, "spec.tolerations[0] tolerates every taint, the GPU nodes' among them (nvidia.com/gpu, tessera.dev/gpu)")
+	count(scheduler.deny) == 0 with input as cpu_pod({"tolerations": [{"key": "node.kubernetes.io/not-ready", "operator": "Exists", "value": "", "effect": "NoExecute"}]})
+}
+
+test_gpu_pod_and_daemonset_may_tolerate_gpu_taint if {
+	tol := {"tolerations": [{"key": "", "operator": "Exists", "value": "", "effect": ""}]}
+	count(scheduler.deny) == 0 with input as gpu_pod(tol)
+	ds := object.union(cpu_pod(tol), {"user": {"username": "system:serviceaccount:kube-system:daemon-set-controller", "groups": []}})
+	count(scheduler.deny) == 0 with input as ds
+}

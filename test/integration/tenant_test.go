@@ -390,7 +390,7 @@ func TestTenantForgedAssignmentOnUpdate(t *testing.T) {
 	}
 	// A full update that carries the assignment unchanged is fine.
 	cur := get(ctx, t, tenant, pod)
-	cur.Labels = map[string]string{"touched": "yes"}
+	cur.Labels["touched"] = "yes" // its queue label (set at create) stays: it is fixed
 	must(t, "tenant updates the pod, assignment unchanged", tenant.Update(ctx, cur))
 	if got := get(ctx, t, e.Client, pod); got.Annotations[tesserav1.AnnotationGPUAssign] != assignment {
 		t.Fatalf("assignment is now %q", got.Annotations[tesserav1.AnnotationGPUAssign])

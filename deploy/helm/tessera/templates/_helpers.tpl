@@ -125,3 +125,8 @@ system:serviceaccount:{{ .Release.Namespace }}:tessera-scheduler
 {{- define "tessera.schedulingStateKeys" -}}
 ["tessera.dev/gpu-assignment", "tessera.dev/bound-pod-uid"]
 {{- end -}}
+
+{{/* The labels and annotations that decide a pod's queue and gang (webhooks.ChargeKeys), as a CEL list. */}}
+{{- define "tessera.chargeKeys" -}}
+["tessera.dev/queue", "tessera.dev/pod-group", "tessera.dev/min-available", "scheduling.volcano.sh/queue-name", "scheduling.k8s.io/group-name", "scheduling.volcano.sh/group-min-member", "kueue.x-k8s.io/queue-name"]
+{{- end -}}
