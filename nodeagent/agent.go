@@ -25,7 +25,9 @@ import (
 	"github.com/tessera-gpu/tessera/nodeagent/deviceplugin"
 	"github.com/tessera-gpu/tessera/nodeagent/gpu"
 	"github.com/tessera-gpu/tessera/nodeagent/metrics"
+	"github.com/tessera-gpu/tessera/nodeagent/mps"
 	"github.com/tessera-gpu/tessera/nodeagent/publish"
+	"github.com/tessera-gpu/tessera/nodeagent/toolkit"
 )
 
 // Config tunes the agent.
@@ -34,8 +36,28 @@ type Config struct {
 	NodeName string
 	// SharesPerGPU is how many tessera.dev/gpu devices each GPU is advertised as.
 	SharesPerGPU int
-	// MPS sets CUDA_MPS_PINNED_DEVICE_MEM_LIMIT on containers with a memory slice.
+	// SlicesPerGPU is how many tessera.dev/gpu-slice devices each GPU is advertised as:
+	// the most memory-slice containers it holds at once (0: no slice resource).
+	SlicesPerGPU int
+	// MPS holds each memory slice's limit in the node's MPS control daemon (and sets
+	// CUDA_MPS_PINNED_DEVICE_MEM_LIMIT on the container).
 	MPS bool
+	// MPSPipeDirectory is the MPS control daemon's CUDA_MPS_PIPE_DIRECTORY (empty: its
+	// default).
+	MPSPipeDirectory string
+	// DeviceListStrategies say how GPUs are handed to containers (default cdi-cri).
+	DeviceListStrategies []string
+	// CDIKind is the vendor/class of the GPUs' CDI devices (default nvidia.com/gpu).
+	CDIKind string
+	// PodResourcesSocket is the kubelet's pod resources API, its record of the device
+	// allocations; empty: the plugin knows only its own and the pods' statuses.
+	PodResourcesSocket string
+	// ToolkitConfig is the NVIDIA container toolkit's configuration, checked before any
+	// GPU is handed out (default /etc/nvidia-container-runtime/config.toml).
+	ToolkitConfig string
+	// SkipToolkitCheck hands out GPUs whatever the toolkit's configuration: unsafe
+	// wherever a pod's own NVIDIA_VISIBLE_DEVICES reaches the toolkit.
+	SkipToolkitCheck bool
 	// SampleInterval is how often the GPUs are sampled and the GPUNode status written.
 	SampleInterval time.Duration
 	// IdleUtilizationPercent: a GPU above it counts as active for lastActiveTime.
@@ -64,6 +86,12 @@ func (c *Config) Defaults() {
 	}
 	if c.RetryMax < c.RetryMin {
 		c.RetryMax = max(5*time.Minute, c.RetryMin)
+	}
+	if len(c.DeviceListStrategies) == 0 {
+		c.DeviceListStrategies = []string{deviceplugin.StrategyCDICRI}
+	}
+	if c.ToolkitConfig == "" {
+		c.ToolkitConfig = toolkit.DefaultConfigPath
 	}
 }
 
@@ -96,7 +124,7 @@ type Agent struct {
 	cfg     Config
 	deps    Deps
 	pub     *publish.Publisher
-	plugin  *deviceplugin.Plugin
+	plugins []*deviceplugin.Plugin
 	metrics *metrics.Metrics
 	cgroups cgroup.Resolver
 	now     func() time.Time
@@ -107,6 +135,7 @@ type Agent struct {
 	lastActive *metav1.Time
 	overused   map[types.UID]bool
 	lastNode   *publish.NodeFields
+	refusal    string // why GPUs are not handed out, "" when they are
 }
 
 // New returns an agent; Run starts it.
@@ -129,12 +158,39 @@ func New(cfg Config, deps Deps) (*Agent, error) {
 		overused: map[types.UID]bool{},
 	}
 	if cfg.DevicePluginDir != "" {
-		a.plugin = deviceplugin.New(deviceplugin.Options{
-			NodeName: cfg.NodeName, SharesPerGPU: cfg.SharesPerGPU, MPS: cfg.MPS,
+		opts := deviceplugin.Options{
+			NodeName: cfg.NodeName, SharesPerGPU: cfg.SharesPerGPU, Strategies: cfg.DeviceListStrategies, CDIKind: cfg.CDIKind,
 			PluginDir: cfg.DevicePluginDir, Pods: deps.Pods, OnRefusal: a.refused, Log: deps.Log.WithName("device-plugin"),
-		})
+		}
+		if cfg.MPS {
+			opts.MPS = mps.ControlDaemon{PipeDirectory: cfg.MPSPipeDirectory}
+		}
+		if cfg.PodResourcesSocket != "" {
+			opts.Ledger = deviceplugin.KubeletLedger{Socket: cfg.PodResourcesSocket}
+		}
+		a.plugins = append(a.plugins, deviceplugin.New(opts))
+		if cfg.SlicesPerGPU > 0 {
+			opts.ResourceName, opts.SocketName, opts.SharesPerGPU, opts.Slices = tesserav1.ResourceGPUSlice, "tessera-gpu-slice.sock", cfg.SlicesPerGPU, true
+			opts.Log = deps.Log.WithName("device-plugin-slices")
+			a.plugins = append(a.plugins, deviceplugin.New(opts))
+		}
 	}
 	return a, nil
+}
+
+// deliveryRefusal says why GPUs must not be handed out on this node, or "": the NVIDIA
+// container toolkit still takes device lists from an unprivileged container's own
+// NVIDIA_VISIBLE_DEVICES, so a pod could reach GPUs it was not given whatever the device
+// plugin hands out. It is read again on every sample, so fixing the configuration takes
+// effect without a restart.
+func (a *Agent) deliveryRefusal() string {
+	if a.cfg.SkipToolkitCheck {
+		return ""
+	}
+	if err := toolkit.Check(a.cfg.ToolkitConfig); err != nil {
+		return err.Error()
+	}
+	return ""
 }
 
 // refused reports an allocation the device plugin refused: a metric, and a Warning
@@ -150,9 +206,13 @@ func (a *Agent) refused(r *deviceplugin.Refusal) {
 func (a *Agent) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	defer wg.Wait()
-	if a.plugin != nil {
+	if a.cfg.SkipToolkitCheck && len(a.plugins) > 0 {
+		a.deps.Log.Info("UNSAFE: the NVIDIA container toolkit's configuration is not checked (--unsafe-skip-toolkit-check): "+
+			"where it takes device lists from NVIDIA_VISIBLE_DEVICES, any pod can reach any GPU of this node", "config", a.cfg.ToolkitConfig)
+	}
+	for _, p := range a.plugins {
 		wg.Go(func() {
-			if err := a.plugin.Run(ctx); err != nil {
+			if err := p.Run(ctx); err != nil {
 				a.deps.Log.Error(err, "Device plugin stopped")
 			}
 		})
@@ -340,15 +400,31 @@ func (a *Agent) healthCondition(devs []tesserav1.GPUDevice) metav1.Condition {
 	return c
 }
 
+// setPluginGPUs hands the devices to the device plugins, or none while GPU delivery is
+// refused (deliveryRefusal).
 func (a *Agent) setPluginGPUs(devs []tesserav1.GPUDevice) {
-	if a.plugin == nil {
+	if len(a.plugins) == 0 {
 		return
 	}
+	refusal := a.deliveryRefusal()
+	if refusal != a.refusal {
+		if refusal != "" {
+			a.deps.Log.Error(errors.New(refusal), "Refusing to hand out GPUs: the device plugin advertises none", "config", a.cfg.ToolkitConfig)
+		} else {
+			a.deps.Log.Info("Handing out GPUs: the NVIDIA container toolkit takes device lists only as devices", "config", a.cfg.ToolkitConfig)
+		}
+		a.refusal = refusal
+	}
+	a.metrics.SetDeliveryRefused(refusal != "")
 	var gs []deviceplugin.GPU
 	for _, d := range devs {
-		gs = append(gs, deviceplugin.GPU{UUID: d.UUID, MemoryMiB: d.MemoryMiB, NUMANode: int(d.NUMANode), Healthy: d.Healthy})
+		if refusal == "" {
+			gs = append(gs, deviceplugin.GPU{UUID: d.UUID, MemoryMiB: d.MemoryMiB, NUMANode: int(d.NUMANode), Healthy: d.Healthy})
+		}
 	}
-	a.plugin.SetGPUs(gs)
+	for _, p := range a.plugins {
+		p.SetGPUs(gs)
+	}
 }
 
 // write publishes the GPUNode and, when they changed, the Node fields. API errors are

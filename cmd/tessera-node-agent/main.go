@@ -8,6 +8,7 @@ import (
 	"maps"
 	"net/http"
 	"os"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -28,8 +29,10 @@ import (
 	"github.com/tessera-gpu/tessera/internal/cli"
 	"github.com/tessera-gpu/tessera/internal/kubeclient"
 	"github.com/tessera-gpu/tessera/nodeagent"
+	"github.com/tessera-gpu/tessera/nodeagent/deviceplugin"
 	"github.com/tessera-gpu/tessera/nodeagent/nvidia"
 	"github.com/tessera-gpu/tessera/nodeagent/nvidia/nvidiatest"
+	"github.com/tessera-gpu/tessera/nodeagent/toolkit"
 )
 
 func main() {
@@ -45,6 +48,7 @@ type agentFlags struct {
 	kube                   kubeclient.Options
 	metricsAddr, probeAddr string
 	fakeGPUs               string
+	strategies             string
 	verbosity              int
 }
 
@@ -59,10 +63,16 @@ func newRootCommand() *cobra.Command {
 		SilenceErrors: true,
 		Long: `Runs on every GPU node (DaemonSet). Discovers the GPUs through NVML and publishes them in
 the node's GPUNode and on the Node (labels tessera.dev/gpu-model and tessera.dev/gpu-count,
-capacity tessera.dev/gpu-memory in MiB); serves the kubelet device plugin for tessera.dev/gpu,
-handing each container the GPUs of its pod's tessera.dev/gpu-assignment; samples utilisation
-and per-pod GPU memory; serves Prometheus metrics. A missing or failing NVML is reported and
-retried; it never stops the agent.
+capacity tessera.dev/gpu-memory in MiB); serves the kubelet device plugins for tessera.dev/gpu
+and tessera.dev/gpu-slice, handing each container the GPUs of its pod's tessera.dev/gpu-assignment
+as devices (CDI, or the NVIDIA container toolkit's volume-mount device list), never through the
+environment alone; samples utilisation and per-pod GPU memory; serves Prometheus metrics. A
+missing or failing NVML is reported and retried; it never stops the agent.
+
+GPUs are handed out only while the NVIDIA container toolkit's configuration (--toolkit-config)
+sets accept-nvidia-visible-devices-envvar-when-unprivileged = false: otherwise any pod could pick
+any GPU through its own NVIDIA_VISIBLE_DEVICES, and the device plugins advertise none
+(tessera_node_agent_gpu_delivery_refused is 1, the log says how to fix it).
 
 Exit codes: 0 stopped by SIGINT or SIGTERM, 1 failed, 2 unusable flags or kubeconfig.`,
 		Args: cobra.NoArgs,
@@ -78,7 +88,15 @@ Exit codes: 0 stopped by SIGINT or SIGTERM, 1 failed, 2 unusable flags or kubeco
 	fs.StringVar(&f.cfg.NodeName, "node-name", f.cfg.NodeName, "name of the node the agent runs on (default $NODE_NAME)")
 	f.kube.AddFlags(fs, "")
 	fs.IntVar(&f.cfg.SharesPerGPU, "shares-per-gpu", 1, "tessera.dev/gpu devices advertised per GPU")
-	fs.BoolVar(&f.cfg.MPS, "mps", false, "set CUDA_MPS_PINNED_DEVICE_MEM_LIMIT on containers with a memory slice (MPS control daemon runs on the node)")
+	fs.IntVar(&f.cfg.SlicesPerGPU, "slices-per-gpu", 32, "tessera.dev/gpu-slice devices advertised per GPU: the most GPU-memory-slice containers a GPU holds at once (0: no slice resource)")
+	fs.BoolVar(&f.cfg.MPS, "mps", false, "hold each memory slice's limit in the node's MPS control daemon (nvidia-cuda-mps-control), and set CUDA_MPS_PINNED_DEVICE_MEM_LIMIT on its container")
+	fs.StringVar(&f.cfg.MPSPipeDirectory, "mps-pipe-directory", "", "CUDA_MPS_PIPE_DIRECTORY of the MPS control daemon (default: its own, /tmp/nvidia-mps)")
+	fs.StringVar(&f.strategies, "device-list-strategy", deviceplugin.StrategyCDICRI, "how GPUs are handed to containers, comma-separated: "+strings.Join(deviceplugin.Strategies, ", ")+
+		" (envvar alone is refused: a pod's own NVIDIA_VISIBLE_DEVICES overrides it)")
+	fs.StringVar(&f.cfg.CDIKind, "cdi-kind", deviceplugin.DefaultCDIKind, "vendor/class of the GPUs' CDI devices, named <kind>=<GPU UUID> (the NVIDIA container toolkit's generated CDI spec)")
+	fs.StringVar(&f.cfg.PodResourcesSocket, "pod-resources-socket", deviceplugin.DefaultPodResourcesSocket, "the kubelet's pod resources API, its record of device allocations, read so that a restarted agent never takes an allocated pod for the next (empty: not read; unsafe across restarts)")
+	fs.StringVar(&f.cfg.ToolkitConfig, "toolkit-config", toolkit.DefaultConfigPath, "the NVIDIA container toolkit's configuration (the host's, mounted read-only), checked before GPUs are handed out")
+	fs.BoolVar(&f.cfg.SkipToolkitCheck, "unsafe-skip-toolkit-check", false, "hand out GPUs without checking the toolkit's configuration: UNSAFE wherever a pod's own NVIDIA_VISIBLE_DEVICES reaches the container runtime; for nodes without the NVIDIA container toolkit")
 	fs.DurationVar(&f.cfg.SampleInterval, "sample-interval", 10*time.Second, "how often GPUs are sampled and the GPUNode status written")
 	fs.IntVar(&f.cfg.IdleUtilizationPercent, "idle-utilization-percent", 5, "a GPU above this utilisation counts as active for lastActiveTime")
 	fs.StringVar(&f.cfg.ProcRoot, "proc-root", "/proc", "the host's /proc, to map GPU processes to pods through their cgroups")
@@ -113,6 +131,18 @@ func (f agentFlags) validate() error {
 	if p := f.cfg.IdleUtilizationPercent; p < 0 || p > 100 {
 		errs = append(errs, fmt.Errorf("--idle-utilization-percent %d: must be from 0 to 100", p))
 	}
+	if s, err := deviceplugin.ParseStrategies(f.strategies); err != nil {
+		errs = append(errs, fmt.Errorf("--device-list-strategy %q: %w", f.strategies, err))
+	} else if deviceplugin.EnvOnly(s) && !f.cfg.SkipToolkitCheck {
+		errs = append(errs, fmt.Errorf("--device-list-strategy %q: the environment alone is not delivery, a pod's own NVIDIA_VISIBLE_DEVICES overrides it; "+
+			"use cdi-cri, cdi-annotations or volume-mounts (or --unsafe-skip-toolkit-check)", f.strategies))
+	}
+	if !cdiKind.MatchString(f.cfg.CDIKind) {
+		errs = append(errs, fmt.Errorf("--cdi-kind %q: want vendor/class, for example %s", f.cfg.CDIKind, deviceplugin.DefaultCDIKind))
+	}
+	if f.cfg.SlicesPerGPU < 0 {
+		errs = append(errs, fmt.Errorf("--slices-per-gpu %d: must not be negative (0: no slice resource)", f.cfg.SlicesPerGPU))
+	}
 	if f.verbosity < 0 {
 		errs = append(errs, fmt.Errorf("-v %d: must not be negative", f.verbosity))
 	}
@@ -122,6 +152,9 @@ func (f agentFlags) validate() error {
 		f.kube.Validate())
 	return errors.Join(errs...)
 }
+
+// cdiKind is a CDI vendor/class.
+var cdiKind = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*$`)
 
 // prepare checks the flags, reads the kubeconfig and picks the GPUs, then returns the
 // agent to run; it connects to nothing.
@@ -145,6 +178,7 @@ func (f agentFlags) prepare(stderr io.Writer) (func(context.Context) error, erro
 	if err != nil {
 		return nil, err
 	}
+	f.cfg.DeviceListStrategies, _ = deviceplugin.ParseStrategies(f.strategies)
 	log := funcr.NewJSON(func(obj string) { fmt.Fprintln(stderr, obj) }, funcr.Options{Verbosity: f.verbosity})
 	return func(ctx context.Context) error {
 		reg := prometheus.NewRegistry()
@@ -163,7 +197,8 @@ func (f agentFlags) prepare(stderr io.Writer) (func(context.Context) error, erro
 		ctx, stop := context.WithCancel(ctx)
 		defer stop()
 		servers, srvErr := f.serve(reg, stop)
-		log.Info("Starting node agent", "node", cfg.NodeName, "metrics", f.metricsAddr, "sharesPerGPU", cfg.SharesPerGPU, "mps", cfg.MPS)
+		log.Info("Starting node agent", "node", cfg.NodeName, "metrics", f.metricsAddr, "sharesPerGPU", cfg.SharesPerGPU, "slicesPerGPU", cfg.SlicesPerGPU,
+			"mps", cfg.MPS, "deviceListStrategy", cfg.DeviceListStrategies, "toolkitConfig", cfg.ToolkitConfig)
 		runErr := agent.Run(ctx)
 		shutdown, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()

@@ -67,7 +67,8 @@ func TestCommandLine(t *testing.T) {
 	}
 	for _, flag := range []string{"--node-name", "--kubeconfig", "--shares-per-gpu", "--mps ", "--sample-interval", "--idle-utilization-percent",
 		"--proc-root", "--device-plugin-dir", "--nvml-retry-max", "--metrics-bind-address", "--health-probe-bind-address",
-		"--request-timeout", "--fake-gpus", "-v, --v"} {
+		"--request-timeout", "--fake-gpus", "-v, --v", "--slices-per-gpu", "--mps-pipe-directory", "--device-list-strategy", "--cdi-kind",
+		"--pod-resources-socket", "--toolkit-config", "--unsafe-skip-toolkit-check"} {
 		if !strings.Contains(help, flag) {
 			t.Errorf("help lacks %s:\n%s", flag, help)
 		}
@@ -99,6 +100,10 @@ func TestFlagsCheckedBeforeConnecting(t *testing.T) {
 		{[]string{"--sample-interval=often"}, `invalid argument "often" for "--sample-interval" flag`},
 		{[]string{"--fake-gpus=dgx9"}, `--fake-gpus: unknown simulated node "dgx9"`},
 		{[]string{"--node-name="}, "node name is empty"},
+		{[]string{"--device-list-strategy=cdi"}, `--device-list-strategy "cdi": unknown device list strategy "cdi"`},
+		{[]string{"--device-list-strategy=envvar"}, "the environment alone is not delivery"},
+		{[]string{"--cdi-kind=nvidia.com"}, `--cdi-kind "nvidia.com": want vendor/class`},
+		{[]string{"--slices-per-gpu=-1"}, "--slices-per-gpu -1: must not be negative"},
 	} {
 		_, err := execute(append(slices.Clone(base), c.args...)...)
 		if err == nil || !strings.Contains(err.Error(), c.want) || cli.ExitCode(err) != cli.ExitUsage {

@@ -38,8 +38,20 @@ type Options struct {
 	ResourceName corev1.ResourceName
 	// SharesPerGPU is how many devices each GPU is advertised as (default 1).
 	SharesPerGPU int
-	// MPS adds CUDA_MPS_PINNED_DEVICE_MEM_LIMIT for memory slices.
-	MPS bool
+	// Slices says the resource is for GPU-memory slices: every container that asks for
+	// it gets one GPU and a memory limit, and an assignment that is not a slice is refused.
+	Slices bool
+	// Strategies say how GPUs are handed to containers (default [cdi-cri]); see
+	// StrategyCDICRI and the others.
+	Strategies []string
+	// CDIKind is the vendor/class of the GPUs' CDI device names (default DefaultCDIKind).
+	CDIKind string
+	// MPS, when set, holds the memory limit of slices in the node's MPS control daemon
+	// (and CUDA_MPS_PINNED_DEVICE_MEM_LIMIT narrows each container to its own slice).
+	MPS MPSLimits
+	// Ledger, when set, is the kubelet's record of the containers already allocated,
+	// which survives a restart of the plugin.
+	Ledger Ledger
 	// PluginDir holds kubelet.sock and the plugin's socket (default /var/lib/kubelet/device-plugins/).
 	PluginDir string
 	// SocketName is the plugin's socket file in PluginDir (default tessera-gpu.sock).
@@ -98,6 +110,12 @@ func New(opts Options) *Plugin {
 	if opts.SchedulerName == "" {
 		opts.SchedulerName = tesserav1.SchedulerName
 	}
+	if len(opts.Strategies) == 0 {
+		opts.Strategies = []string{StrategyCDICRI}
+	}
+	if opts.CDIKind == "" {
+		opts.CDIKind = DefaultCDIKind
+	}
 	return &Plugin{opts: opts, watchers: map[chan struct{}]struct{}{}, allocated: map[containerKey]bool{}}
 }
 
@@ -113,6 +131,13 @@ func (p *Plugin) SetGPUs(gpus []GPU) {
 		default:
 		}
 	}
+}
+
+// GPUs returns the GPUs the plugin advertises.
+func (p *Plugin) GPUs() []GPU {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]GPU(nil), p.gpus...)
 }
 
 // deviceID names share k of a GPU.
@@ -198,7 +223,12 @@ func (p *Plugin) GetPreferredAllocation(ctx context.Context, req *pb.PreferredAl
 		return nil, err
 	}
 	resp := &pb.PreferredAllocationResponse{}
-	allocated := p.allocatedSnapshot()
+	allocated, err := p.allocatedSet(ctx, pods)
+	if err != nil {
+		// Only a preference: Allocate checks again, and refuses without the ledger.
+		p.opts.Log.Error(err, "Preferring devices without the kubelet's allocations")
+		allocated = p.allocatedSnapshot()
+	}
 	for _, cr := range req.ContainerRequests {
 		size := int(cr.AllocationSize)
 		var want []string
@@ -260,6 +290,49 @@ func (p *Plugin) allocatedSnapshot() map[containerKey]bool {
 	return m
 }
 
+// allocatedSet is every container the plugin allocated since it started, plus those the
+// kubelet has already allocated devices of the resource to: the ones its ledger names,
+// with every container before them in the pod (the kubelet allocates a pod's init
+// containers, then its containers, in order; its ledger leaves init containers out),
+// and all of the containers of a pod it has admitted (it allocates them all then). It is
+// what a restarted plugin starts from.
+func (p *Plugin) allocatedSet(ctx context.Context, pods []corev1.Pod) (map[containerKey]bool, error) {
+	m := p.allocatedSnapshot()
+	var held map[PodContainer]bool
+	if p.opts.Ledger != nil {
+		var err error
+		if held, err = p.opts.Ledger.Allocated(ctx, p.opts.ResourceName); err != nil {
+			return nil, err
+		}
+	}
+	for i := range pods {
+		pod := &pods[i]
+		names := containerNames(pod)
+		last := -1
+		for j, name := range names {
+			if admitted(pod) || held[PodContainer{pod.Namespace, pod.Name, name}] {
+				last = j
+			}
+		}
+		for _, name := range names[:last+1] {
+			m[containerKey{pod.UID, name}] = true
+		}
+	}
+	return m, nil
+}
+
+// containerNames are the pod's init containers and containers, in the order the kubelet
+// allocates them.
+func containerNames(pod *corev1.Pod) []string {
+	var out []string
+	for _, list := range [][]corev1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
+		for _, c := range list {
+			out = append(out, c.Name)
+		}
+	}
+	return out
+}
+
 // Allocate hands each container the GPUs of its pod's assignment.
 func (p *Plugin) Allocate(ctx context.Context, req *pb.AllocateRequest) (*pb.AllocateResponse, error) {
 	p.allocMu.Lock()
@@ -269,12 +342,21 @@ func (p *Plugin) Allocate(ctx context.Context, req *pb.AllocateRequest) (*pb.All
 		return nil, fmt.Errorf("allocate %s: %w", p.opts.ResourceName, err)
 	}
 	p.forgetGone(pods)
-	allocated := p.allocatedSnapshot()
+	allocated, err := p.allocatedSet(ctx, pods)
+	if err != nil {
+		// Without the kubelet's record, a pod allocated before a restart of the agent
+		// could be taken for the pod being admitted, and hand it that pod's GPUs.
+		return nil, fmt.Errorf("allocate %s: cannot tell which pods are already allocated: %w", p.opts.ResourceName, err)
+	}
 	resp := &pb.AllocateResponse{}
 	var keys []containerKey
 	for _, cr := range req.ContainerRequests {
 		count := int64(len(cr.DevicesIds))
 		c, err := findCandidate(pods, p.opts.NodeName, p.opts.ResourceName, count, allocated, p.opts.SchedulerName)
+		if err == nil && p.opts.Slices && (len(c.gpus.UUIDs) != 1 || c.gpus.MemoryMiB <= 0) {
+			err = refuse(c.pod, RefusedInvalid, "pod %s/%s: container %q asks for %s, a GPU memory slice, but its %s entry is not a slice of one GPU",
+				c.pod.Namespace, c.pod.Name, c.container, p.opts.ResourceName, tesserav1.AnnotationGPUAssign)
+		}
 		if err != nil {
 			kv := []any{"resource", p.opts.ResourceName, "devices", cr.DevicesIds, "reason", err.Error()}
 			var r *Refusal
@@ -287,15 +369,16 @@ func (p *Plugin) Allocate(ctx context.Context, req *pb.AllocateRequest) (*pb.All
 			p.opts.Log.Info("Refusing allocation", kv...)
 			return nil, fmt.Errorf("allocate %d %s: %w", count, p.opts.ResourceName, err)
 		}
-		envs, err := p.envs(c)
+		g, err := p.grant(ctx, c, pods)
 		if err != nil {
 			return nil, fmt.Errorf("allocate %d %s for pod %s/%s container %s: %w", count, p.opts.ResourceName, c.pod.Namespace, c.pod.Name, c.container, err)
 		}
 		key := containerKey{c.pod.UID, c.container}
 		allocated[key] = true
 		keys = append(keys, key)
-		resp.ContainerResponses = append(resp.ContainerResponses, &pb.ContainerAllocateResponse{Envs: envs})
-		p.opts.Log.Info("Allocated GPUs", "pod", c.pod.Namespace+"/"+c.pod.Name, "container", c.container, "uuids", c.gpus.UUIDs, "memoryMiB", c.gpus.MemoryMiB)
+		resp.ContainerResponses = append(resp.ContainerResponses, p.response(g))
+		p.opts.Log.Info("Allocated GPUs", "pod", c.pod.Namespace+"/"+c.pod.Name, "container", c.container, "uuids", c.gpus.UUIDs,
+			"memoryMiB", c.gpus.MemoryMiB, "strategies", p.opts.Strategies)
 	}
 	p.mu.Lock()
 	for _, k := range keys {
@@ -327,31 +410,58 @@ func (p *Plugin) forgetGone(pods []corev1.Pod) {
 	}
 }
 
-func (p *Plugin) envs(c candidate) (map[string]string, error) {
-	limit := c.gpus.MemoryMiB
+// grant checks the candidate's GPUs against the node's and works out its memory limit;
+// for a slice with MPS, it raises the GPU's limit in the MPS control daemon to the
+// largest slice on that GPU.
+func (p *Plugin) grant(ctx context.Context, c candidate, pods []corev1.Pod) (grant, error) {
+	g := grant{uuids: c.gpus.UUIDs, limitMiB: c.gpus.MemoryMiB, sliceMiB: c.gpus.MemoryMiB, id: string(c.pod.UID)}
 	for _, uuid := range c.gpus.UUIDs {
-		g, ok := p.gpu(uuid)
+		d, ok := p.gpu(uuid)
 		switch {
 		case !ok:
-			return nil, fmt.Errorf("assigned GPU %s is not on node %s; the scheduler must reassign the pod", uuid, p.opts.NodeName)
-		case !g.Healthy:
-			return nil, fmt.Errorf("assigned GPU %s is unhealthy; the scheduler must reassign the pod", uuid)
-		case c.gpus.MemoryMiB > g.MemoryMiB:
-			return nil, fmt.Errorf("slice of %d MiB is larger than GPU %s (%d MiB)", c.gpus.MemoryMiB, uuid, g.MemoryMiB)
+			return g, fmt.Errorf("assigned GPU %s is not on node %s; the scheduler must reassign the pod", uuid, p.opts.NodeName)
+		case !d.Healthy:
+			return g, fmt.Errorf("assigned GPU %s is unhealthy; the scheduler must reassign the pod", uuid)
+		case c.gpus.MemoryMiB > d.MemoryMiB:
+			return g, fmt.Errorf("slice of %d MiB is larger than GPU %s (%d MiB)", c.gpus.MemoryMiB, uuid, d.MemoryMiB)
 		}
-		if c.gpus.MemoryMiB == 0 && (limit == 0 || g.MemoryMiB < limit) {
-			limit = g.MemoryMiB // whole GPUs: the smallest one's memory
+		if c.gpus.MemoryMiB == 0 && (g.limitMiB == 0 || d.MemoryMiB < g.limitMiB) {
+			g.limitMiB = d.MemoryMiB // whole GPUs: the smallest one's memory
 		}
 	}
-	envs := map[string]string{
-		EnvVisibleDevices: strings.Join(c.gpus.UUIDs, ","),
-		EnvMemoryLimitMiB: strconv.FormatInt(limit, 10),
+	if p.opts.MPS != nil && g.sliceMiB > 0 {
+		if len(g.uuids) != 1 {
+			return g, fmt.Errorf("a memory slice of %d GPUs: with MPS a slice is of one GPU", len(g.uuids))
+		}
+		limit := max(g.sliceMiB, largestSlice(pods, p.opts.NodeName, p.opts.SchedulerName, g.uuids[0]))
+		if err := p.opts.MPS.SetPinnedMemLimit(ctx, g.uuids[0], limit); err != nil {
+			return g, fmt.Errorf("set the MPS memory limit of GPU %s: %w", g.uuids[0], err)
+		}
 	}
-	if p.opts.MPS && c.gpus.MemoryMiB > 0 {
-		// The container sees its one GPU as device 0.
-		envs[EnvMPSMemoryLimit] = fmt.Sprintf("0=%dM", c.gpus.MemoryMiB)
+	return g, nil
+}
+
+// largestSlice is the largest memory slice of uuid among the node's unfinished pods the
+// scheduler bound.
+func largestSlice(pods []corev1.Pod, node, scheduler, uuid string) int64 {
+	var mib int64
+	for i := range pods {
+		pod := &pods[i]
+		if pod.Spec.NodeName != node || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed ||
+			pod.Spec.SchedulerName != scheduler || pod.Annotations[tesserav1.AnnotationBoundPodUID] != string(pod.UID) {
+			continue
+		}
+		a, err := tesserav1.ParseGPUAssignment(pod.Annotations[tesserav1.AnnotationGPUAssign])
+		if err != nil || a.Node != node {
+			continue
+		}
+		for _, c := range a.Containers {
+			if len(c.UUIDs) == 1 && c.UUIDs[0] == uuid {
+				mib = max(mib, c.MemoryMiB)
+			}
+		}
 	}
-	return envs, nil
+	return mib
 }
 
 // PreStartContainer is not used (the options do not ask for it).

@@ -5,8 +5,10 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -16,6 +18,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes/fake"
 	pb "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
+	podresources "k8s.io/kubelet/pkg/apis/podresources/v1"
 
 	tesserav1 "github.com/tessera-gpu/tessera/api/v1alpha1"
 	"github.com/tessera-gpu/tessera/internal/apitest"
@@ -24,11 +27,17 @@ import (
 const node = "gpu-node-1"
 
 // fakeKubelet is the kubelet's side of the device plugin protocol: a Registration
-// server on kubelet.sock that, like the kubelet, dials every plugin that registers.
+// server on kubelet.sock that, like the kubelet, dials every plugin that registers, and
+// the pod resources API (List) on pod-resources.sock, which reports the allocations the
+// test records with admit, as the kubelet's checkpoint does.
 type fakeKubelet struct {
 	pb.UnimplementedRegistrationServer
+	podresources.UnimplementedPodResourcesListerServer
 	dir        string
 	registered chan *pb.RegisterRequest
+
+	mu          sync.Mutex
+	allocations map[PodContainer]*podresources.ContainerDevices
 }
 
 func startKubelet(t *testing.T) *fakeKubelet {
@@ -39,16 +48,39 @@ func startKubelet(t *testing.T) *fakeKubelet {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
-	k := &fakeKubelet{dir: dir, registered: make(chan *pb.RegisterRequest, 4)}
-	lis, err := net.Listen("unix", filepath.Join(dir, "kubelet.sock"))
-	if err != nil {
-		t.Fatal(err)
+	k := &fakeKubelet{dir: dir, registered: make(chan *pb.RegisterRequest, 4), allocations: map[PodContainer]*podresources.ContainerDevices{}}
+	for _, sock := range []string{"kubelet.sock", "pod-resources.sock"} {
+		lis, err := net.Listen("unix", filepath.Join(dir, sock))
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := grpc.NewServer()
+		pb.RegisterRegistrationServer(srv, k)
+		podresources.RegisterPodResourcesListerServer(srv, k)
+		go func() { _ = srv.Serve(lis) }()
+		t.Cleanup(srv.Stop)
 	}
-	srv := grpc.NewServer()
-	pb.RegisterRegistrationServer(srv, k)
-	go func() { _ = srv.Serve(lis) }()
-	t.Cleanup(srv.Stop)
 	return k
+}
+
+// List reports the recorded allocations, as the kubelet's pod resources API does: by
+// pod namespace and name.
+func (k *fakeKubelet) List(context.Context, *podresources.ListPodResourcesRequest) (*podresources.ListPodResourcesResponse, error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	resp := &podresources.ListPodResourcesResponse{}
+	for pc, d := range k.allocations {
+		resp.PodResources = append(resp.PodResources, &podresources.PodResources{Namespace: pc.Namespace, Name: pc.Pod,
+			Containers: []*podresources.ContainerResources{{Name: pc.Container, Devices: []*podresources.ContainerDevices{d}}}})
+	}
+	return resp, nil
+}
+
+// record keeps an allocation the kubelet made, in its checkpoint.
+func (k *fakeKubelet) record(resource corev1.ResourceName, pod *corev1.Pod, container string, ids []string) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.allocations[PodContainer{pod.Namespace, pod.Name, container}] = &podresources.ContainerDevices{ResourceName: string(resource), DeviceIds: ids}
 }
 
 func (k *fakeKubelet) Register(_ context.Context, r *pb.RegisterRequest) (*pb.Empty, error) {
@@ -96,11 +128,42 @@ type setup struct {
 	client  pb.DevicePluginClient
 	kubelet *fakeKubelet
 	reg     *pb.RegisterRequest
+	stop    func() // stops the plugin (the test's end does too)
 }
 
-func start(t *testing.T, shares int, mps bool, pods ...*corev1.Pod) setup {
+func start(t *testing.T, shares int, mps *fakeMPS, pods ...*corev1.Pod) setup {
 	t.Helper()
-	return startWith(t, Options{SharesPerGPU: shares, MPS: mps}, pods...)
+	opts := Options{SharesPerGPU: shares}
+	if mps != nil {
+		opts.MPS = mps
+	}
+	return startWith(t, opts, pods...)
+}
+
+// fakeMPS records the limits set in the MPS control daemon.
+type fakeMPS struct {
+	mu     sync.Mutex
+	limits map[string]int64
+	err    error
+}
+
+func (f *fakeMPS) SetPinnedMemLimit(_ context.Context, uuid string, mib int64) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.err != nil {
+		return f.err
+	}
+	if f.limits == nil {
+		f.limits = map[string]int64{}
+	}
+	f.limits[uuid] = mib
+	return nil
+}
+
+func (f *fakeMPS) limit(uuid string) int64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.limits[uuid]
 }
 
 // startWith serves a plugin with opts, completed with the fake kubelet and pods.
@@ -113,14 +176,24 @@ func startWith(t *testing.T, opts Options, pods ...*corev1.Pod) setup {
 	}
 	cs := fake.NewClientset(&corev1.PodList{Items: objs})
 	opts.NodeName, opts.PluginDir, opts.Pods, opts.RecheckInterval, opts.Log = node, k.dir, KubePods{Client: cs, Node: node}, 20*time.Millisecond, testr.New(t)
+	if opts.Ledger == nil {
+		opts.Ledger = KubeletLedger{Socket: filepath.Join(k.dir, "pod-resources.sock")}
+	}
+	return serve(t, k, opts)
+}
+
+// serve runs a plugin with opts until the test ends and waits for it to register.
+func serve(t *testing.T, k *fakeKubelet, opts Options) setup {
+	t.Helper()
 	p := New(opts)
 	p.SetGPUs(gpus)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { _ = p.Run(ctx); close(done) }()
-	t.Cleanup(func() { cancel(); <-done })
+	stop := func() { cancel(); <-done }
+	t.Cleanup(stop)
 	reg, client := k.waitRegistration(t)
-	return setup{p, client, k, reg}
+	return setup{p, client, k, reg, stop}
 }
 
 func allocate(t *testing.T, s setup, ids ...string) (*pb.AllocateResponse, error) {
@@ -131,7 +204,7 @@ func allocate(t *testing.T, s setup, ids ...string) (*pb.AllocateResponse, error
 }
 
 func TestRegistrationAndListAndWatch(t *testing.T) {
-	s := start(t, 4, false)
+	s := start(t, 4, nil)
 	if s.reg.ResourceName != "tessera.dev/gpu" || s.reg.Version != pb.Version || !s.reg.Options.GetPreferredAllocationAvailable {
 		t.Fatalf("registration = %+v", s.reg)
 	}
@@ -177,15 +250,23 @@ func TestRegistrationAndListAndWatch(t *testing.T) {
 
 func TestAllocateSlice(t *testing.T) {
 	pod := makePod("slice", 0, 1).Assignment(slice(gpus[1].UUID, 20480)).Obj()
-	s := start(t, 4, true, pod)
+	mps := &fakeMPS{}
+	s := start(t, 4, mps, pod)
 	// The kubelet picked a share of GPU 0; the plugin hands out the assigned GPU 1.
 	resp, err := allocate(t, s, gpus[0].UUID+"::2")
 	if err != nil {
 		t.Fatal(err)
 	}
-	envs := resp.ContainerResponses[0].Envs
-	if envs[EnvVisibleDevices] != gpus[1].UUID || envs[EnvMemoryLimitMiB] != "20480" || envs[EnvMPSMemoryLimit] != "0=20480M" {
+	r := resp.ContainerResponses[0]
+	if got := cdiNames(r); !slices.Equal(got, []string{"nvidia.com/gpu=" + gpus[1].UUID}) {
+		t.Fatalf("CDI devices = %v", got)
+	}
+	envs := r.Envs
+	if envs[EnvVisibleDevices] != VoidDevices || envs[EnvMemoryLimitMiB] != "20480" || envs[EnvMPSMemoryLimit] != "0=20480M" {
 		t.Fatalf("envs = %v", envs)
+	}
+	if got := mps.limit(gpus[1].UUID); got != 20480 {
+		t.Fatalf("MPS control daemon limit of the GPU = %d MiB, want 20480", got)
 	}
 	// The container is allocated now; another Allocate finds no pod.
 	if _, err := allocate(t, s, gpus[0].UUID+"::3"); err == nil || !strings.Contains(err.Error(), "no pending pod") {
@@ -195,13 +276,17 @@ func TestAllocateSlice(t *testing.T) {
 
 func TestAllocateWholeGPUsWithoutMPS(t *testing.T) {
 	a := tesserav1.GPUAssignment{Node: node, Containers: []tesserav1.ContainerGPUs{{Container: "main", UUIDs: []string{gpus[0].UUID, gpus[1].UUID}}}}
-	s := start(t, 1, false, makePod("whole", 0, 2).Assignment(a).Obj())
+	s := start(t, 1, nil, makePod("whole", 0, 2).Assignment(a).Obj())
 	resp, err := allocate(t, s, gpus[0].UUID, gpus[1].UUID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	envs := resp.ContainerResponses[0].Envs
-	if envs[EnvVisibleDevices] != gpus[0].UUID+","+gpus[1].UUID || envs[EnvMemoryLimitMiB] != "81920" {
+	r := resp.ContainerResponses[0]
+	if got := cdiNames(r); !slices.Equal(got, []string{"nvidia.com/gpu=" + gpus[0].UUID, "nvidia.com/gpu=" + gpus[1].UUID}) {
+		t.Fatalf("CDI devices = %v", got)
+	}
+	envs := r.Envs
+	if envs[EnvVisibleDevices] != VoidDevices || envs[EnvMemoryLimitMiB] != "81920" {
 		t.Fatalf("envs = %v", envs)
 	}
 	if _, ok := envs[EnvMPSMemoryLimit]; ok {
@@ -215,7 +300,7 @@ func TestAllocateOldestPodFirstAndMatchesCount(t *testing.T) {
 	twoShares := makePod("two-shares", -10, 2).Assignment(slice(gpus[1].UUID, 3000)).Obj()
 	running := makePod("running", -20, 1).Assignment(slice(gpus[1].UUID, 4000)).Phase(corev1.PodRunning).Obj()
 	other := makePod("elsewhere", -30, 1).Assignment(slice(gpus[1].UUID, 5000)).NodeName("other").Obj()
-	s := start(t, 4, false, newer, older, twoShares, running, other)
+	s := start(t, 4, nil, newer, older, twoShares, running, other)
 	for _, want := range []string{"1000", "2000"} {
 		resp, err := allocate(t, s, gpus[0].UUID+"::0")
 		if err != nil {
@@ -247,7 +332,7 @@ func TestAllocateRefusesWithoutValidAssignment(t *testing.T) {
 		{"no pod at all", makePod("cpu-only", 0, 0).Obj(), "no pending pod on node gpu-node-1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := start(t, 1, false, tc.pod)
+			s := start(t, 1, nil, tc.pod)
 			_, err := allocate(t, s, gpus[0].UUID)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("Allocate error = %v, want one containing %q", err, tc.want)
@@ -257,7 +342,7 @@ func TestAllocateRefusesWithoutValidAssignment(t *testing.T) {
 }
 
 func TestAllocateRefusesUnhealthyGPU(t *testing.T) {
-	s := start(t, 1, false, makePod("p", 0, 1).Assignment(slice(gpus[1].UUID, 100)).Obj())
+	s := start(t, 1, nil, makePod("p", 0, 1).Assignment(slice(gpus[1].UUID, 100)).Obj())
 	bad := append([]GPU(nil), gpus...)
 	bad[1].Healthy = false
 	s.plugin.SetGPUs(bad)
@@ -268,7 +353,7 @@ func TestAllocateRefusesUnhealthyGPU(t *testing.T) {
 
 func TestPreferredAllocationFollowsAssignment(t *testing.T) {
 	a := tesserav1.GPUAssignment{Node: node, Containers: []tesserav1.ContainerGPUs{{Container: "main", UUIDs: []string{gpus[1].UUID}}}}
-	s := start(t, 2, false, makePod("p", 0, 2).Assignment(a).Obj())
+	s := start(t, 2, nil, makePod("p", 0, 2).Assignment(a).Obj())
 	var avail []string
 	for _, g := range gpus {
 		avail = append(avail, g.UUID+"::0", g.UUID+"::1")
@@ -287,7 +372,7 @@ func TestPreferredAllocationFollowsAssignment(t *testing.T) {
 }
 
 func TestReRegistersAfterKubeletRestart(t *testing.T) {
-	s := start(t, 1, false)
+	s := start(t, 1, nil)
 	// The kubelet deletes plugin sockets when it restarts.
 	if err := os.Remove(s.plugin.SocketPath()); err != nil {
 		t.Fatal(err)
@@ -298,4 +383,13 @@ func TestReRegistersAfterKubeletRestart(t *testing.T) {
 	if _, err := client.GetDevicePluginOptions(ctx, &pb.Empty{}); err != nil {
 		t.Fatalf("plugin not serving after re-registration: %v", err)
 	}
+}
+
+// cdiNames are the CDI devices of an Allocate response.
+func cdiNames(r *pb.ContainerAllocateResponse) []string {
+	var out []string
+	for _, d := range r.CdiDevices {
+		out = append(out, d.Name)
+	}
+	return out
 }

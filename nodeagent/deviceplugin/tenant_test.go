@@ -1,6 +1,7 @@
 package deviceplugin
 
 import (
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -73,7 +74,7 @@ func TestForgedPodNeverTakesABoundPodsGPUs(t *testing.T) {
 	var r refusals
 	s := startWith(t, Options{SharesPerGPU: 4, OnRefusal: r.add}, forged, bound)
 	if resp, err := allocate(t, s, gpus[0].UUID+"::0"); err == nil {
-		t.Fatalf("the forged pod's allocation succeeded: %v", resp.ContainerResponses[0].Envs)
+		t.Fatalf("the forged pod's allocation succeeded: %v", resp.ContainerResponses[0])
 	}
 	// The kubelet failed the forged pod; it is no longer pending.
 	forged.Status.Phase = corev1.PodFailed
@@ -84,8 +85,8 @@ func TestForgedPodNeverTakesABoundPodsGPUs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if envs := resp.ContainerResponses[0].Envs; envs[EnvVisibleDevices] != gpus[1].UUID || envs[EnvMemoryLimitMiB] != "2000" {
-		t.Fatalf("bound pod got %v", envs)
+	if r := resp.ContainerResponses[0]; !slices.Equal(cdiNames(r), []string{DefaultCDIKind + "=" + gpus[1].UUID}) || r.Envs[EnvMemoryLimitMiB] != "2000" {
+		t.Fatalf("bound pod got %v", r)
 	}
 	if got := r.list(); len(got) != 1 || got[0] != RefusedNotBound+" forged" {
 		t.Fatalf("reported %v", got)

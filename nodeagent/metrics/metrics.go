@@ -38,6 +38,7 @@ type Metrics struct {
 	sliceUsed   *prometheus.GaugeVec
 	nvmlUp      prometheus.Gauge
 	refused     *prometheus.CounterVec
+	delivery    prometheus.Gauge
 }
 
 var gpuLabels = []string{"gpu", "uuid", "model", "node"}
@@ -61,8 +62,10 @@ func New(reg prometheus.Registerer, node string) *Metrics {
 		refused: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "tessera_device_plugin_refusals_total",
 			Help: "GPU allocations the device plugin refused because of the pod, by reason: NoAssignment, OtherScheduler, NotBoundByScheduler (an assignment the scheduler did not write), InvalidAssignment."},
 			[]string{"reason"}),
+		delivery: prometheus.NewGauge(prometheus.GaugeOpts{Name: "tessera_node_agent_gpu_delivery_refused",
+			Help: "1 while the node agent hands out no GPU because the NVIDIA container toolkit still takes device lists from NVIDIA_VISIBLE_DEVICES of unprivileged containers (or its configuration cannot be read), 0 otherwise."}),
 	}
-	reg.MustRegister(m.utilization, m.memUsed, m.memTotal, m.temperature, m.healthy, m.sliceLimit, m.sliceUsed, m.nvmlUp, m.refused)
+	reg.MustRegister(m.utilization, m.memUsed, m.memTotal, m.temperature, m.healthy, m.sliceLimit, m.sliceUsed, m.nvmlUp, m.refused, m.delivery)
 	return m
 }
 
@@ -97,6 +100,12 @@ func (m *Metrics) SetSlices(slices []Slice) {
 
 // Refused counts an allocation the device plugin refused, by reason.
 func (m *Metrics) Refused(reason string) prometheus.Counter { return m.refused.WithLabelValues(reason) }
+
+// SetDeliveryRefused records whether the agent refuses to hand out GPUs.
+func (m *Metrics) SetDeliveryRefused(refused bool) { m.delivery.Set(b2f(refused)) }
+
+// DeliveryRefusedGauge exposes the series for tests.
+func (m *Metrics) DeliveryRefusedGauge() prometheus.Gauge { return m.delivery }
 
 // SetNVMLUp records whether NVML answers.
 func (m *Metrics) SetNVMLUp(up bool) { m.nvmlUp.Set(b2f(up)) }
