@@ -105,6 +105,7 @@ generate:
 	TESSERA_UPDATE_REFERENCE=1 $(GO) test -count=1 -run TestCRDReference ./deploy/crds
 	cd test/chart && TESSERA_UPDATE_REFERENCE=1 $(GO) test -count=1 -run TestMetricsReference .
 	TESSERA_UPDATE_REFERENCE=1 $(GO) test -count=1 -run TestPolicyInputReference ./webhooks
+	TESSERA_UPDATE_REFERENCE=1 $(GO) test -count=1 -run TestLabelsReference ./test/docs
 
 ## verify: fail when generated files are stale (regenerating changes them)
 verify:

@@ -17,12 +17,17 @@ import (
 	"github.com/tessera-gpu/tessera/policy"
 )
 
-// Queue annotations the default policies read.
+// Queue and Namespace annotations the default policies read.
 const (
 	// AnnotationPriorityClass on a Queue or a Namespace names the default priorityClassName.
 	AnnotationPriorityClass = "tessera.dev/priority-class"
-	// AnnotationRuntime on a Queue ("short" or "long") is the default runtime of its jobs.
+	// AnnotationRuntime on a Queue ("short" or "long") is the default runtime of its jobs;
+	// as a label on a workload it is the workload's own. Short jobs' gangs default to 80%
+	// of their pods.
 	AnnotationRuntime = "tessera.dev/runtime"
+	// AnnotationRewriteNvidiaGPU "true" on a Namespace makes the gpu policy turn its
+	// workloads' nvidia.com/gpu requests into tessera.dev/gpu.
+	AnnotationRewriteNvidiaGPU = "tessera.dev/rewrite-nvidia-gpu"
 )
 
 // Cluster is the policy data shared by all requests until the cluster changes.

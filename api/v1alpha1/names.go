@@ -31,15 +31,25 @@ const (
 
 // Labels and annotations.
 const (
-	LabelQueue             = "tessera.dev/queue"
-	LabelPodGroup          = "tessera.dev/pod-group"
-	LabelGPUModel          = "tessera.dev/gpu-model"
-	LabelGPUCount          = "tessera.dev/gpu-count"
-	LabelRack              = "tessera.dev/rack"
-	LabelZone              = "topology.kubernetes.io/zone"
+	// LabelQueue on a workload names its queue; fixed once the pod or PodGroup exists.
+	LabelQueue = "tessera.dev/queue"
+	// LabelPodGroup on a pod names the gang (PodGroup) it belongs to; fixed once the pod exists.
+	LabelPodGroup = "tessera.dev/pod-group"
+	// LabelGPUModel on a node is its GPUs' product name (spaces as dashes), set by the node agent.
+	LabelGPUModel = "tessera.dev/gpu-model"
+	// LabelGPUCount on a node is how many GPUs it has, set by the node agent.
+	LabelGPUCount = "tessera.dev/gpu-count"
+	// LabelRack on a node is its rack, a topology level for multi-node gangs.
+	LabelRack = "tessera.dev/rack"
+	// LabelZone on a node is its zone, the widest default topology level.
+	LabelZone = "topology.kubernetes.io/zone"
+	// AnnotationMinAvailable on a Job or pod is its gang size; fixed once the pod exists.
 	AnnotationMinAvailable = "tessera.dev/min-available"
-	AnnotationGPUAssign    = "tessera.dev/gpu-assignment"
-	AnnotationQueue        = "tessera.dev/queue"
+	// AnnotationGPUAssign on a pod is the GPUs (and slice) the scheduler assigned it,
+	// written through the Binding; only the scheduler may write it.
+	AnnotationGPUAssign = "tessera.dev/gpu-assignment"
+	// AnnotationQueue on a Namespace names the default queue of its workloads.
+	AnnotationQueue = "tessera.dev/queue"
 	// AnnotationBoundPodUID is written by the scheduler with the GPU assignment, through
 	// the Binding that places the pod: the pod's UID. The node agent hands out an
 	// assignment only to the pod whose UID it names, so a pod created with both
