@@ -101,7 +101,7 @@ generate:
 	rm -f $(CHART)/crds/*.yaml && cp deploy/crds/tessera.dev_*.yaml $(CHART)/crds/
 	cd test/chart && $(GO) run ./cmd/render -chart ../../$(CHART) -values ../../deploy/kustomize/values.yaml \
 	  -out ../../deploy/kustomize/base
-	TESSERA_UPDATE_REFERENCE=1 $(GO) test -count=1 -run TestCLIReference ./cmd/tessera
+	TESSERA_UPDATE_REFERENCE=1 $(GO) test -count=1 -run TestCLIReference ./cmd/tessera ./cmd/tessera-node-agent
 	TESSERA_UPDATE_REFERENCE=1 $(GO) test -count=1 -run TestCRDReference ./deploy/crds
 	cd test/chart && TESSERA_UPDATE_REFERENCE=1 $(GO) test -count=1 -run TestMetricsReference .
 	TESSERA_UPDATE_REFERENCE=1 $(GO) test -count=1 -run TestPolicyInputReference ./webhooks

@@ -1,2 +1,3 @@
-// Package clitest runs a command tree in a test as a user runs the binary.
+// Package clitest runs a command tree in a test as a user runs the binary, and renders
+// its command reference page.
 package clitest
