@@ -33,6 +33,12 @@ func (w *QueueWrapper) Priority(n int32) *QueueWrapper { w.obj.Spec.Priority = n
 // Reclaimable sets spec.reclaimable.
 func (w *QueueWrapper) Reclaimable(r bool) *QueueWrapper { w.obj.Spec.Reclaimable = &r; return w }
 
+// AllowedPriorityClasses sets spec.allowedPriorityClasses.
+func (w *QueueWrapper) AllowedPriorityClasses(names ...string) *QueueWrapper {
+	w.obj.Spec.AllowedPriorityClasses = names
+	return w
+}
+
 // Parent sets spec.parent.
 func (w *QueueWrapper) Parent(p string) *QueueWrapper { w.obj.Spec.Parent = p; return w }
 

@@ -45,7 +45,7 @@ func TestReadCluster(t *testing.T) {
 	}
 	create(apitest.MakeNamespace("research").Annotation(tesserav1.AnnotationQueue, "research").Obj())
 	create(apitest.MakePriorityClass("research-normal", 200).Obj())
-	create(apitest.MakeQueue("research").Weight(1).Obj())
+	create(apitest.MakeQueue("research").Weight(1).AllowedPriorityClasses("research-normal").Obj())
 	create(apitest.MakePod("serving", "default").NodeName("gpu-a").NvidiaGPU(2).Obj())
 	trainer := apitest.MakePod("", "").SchedulerName(tesserav1.SchedulerName).PriorityClass("research-normal").NvidiaGPU(2).Obj()
 	create(apitest.MakeJob("finetune", "research").Parallelism(4).Completions(4).Template(trainer).RestartPolicy(corev1.RestartPolicyNever).Obj())
