@@ -18,7 +18,11 @@ type ScaleDownPolicySpec struct {
 	// +optional
 	IdleAfter *metav1.Duration `json:"idleAfter,omitempty"`
 
-	// GPUUtilizationThreshold is the utilization percent at or below which a GPU counts as idle.
+	// GPUUtilizationThreshold is the utilization percent at or below which a pod's
+	// allocated GPUs count as idle in the idle-GPU report (GPUsIdle events, the
+	// allocated-idle metric and alert). It does not decide removals: a node's idle clock
+	// is its GPUNode's lastActiveTime, which the node agent keeps by its own
+	// --idle-utilization-percent.
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=100
 	// +kubebuilder:default=5
