@@ -23,7 +23,7 @@ func (enqueue) Name() string { return "enqueue" }
 
 func (enqueue) Execute(s *Session) {
 	for _, j := range s.Snap.Jobs {
-		if j.Inqueue || j.Refused != nil || j.Count(framework.TaskPending) == 0 {
+		if j.Inqueue || j.Refused != nil || j.Held != nil || j.Count(framework.TaskPending) == 0 {
 			continue
 		}
 		min := s.minRequest(j)
@@ -79,7 +79,7 @@ func (allocate) Execute(s *Session) {
 	perQueue := map[*framework.Queue][]*framework.Job{}
 	var queues []*framework.Queue
 	for _, j := range s.Snap.Jobs {
-		if (s.gated && !j.Inqueue) || j.Refused != nil || j.Count(framework.TaskPending) == 0 {
+		if (s.gated && !j.Inqueue) || j.Refused != nil || j.Held != nil || j.Count(framework.TaskPending) == 0 {
 			continue
 		}
 		if _, ok := perQueue[j.Queue]; !ok {

@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"cmp"
 	"fmt"
 	"math/rand/v2"
 	"time"
@@ -185,8 +186,8 @@ func (s *Session) open() {
 	jobs := make(map[string]*framework.Job, len(s.reservations))
 	for _, j := range snap.Jobs {
 		j.Pending = nil
-		if j.Refused != nil {
-			r := *j.Refused
+		if r := cmp.Or(j.Refused, j.Held); r != nil {
+			r := *r
 			j.Pending = &r
 		}
 		if m, ok := s.Scheduler.jobs[j.UID]; ok {
@@ -202,7 +203,7 @@ func (s *Session) open() {
 			if t.Status.Holds() {
 				s.charge(t, &t.Placed, +1)
 			}
-			if j.Queue == nil || t.Status == framework.TaskSucceeded || (j.Refused != nil && !t.Status.Holds()) {
+			if j.Queue == nil || t.Status == framework.TaskSucceeded || ((j.Refused != nil || j.Held != nil) && !t.Status.Holds()) {
 				continue
 			}
 			r := t.Placed

@@ -55,7 +55,7 @@ var checkpointFields = map[string]map[string]checkpointRule{
 		"Name": immutable, "Namespace": immutable, "UID": immutable, "Queue": immutable, "Priority": immutable,
 		"MinMember": immutable, "Created": immutable, "Tasks": restored, "MinResources": immutable,
 		"MinRuntime": immutable, "Topology": immutable, "Inqueue": restored, "WaitingSince": restored,
-		"Pending": reassigned, "Refused": immutable,
+		"Pending": reassigned, "Refused": immutable, "Held": immutable,
 	},
 	"Queue": {
 		"Name": immutable, "Weight": immutable, "Priority": immutable, "Reclaimable": immutable,

@@ -206,6 +206,9 @@ type Job struct {
 	// job). The job is charged to the unqueued queue and its pending tasks are not
 	// placed.
 	Refused *Reason
+	// Held, when set, is why the job's pending tasks are not placed yet although its
+	// queue takes it: its gang's size is not known (ReasonGangSizeUnknown).
+	Held *Reason
 }
 
 // Key is namespace/name.

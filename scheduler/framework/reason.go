@@ -18,6 +18,7 @@ const (
 	ReasonEvicted         = "Evicted"                 // preempted or reclaimed in this session
 	ReasonQueueNotFound   = "QueueNotFound"           // the job names a queue that does not exist
 	ReasonQueueRefused    = "QueueRefused"            // the job's queue does not take its namespace or priority class
+	ReasonGangSizeUnknown = "GangSizeUnknown"         // the gang's size is not known yet (its sizing object or declared size is missing)
 )
 
 // Reason is why a job is pending: a code and a message for people.

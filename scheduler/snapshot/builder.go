@@ -11,10 +11,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 
 	tesserav1 "github.com/tessera-gpu/tessera/api/v1alpha1"
 	"github.com/tessera-gpu/tessera/scheduler/framework"
+	"github.com/tessera-gpu/tessera/scheduler/snapshot/workloads"
 )
 
 // Options configure a Builder.
@@ -38,6 +40,11 @@ type Options struct {
 	// WholeGPUs turns tessera.dev/gpu-memory slices into one whole GPU, for profiles
 	// that cannot share GPUs (scheduler.Config.WholeGPUs).
 	WholeGPUs bool
+	// Workloads are the workload kinds whose objects the caller feeds with
+	// AddWorkload (those the API server serves). Pods of a kind sized by its object
+	// form one gang of the workload only when the kind is listed; Kueue's pod groups
+	// and LeaderWorkerSet groups, which their pods size, always do.
+	Workloads []workloads.Kind
 }
 
 // Builder collects Kubernetes objects and converts them into a framework.Snapshot.
@@ -56,6 +63,7 @@ type Builder struct {
 	namespaces map[string]*corev1.Namespace
 	pods       map[string]podInput
 	pdbs       map[string]*policyv1.PodDisruptionBudget
+	workloads  map[string]*unstructured.Unstructured // by workloads.ObjectKey
 	memo       *Memo
 
 	// members are the pods (namespace/name) of each job key (see jobKey); dirty are
@@ -64,6 +72,9 @@ type Builder struct {
 	members  map[string][]string
 	dirty    map[string]bool
 	dirtyAll bool
+	// gangsOf are the job keys of the pods each workload object sizes, by
+	// workloads.ObjectKey (it may name jobs that are gone).
+	gangsOf map[string]map[string]bool
 }
 
 type nodeInput struct {
@@ -91,7 +102,8 @@ func NewBuilder(now time.Time, opts Options) *Builder {
 	return &Builder{now: now, opts: opts,
 		nodes: map[string]nodeInput{}, queues: map[string]*tesserav1.Queue{}, podGroups: map[string]*tesserav1.PodGroup{},
 		jobs: map[string]*batchv1.Job{}, namespaces: map[string]*corev1.Namespace{}, pods: map[string]podInput{},
-		pdbs: map[string]*policyv1.PodDisruptionBudget{}, members: map[string][]string{}, dirty: map[string]bool{}}
+		pdbs: map[string]*policyv1.PodDisruptionBudget{}, workloads: map[string]*unstructured.Unstructured{},
+		members: map[string][]string{}, dirty: map[string]bool{}, gangsOf: map[string]map[string]bool{}}
 }
 
 // SetNow sets the time the next snapshot is taken at.
@@ -146,14 +158,25 @@ func (b *Builder) RemovePodGroup(namespace, name string) {
 func (b *Builder) AddJob(j *batchv1.Job) {
 	if j != nil {
 		b.jobs[j.Namespace+"/"+j.Name] = j
-		b.dirty[ownerJobKey(j.Namespace, j.Name)] = true
+		b.jobChanged(j)
 	}
 }
 
 // RemoveJob takes a batch Job out.
 func (b *Builder) RemoveJob(namespace, name string) {
-	delete(b.jobs, namespace+"/"+name)
+	if j := b.jobs[namespace+"/"+name]; j != nil {
+		delete(b.jobs, namespace+"/"+name)
+		b.jobChanged(j)
+	}
 	b.dirty[ownerJobKey(namespace, name)] = true
+}
+
+// jobChanged marks the gangs a batch Job sizes: its own, and its JobSet's.
+func (b *Builder) jobChanged(j *batchv1.Job) {
+	b.dirty[ownerJobKey(j.Namespace, j.Name)] = true
+	if js := j.Labels[workloads.LabelJobSetName]; js != "" {
+		b.dirtyGangsOf(workloads.ObjectKey(workloads.JobSet, j.Namespace, js))
+	}
 }
 
 // AddNamespace adds a namespace, whose tessera.dev/queue annotation is the default

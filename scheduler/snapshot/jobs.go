@@ -13,21 +13,31 @@ import (
 
 	tesserav1 "github.com/tessera-gpu/tessera/api/v1alpha1"
 	"github.com/tessera-gpu/tessera/scheduler/framework"
+	"github.com/tessera-gpu/tessera/scheduler/snapshot/workloads"
 )
 
-// Job keys name the job a pod belongs to: its PodGroup, its batch Job, or itself.
+// Job keys name the job a pod belongs to: its PodGroup, its workload (see
+// workloadJobKey), its batch Job, or itself.
 func groupJobKey(namespace, name string) string { return "pg:" + namespace + "/" + name }
 func ownerJobKey(namespace, name string) string { return "job:" + namespace + "/" + name }
 func podJobKey(namespace, name string) string   { return "pod:" + namespace + "/" + name }
 
 // jobKey is the key of the job a pod belongs to. Another scheduler's pod is a job of
-// its own; one of ours belongs to its PodGroup (label or Volcano annotation), else to
-// its batch Job owner, else is a job of its own.
+// its own; one of ours belongs to the PodGroup its tessera.dev/pod-group label names,
+// else to its workload's gang (a JobSet, a RayCluster...: see workloads.Of), else to
+// the PodGroup Volcano's group annotation names, else to its batch Job owner, else is
+// a job of its own.
 func (b *Builder) jobKey(p *corev1.Pod) string {
 	if p.Spec.SchedulerName != b.opts.SchedulerName {
 		return podJobKey(p.Namespace, p.Name)
 	}
-	if g := PodGroupName(p); g != "" {
+	if g := p.Labels[tesserav1.LabelPodGroup]; g != "" {
+		return groupJobKey(p.Namespace, g)
+	}
+	if r, ok := b.workloadOf(p); ok {
+		return b.workloadKey(p, r)
+	}
+	if g := p.Annotations[tesserav1.VolcanoGroupName]; g != "" {
 		return groupJobKey(p.Namespace, g)
 	}
 	if o := jobOwner(p); o != nil {
@@ -194,6 +204,11 @@ func (s *build) jobOf(e *jobMemo) {
 	p := ta.pod
 	j := &e.tmpl
 	*j = framework.Job{Namespace: p.Namespace, MinMember: 1}
+	if strings.HasPrefix(e.key, "wl:") {
+		r, _ := workloads.Of(p)
+		s.workloadJob(e, r)
+		return
+	}
 	group := PodGroupName(p)
 	owner := jobOwner(p)
 	switch {
@@ -290,7 +305,9 @@ func (s *build) finishJob(e *jobMemo) {
 
 // gangSize sets minMember of gangs implied by a label or a batch Job: the
 // tessera.dev/min-available (or Volcano group-min-member) annotation of a pod, else the
-// Job's annotation or parallelism, else every pod of the gang.
+// Job's annotation or parallelism, else every pod of a Job's gang. A label gang with
+// neither a PodGroup nor a declared size is held: the pods that exist now are not
+// always the whole gang (controllers create pods in waves).
 func (s *build) gangSize(e *jobMemo) {
 	if !e.implicit {
 		return
@@ -324,6 +341,11 @@ func (s *build) gangSize(e *jobMemo) {
 		}
 	}
 	j.MinMember = max(len(e.tasks), 1)
+	if strings.HasPrefix(e.key, "pg:") {
+		j.Held = &framework.Reason{Code: framework.ReasonGangSizeUnknown, Message: fmt.Sprintf(
+			"PodGroup %s does not exist and no pod declares the gang's size; create the PodGroup or set the annotation %s on the pods",
+			j.Key(), tesserav1.AnnotationMinAvailable)}
+	}
 }
 
 // reorder keeps m.order in snapshot order, by creation time then namespace/name:

@@ -88,6 +88,7 @@ type jobMemo struct {
 	group    *tesserav1.PodGroup   // nil for implicit gangs
 	owner    *batchv1.Job          // the batch Job, when the gang is implied by one
 	implicit bool                  // minMember decided from the pods
+	workload bool                  // a workload gang (see workloads.Of)
 	foreign  bool                  // another scheduler's pod
 	queue    string                // explicit queue from the first pod that names one
 	queueKey string                // the label or annotation that named it

@@ -56,11 +56,15 @@ func TestJobIdentity(t *testing.T) {
 			b.AddPodGroup(testPodGroup("vc", "ns", "", 3).Obj())
 			b.AddPod(testPod("vc-0", "ns").Annotation(tesserav1.VolcanoGroupName, "vc").Obj(), 0)
 		}, job: "vc", tasks: "vc-0", min: 3, uid: "uid-pg-vc"},
-		{name: "label without a PodGroup object takes all its pods", add: func(b *Builder) {
+		{name: "label without a PodGroup or a declared size is held", add: func(b *Builder) {
 			for _, n := range []string{"g-0", "g-1", "g-2"} {
 				b.AddPod(testPod(n, "ns").Group("g").Obj(), 0)
 			}
-		}, job: "g", tasks: "g-0,g-1,g-2", min: 3, uid: "pg:ns/g"},
+		}, job: "g", tasks: "g-0,g-1,g-2", min: 3, uid: "pg:ns/g", setting: func(t *testing.T, j *framework.Job) {
+			if j.Held == nil || j.Held.Code != framework.ReasonGangSizeUnknown || !strings.Contains(j.Held.Message, "create the PodGroup or set the annotation tessera.dev/min-available") {
+				t.Errorf("held = %v, want GangSizeUnknown naming the fixes", j.Held)
+			}
+		}},
 		{name: "label gang sized by Volcano min-member", add: func(b *Builder) {
 			b.AddPod(testPod("g-0", "ns").Group("g").Annotation(tesserav1.VolcanoGroupMinMember, "4").Obj(), 0)
 		}, job: "g", tasks: "g-0", min: 4},
