@@ -11,7 +11,7 @@ LDFLAGS       := -X github.com/tessera-gpu/tessera/internal/version.Version=$(VE
 export CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 CONTROLLER_GEN := $(GO) run sigs.k8s.io/controller-tools/cmd/controller-gen@v0.23.0
 STATICCHECK   := $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
-GENERATED     := api deploy/crds deploy/helm/tessera/crds deploy/kustomize/base docs/reference
+GENERATED     := api deploy/crds deploy/helm/tessera/crds deploy/kustomize/base docs/reference volcano/testdata/jobset
 CHART         := deploy/helm/tessera
 
 .PHONY: all build test chart-test unit integration rules-test fuzz k8s-binaries e2e-binaries e2e dev-cluster lint generate verify demo figures bench bench-scheduler clean
@@ -95,7 +95,8 @@ lint:
 	cd test/chart && $(GO) vet ./... && $(STATICCHECK) ./...
 
 ## generate: deepcopy and CRD manifests from the kubebuilder markers in api/; the chart's
-## CRDs from deploy/crds; the kustomize base rendered from the chart (test/chart module)
+## CRDs from deploy/crds; the kustomize base rendered from the chart (test/chart module);
+## the references in docs/reference and the JobSet conversions in volcano/testdata/jobset
 generate:
 	$(CONTROLLER_GEN) object paths=./api/... crd:crdVersions=v1 output:crd:artifacts:config=deploy/crds
 	rm -f $(CHART)/crds/*.yaml && cp deploy/crds/tessera.dev_*.yaml $(CHART)/crds/
@@ -106,6 +107,7 @@ generate:
 	cd test/chart && TESSERA_UPDATE_REFERENCE=1 $(GO) test -count=1 -run TestMetricsReference .
 	TESSERA_UPDATE_REFERENCE=1 $(GO) test -count=1 -run TestPolicyInputReference ./webhooks
 	TESSERA_UPDATE_REFERENCE=1 $(GO) test -count=1 -run TestLabelsReference ./test/docs
+	TESSERA_UPDATE_REFERENCE=1 $(GO) test -count=1 -run TestConvertJobSetGolden ./volcano
 
 ## verify: fail when generated files are stale (regenerating changes them)
 verify:

@@ -13,8 +13,9 @@ import (
 //go:embed policies/*.rego
 var files embed.FS
 
-// Kinds of workload the default policies decide on.
-var workloadKinds = []string{"Pod", "Job", "PodGroup"}
+// Kinds of workload the default policies decide on: Pods, Jobs, PodGroups and the
+// workload controllers' custom resources the webhooks admit (webhooks.CustomWorkloads).
+var workloadKinds = []string{"Pod", "Job", "PodGroup", "JobSet", "RayCluster", "RayJob", "LeaderWorkerSet", "PyTorchJob", "MPIJob"}
 
 // defaults lists the policies in evaluation order; every other non-test file is a library.
 var defaults = []struct {

@@ -22,9 +22,10 @@ var carried = map[string][]string{
 	"task":     {"name", "replicas", "template", "maxRetry"},
 }
 
-// TestEveryFieldLeftOutIsNoted: in every fixture, each field of a Volcano object's
-// spec (and of each task) that the conversion does not carry over has a note naming
-// it, as do the Volcano annotations Tessera does not read.
+// TestEveryFieldLeftOutIsNoted: in every fixture, converted either way (JobSets or
+// not), each field of a Volcano object's spec (and of each task) that the conversion
+// does not carry over whole has a note naming it or one of its fields, as do the
+// Volcano annotations Tessera does not read.
 func TestEveryFieldLeftOutIsNoted(t *testing.T) {
 	files, _ := filepath.Glob("testdata/*.yaml")
 	if len(files) < 2 {
@@ -33,19 +34,24 @@ func TestEveryFieldLeftOutIsNoted(t *testing.T) {
 	checked := 0
 	for _, f := range files {
 		objs := readFixture(t, f)
-		_, notes, err := volcano.Convert(objs, volcano.Options{})
-		if err != nil {
-			t.Fatalf("%s: %v", f, err)
-		}
-		noted := map[string]bool{}
-		for _, n := range notes {
-			noted[n.Object+" "+n.Field] = true
-		}
-		for _, u := range objs {
-			for _, field := range leftOut(u) {
-				checked++
-				if id := u.GetKind() + " " + objectName(u) + " " + field; !noted[id] {
-					t.Errorf("%s: %s %s: %s is not carried over and has no note", f, u.GetKind(), objectName(u), field)
+		for _, jobSet := range []bool{false, true} {
+			_, notes, err := volcano.Convert(objs, volcano.Options{JobSet: jobSet})
+			if err != nil {
+				t.Fatalf("%s: %v", f, err)
+			}
+			noted := map[string]bool{}
+			for _, n := range notes {
+				// The field and each field above it ("spec.plugins.svc": "spec.plugins").
+				for f := n.Field; f != ""; f = f[:max(strings.LastIndex(f, "."), 0)] {
+					noted[n.Object+" "+f] = true
+				}
+			}
+			for _, u := range objs {
+				for _, field := range leftOut(u) {
+					checked++
+					if id := u.GetKind() + " " + objectName(u) + " " + field; !noted[id] {
+						t.Errorf("%s (JobSet %t): %s %s: %s is not carried over and has no note", f, jobSet, u.GetKind(), objectName(u), field)
+					}
 				}
 			}
 		}

@@ -25,6 +25,11 @@ import (
 type Options struct {
 	// RewriteNvidiaGPU turns nvidia.com/gpu requests and limits into tessera.dev/gpu.
 	RewriteNvidiaGPU bool
+	// JobSet writes a Volcano Job of several tasks as one JobSet (jobset.x-k8s.io/v1alpha2)
+	// that carries its svc, ssh and env plugins, TaskCompleted: CompleteJob policies
+	// and dependsOn, with a Secret and a ConfigMap for the plugins, instead of a
+	// PodGroup and a batch/v1 Job per task.
+	JobSet bool
 }
 
 // Note is something the conversion could not carry over, or changed.
@@ -327,118 +332,179 @@ func dependsOn(v any) string {
 	return s
 }
 
-// volcanoJob becomes one PodGroup (minAvailable, queue, priority) and one batch/v1 Job
-// per task, whose pods carry the gang's label.
-func (c *converter) volcanoJob(u *unstructured.Unstructured) ([]runtime.Object, error) {
+// vcJob is a Volcano Job read and checked: what both of its conversions start from.
+type vcJob struct {
+	u        *unstructured.Unstructured
+	spec     map[string]any
+	queue    string
+	priority string // priorityClassName
+	tasks    []vcTask
+	total    int32 // the pods of all tasks
+	gang     int32 // minAvailable, else total
+	maxRetry *int32
+	ttl      *int32
+}
+
+// vcTask is one task of a Volcano Job.
+type vcTask struct {
+	field    string // spec.tasks[i]
+	name     string
+	replicas int32
+	maxRetry *int32 // the task's, else the Job's
+	template corev1.PodTemplateSpec
+	spec     map[string]any // the task as written
+}
+
+// The notes on Volcano policies that nothing carries.
+const (
+	jobPoliciesNote  = "Volcano job policies [%s] have no Tessera equivalent; evicted pods are recreated by their Job and the gang restarts whole"
+	taskPoliciesNote = "Volcano task policies [%s] have no Tessera equivalent; use the Job's podFailurePolicy and backoffLimit"
+)
+
+// optional reads an optional whole number as number does; nil when absent.
+func optional(m map[string]any, key, field string, lo, hi int64) (*int32, error) {
+	n, set, err := number(m, key, field, lo, hi)
+	if !set || err != nil {
+		return nil, err
+	}
+	return &n, nil
+}
+
+// readJob reads a Volcano Job's spec and tasks, refusing what could become no valid
+// object: no task, a task without containers, replicas out of range, a gang larger
+// than the tasks' replicas.
+func readJob(u *unstructured.Unstructured) (*vcJob, error) {
 	spec, _, _ := unstructured.NestedMap(u.Object, "spec")
-	pg := &tesserav1.PodGroup{TypeMeta: metav1.TypeMeta{APIVersion: tesserav1.GroupVersion.String(), Kind: "PodGroup"}, ObjectMeta: meta(u, true)}
-	pg.Spec.Queue, _ = spec["queue"].(string)
-	pg.Spec.PriorityClassName, _ = spec["priorityClassName"].(string)
+	j := &vcJob{u: u, spec: spec}
+	j.queue, _ = spec["queue"].(string)
+	j.priority, _ = spec["priorityClassName"].(string)
 	tasks, _ := spec["tasks"].([]any)
 	if len(tasks) == 0 {
 		return nil, fmt.Errorf("spec.tasks: a Volcano Job has at least one task")
 	}
-	maxRetry, retrySet, err := number(spec, "maxRetry", "spec.maxRetry", 0, math.MaxInt32)
-	if err != nil {
+	var err error
+	if j.maxRetry, err = optional(spec, "maxRetry", "spec.maxRetry", 0, math.MaxInt32); err != nil {
 		return nil, err
 	}
-	ttl, ttlSet, err := number(spec, "ttlSecondsAfterFinished", "spec.ttlSecondsAfterFinished", 0, math.MaxInt32)
-	if err != nil {
+	if j.ttl, err = optional(spec, "ttlSecondsAfterFinished", "spec.ttlSecondsAfterFinished", 0, math.MaxInt32); err != nil {
 		return nil, err
 	}
 	total := int64(0)
-	out := []runtime.Object{pg}
-	taskNames := map[string]bool{}
-	for i, t := range tasks {
-		field := fmt.Sprintf("spec.tasks[%d]", i)
-		task, ok := t.(map[string]any)
-		if !ok {
-			return nil, fmt.Errorf("%s: a task is an object", field)
+	for i, raw := range tasks {
+		t := vcTask{field: fmt.Sprintf("spec.tasks[%d]", i)}
+		var ok bool
+		if t.spec, ok = raw.(map[string]any); !ok {
+			return nil, fmt.Errorf("%s: a task is an object", t.field)
 		}
-		replicas, _, err := number(task, "replicas", field+".replicas", 0, math.MaxInt32)
-		if err != nil {
+		if t.replicas, _, err = number(t.spec, "replicas", t.field+".replicas", 0, math.MaxInt32); err != nil {
 			return nil, err
 		}
-		total += int64(replicas)
-		taskName, _ := task["name"].(string)
-		if taskName == "" {
-			taskName = fmt.Sprintf("task%d", i)
+		total += int64(t.replicas)
+		if t.name, _ = t.spec["name"].(string); t.name == "" {
+			t.name = fmt.Sprintf("task%d", i)
 		}
-		if taskNames[taskName] {
-			return nil, fmt.Errorf("%s.name: two tasks are named %s", field, taskName)
+		if slices.ContainsFunc(j.tasks, func(o vcTask) bool { return o.name == t.name }) {
+			return nil, fmt.Errorf("%s.name: two tasks are named %s", t.field, t.name)
 		}
-		taskNames[taskName] = true
-		jobName := u.GetName() + "-" + taskName
-		if errs := validation.IsDNS1123Label(jobName); len(errs) > 0 {
-			return nil, fmt.Errorf("%s.name: the batch/v1 Job it becomes, %s, is not a valid Job name: %s", field, jobName, strings.Join(errs, "; "))
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(mapOf(t.spec["template"]), &t.template); err != nil {
+			return nil, fmt.Errorf("%s.template: %w", t.field, err)
 		}
-		var tmpl corev1.PodTemplateSpec
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(mapOf(task["template"]), &tmpl); err != nil {
-			return nil, fmt.Errorf("%s.template: %w", field, err)
+		if len(t.template.Spec.Containers) == 0 {
+			return nil, fmt.Errorf("%s.template.spec.containers: a task's pods need at least one container", t.field)
 		}
-		if len(tmpl.Spec.Containers) == 0 {
-			return nil, fmt.Errorf("%s.template.spec.containers: a task's pods need at least one container", field)
-		}
-		if p, ok := task["policies"]; ok {
-			c.note(u, field+".policies", "Volcano task policies [%s] have no Tessera equivalent; use the Job's podFailurePolicy and backoffLimit", policies(p))
-		}
-		if mr, ok := task["minAvailable"]; ok {
-			c.note(u, field+".minAvailable", "per-task minAvailable (%v) is not carried; the gang's minMember counts all tasks", mr)
-		}
-		if d, ok := task["dependsOn"]; ok {
-			c.note(u, field+".dependsOn", "left out: the task's Job starts with the others instead of after %s; start it when they finish (a workflow tool, or an init container that waits)", dependsOn(d))
-		}
-		taskRetry, taskRetrySet, err := number(task, "maxRetry", field+".maxRetry", 0, math.MaxInt32)
-		if err != nil {
+		if t.maxRetry, err = optional(t.spec, "maxRetry", t.field+".maxRetry", 0, math.MaxInt32); err != nil {
 			return nil, err
 		}
-		c.noteUnknown(u, field, task, "name", "replicas", "template", "policies", "minAvailable", "dependsOn", "maxRetry")
-		r := replicas
-		job := &batchv1.Job{TypeMeta: metav1.TypeMeta{APIVersion: "batch/v1", Kind: "Job"},
-			ObjectMeta: metav1.ObjectMeta{Name: jobName, Namespace: u.GetNamespace(), Labels: u.GetLabels()},
-			Spec:       batchv1.JobSpec{Parallelism: &r, Completions: &r, Template: tmpl}}
-		switch {
-		case taskRetrySet:
-			job.Spec.BackoffLimit = &taskRetry
-		case retrySet:
-			job.Spec.BackoffLimit = &maxRetry
+		if t.maxRetry == nil {
+			t.maxRetry = j.maxRetry
 		}
-		if ttlSet {
-			job.Spec.TTLSecondsAfterFinished = &ttl
-		}
-		c.podTemplate(u, field+".template", &job.Spec.Template, u.GetName(), pg.Spec.Queue)
-		out = append(out, job)
+		j.tasks = append(j.tasks, t)
 	}
 	if total > math.MaxInt32 {
 		return nil, fmt.Errorf("spec.tasks: %d replicas together, more than a gang can hold (%d)", total, math.MaxInt32)
 	}
-	pg.Spec.MinMember = int32(total)
+	j.total, j.gang = int32(total), int32(total)
 	if m, set, err := number(spec, "minAvailable", "spec.minAvailable", 1, math.MaxInt32); err != nil {
 		return nil, fmt.Errorf("%w (a gang has at least one member)", err)
 	} else if set {
 		if int64(m) > total {
 			return nil, fmt.Errorf("spec.minAvailable: %d is more than the %d replicas of the tasks together; the gang could never start: lower minAvailable or raise replicas", m, total)
 		}
-		pg.Spec.MinMember = m
+		j.gang = m
 	}
 	if total == 0 {
 		return nil, fmt.Errorf("spec.tasks: no task has replicas, so the Job would run no pod")
 	}
-	if p, ok := spec["policies"]; ok {
-		c.note(u, "spec.policies", "Volcano job policies [%s] have no Tessera equivalent; evicted pods are recreated by their Job and the gang restarts whole", policies(p))
+	return j, nil
+}
+
+// volcanoJob converts a Volcano Job: to one JobSet when it has several tasks and
+// Options.JobSet asks for it, else to a PodGroup and a batch/v1 Job per task.
+func (c *converter) volcanoJob(u *unstructured.Unstructured) ([]runtime.Object, error) {
+	j, err := readJob(u)
+	if err != nil {
+		return nil, err
 	}
-	if _, ok := spec["plugins"]; ok {
-		c.note(u, "spec.plugins", "Volcano job plugins (%s) are not carried; add a headless Service and the environment the tasks need", strings.Join(slices.Sorted(maps.Keys(mapOf(spec["plugins"]))), ", "))
+	if c.opts.JobSet && len(j.tasks) > 1 {
+		return c.jobSet(j)
 	}
-	if retrySet {
-		c.note(u, "spec.maxRetry", "became each Job's backoffLimit")
+	return c.batchJobs(j)
+}
+
+// batchJobs writes a Volcano Job as one PodGroup (minAvailable, queue, priority) and
+// one batch/v1 Job per task, whose pods carry the gang's label.
+func (c *converter) batchJobs(j *vcJob) ([]runtime.Object, error) {
+	u := j.u
+	pg := &tesserav1.PodGroup{TypeMeta: metav1.TypeMeta{APIVersion: tesserav1.GroupVersion.String(), Kind: "PodGroup"}, ObjectMeta: meta(u, true)}
+	pg.Spec.Queue, pg.Spec.PriorityClassName, pg.Spec.MinMember = j.queue, j.priority, j.gang
+	out := []runtime.Object{pg}
+	for _, t := range j.tasks {
+		jobName := u.GetName() + "-" + t.name
+		if errs := validation.IsDNS1123Label(jobName); len(errs) > 0 {
+			return nil, fmt.Errorf("%s.name: the batch/v1 Job it becomes, %s, is not a valid Job name: %s", t.field, jobName, strings.Join(errs, "; "))
+		}
+		if p, ok := t.spec["policies"]; ok {
+			c.note(u, t.field+".policies", taskPoliciesNote, policies(p))
+		}
+		if d, ok := t.spec["dependsOn"]; ok {
+			c.note(u, t.field+".dependsOn", "left out: the task's Job starts with the others instead of after %s; start it when they finish (a workflow tool, or an init container that waits)", dependsOn(d))
+		}
+		c.noteTask(u, t)
+		r := t.replicas
+		job := &batchv1.Job{TypeMeta: metav1.TypeMeta{APIVersion: "batch/v1", Kind: "Job"},
+			ObjectMeta: metav1.ObjectMeta{Name: jobName, Namespace: u.GetNamespace(), Labels: u.GetLabels()},
+			Spec:       batchv1.JobSpec{Parallelism: &r, Completions: &r, BackoffLimit: t.maxRetry, TTLSecondsAfterFinished: j.ttl, Template: t.template}}
+		c.podTemplate(u, t.field+".template", &job.Spec.Template, u.GetName(), j.queue)
+		out = append(out, job)
 	}
-	c.noteUnknown(u, "spec", spec, "minAvailable", "queue", "priorityClassName", "tasks", "schedulerName", "policies", "plugins", "maxRetry", "ttlSecondsAfterFinished")
-	c.noteAnnotations(u, "metadata.annotations", u.GetAnnotations())
+	if p, ok := j.spec["policies"]; ok {
+		c.note(u, "spec.policies", jobPoliciesNote, policies(p))
+	}
+	if _, ok := j.spec["plugins"]; ok {
+		c.note(u, "spec.plugins", "Volcano job plugins (%s) are not carried; add a headless Service and the environment the tasks need", strings.Join(slices.Sorted(maps.Keys(mapOf(j.spec["plugins"]))), ", "))
+	}
+	c.noteJob(j)
 	if err := validate(pg, pg.APIVersion, pg.Kind); err != nil {
 		return nil, err
 	}
 	return out, nil
+}
+
+// noteTask notes what neither conversion carries of a task.
+func (c *converter) noteTask(u *unstructured.Unstructured, t vcTask) {
+	if mr, ok := t.spec["minAvailable"]; ok {
+		c.note(u, t.field+".minAvailable", "per-task minAvailable (%v) is not carried; the gang's minMember counts all tasks", mr)
+	}
+	c.noteUnknown(u, t.field, t.spec, "name", "replicas", "template", "policies", "minAvailable", "dependsOn", "maxRetry")
+}
+
+// noteJob notes what neither conversion carries of a Volcano Job's spec and annotations.
+func (c *converter) noteJob(j *vcJob) {
+	if j.maxRetry != nil {
+		c.note(j.u, "spec.maxRetry", "became each Job's backoffLimit")
+	}
+	c.noteUnknown(j.u, "spec", j.spec, "minAvailable", "queue", "priorityClassName", "tasks", "schedulerName", "policies", "plugins", "maxRetry", "ttlSecondsAfterFinished")
+	c.noteAnnotations(j.u, "metadata.annotations", j.u.GetAnnotations())
 }
 
 // batchJob moves Volcano's annotations on a batch/v1 Job onto Tessera's labels.

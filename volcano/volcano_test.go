@@ -77,12 +77,13 @@ func TestConvert(t *testing.T) {
 }
 
 // strictDecode checks that every output decodes strictly as Tessera's or Kubernetes'
-// kind and returns them by kind/name.
+// kind (or as the JobSet convert writes) and returns them by kind/name.
 func strictDecode(t *testing.T, objs []runtime.Object) map[string]runtime.Object {
 	t.Helper()
 	scheme := runtime.NewScheme()
 	_ = clientgoscheme.AddToScheme(scheme)
 	_ = tesserav1.AddToScheme(scheme)
+	scheme.AddKnownTypes(volcano.JobSetGroupVersion, &volcano.JobSet{})
 	strict := serializer.NewCodecFactory(scheme, serializer.EnableStrict).UniversalDeserializer()
 	byName := map[string]runtime.Object{}
 	for _, o := range objs {

@@ -3,6 +3,7 @@ package webhooks
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -45,6 +46,27 @@ type Settings struct {
 	SchedulerUsers []string
 	// AllowedSchedulers may schedule GPU workloads besides tessera.
 	AllowedSchedulers []string
+	// SchedulerNameAliases mean tessera: a pod or pod template that names one gets
+	// tessera instead, whatever it asks for. For the scheduler names operators' gang modes
+	// write (volcano, scheduler-plugins-scheduler) once Tessera schedules in their place.
+	SchedulerNameAliases []string
+}
+
+// Validate refuses aliases that would take pods Tessera must not take: "", tessera
+// itself, default-scheduler (every pod that names none), and names also allowed to run
+// beside Tessera (AllowedSchedulers).
+func (s Settings) Validate() error {
+	for _, a := range s.SchedulerNameAliases {
+		switch {
+		case a == "" || a == tesserav1.SchedulerName:
+			return fmt.Errorf("--scheduler-name-alias=%q: an alias is the name of another scheduler that means %s", a, tesserav1.SchedulerName)
+		case a == corev1.DefaultSchedulerName:
+			return fmt.Errorf("--scheduler-name-alias=%q: it would hand Tessera every pod that names no scheduler", a)
+		case slices.Contains(s.AllowedSchedulers, a):
+			return fmt.Errorf("scheduler %q is in both --scheduler-name-alias (it means %s) and --allowed-scheduler (it schedules beside %s); keep it in one", a, tesserav1.SchedulerName, tesserav1.SchedulerName)
+		}
+	}
+	return nil
 }
 
 func (s Settings) doc() map[string]any {
@@ -55,7 +77,8 @@ func (s Settings) doc() map[string]any {
 		}
 		return out
 	}
-	return map[string]any{"schedulerUsers": list(s.SchedulerUsers), "allowedSchedulers": list(s.AllowedSchedulers)}
+	return map[string]any{"schedulerUsers": list(s.SchedulerUsers), "allowedSchedulers": list(s.AllowedSchedulers),
+		"schedulerNameAliases": list(s.SchedulerNameAliases)}
 }
 
 // ClusterSource gives the handlers the cluster data and a request's namespace.
@@ -75,7 +98,7 @@ type ClusterSource interface {
 //	defaultPriorityClass: the globalDefault PriorityClass (absent: none)
 //	gpuNodes:        {node name: true} for every GPUNode
 //
-// CachedCluster adds settings: {schedulerUsers, allowedSchedulers} (Settings).
+// CachedCluster adds settings: {schedulerUsers, allowedSchedulers, schedulerNameAliases} (Settings).
 func ClusterDoc(queues []tesserav1.Queue, nodes []tesserav1.GPUNode, classes []schedulingv1.PriorityClass) (map[string]any, map[string]int32) {
 	qs := make(map[string]any, len(queues))
 	for i := range queues {

@@ -3,8 +3,9 @@
 // by a policy.Evaluator, and answered with a minimal, idempotent JSON patch
 // (mutating) or an allow / deny with warnings (validating).
 //
-// Kinds: Pods, batch/v1 Jobs, PodGroups and Queues go through the Rego policies;
-// AdmissionPolicies are compiled and their tests run before they are accepted
+// Kinds: Pods, batch/v1 Jobs, PodGroups, Queues and the workload controllers' custom
+// resources (CustomWorkloads: JobSet, RayCluster, ..., each with all its pod templates,
+// podTemplates) go through the Rego policies; AdmissionPolicies are compiled and their tests run before they are accepted
 // (PolicyController), and the controller writes their status. Cluster data the
 // policies need (queues, GPU sizes, priority classes) comes from a ClusterSource
 // fed by informers. Local makes the same decisions without an API server, for the

@@ -9,15 +9,6 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 )
 
-// Kinds whose pod templates the EnvGuard checks besides Pods and Jobs.
-const (
-	KindCronJob     = "CronJob"
-	KindJobSet      = "JobSet"
-	KindDeployment  = "Deployment"
-	KindStatefulSet = "StatefulSet"
-	KindDaemonSet   = "DaemonSet"
-)
-
 // GPUDeliveryEnvPrefixes are the environment variable prefixes through which a container
 // is told which GPUs it has and how much of their memory: the NVIDIA container toolkit's
 // NVIDIA_VISIBLE_DEVICES (and the rest of its NVIDIA_* settings), MPS's
@@ -40,7 +31,7 @@ func (EnvGuard) Check(req *admissionv1.AdmissionRequest) string {
 	switch {
 	case kind == KindPod && op == admissionv1.Create,
 		kind == KindPod && op == admissionv1.Update && req.SubResource == "ephemeralcontainers",
-		templateKinds[kind] != "" && (op == admissionv1.Create || op == admissionv1.Update):
+		kind != KindPod && podTemplates[kind] != nil && (op == admissionv1.Create || op == admissionv1.Update):
 	default:
 		return ""
 	}
@@ -48,26 +39,19 @@ func (EnvGuard) Check(req *admissionv1.AdmissionRequest) string {
 	if !mentionsEnv(req.Object.Raw) {
 		return ""
 	}
-	specs, err := podSpecsOf(kind, req.Object.Raw)
-	if err != nil {
+	var obj map[string]any
+	if err := json.Unmarshal(req.Object.Raw, &obj); err != nil {
 		return fmt.Sprintf("cannot read the %s's containers: %v", kind, err)
 	}
 	var found []string
-	for _, s := range specs {
-		found = append(found, s.spec.deliveryEnv(s.path)...)
+	for _, t := range templatesOf(kind, obj, false) {
+		var spec envSpec
+		if err := remarshal(t.tmpl["spec"], &spec); err != nil {
+			return fmt.Sprintf("cannot read the %s's containers at %s: %v", kind, t.specPath(), err)
+		}
+		found = append(found, spec.deliveryEnv(t.specPath())...)
 	}
 	return strings.Join(found, "; ")
-}
-
-// templateKinds maps the kinds the EnvGuard reads a template of to where the pod spec is;
-// a JobSet has one per replicated job.
-var templateKinds = map[string]string{
-	KindJob:         "spec.template.spec",
-	KindDeployment:  "spec.template.spec",
-	KindStatefulSet: "spec.template.spec",
-	KindDaemonSet:   "spec.template.spec",
-	KindCronJob:     "spec.jobTemplate.spec.template.spec",
-	KindJobSet:      "spec.replicatedJobs[%d].template.spec.template.spec",
 }
 
 func mentionsEnv(raw []byte) bool {
@@ -97,55 +81,6 @@ type envContainer struct {
 	EnvFrom []struct {
 		Prefix string `json:"prefix"`
 	} `json:"envFrom"`
-}
-
-type templateSpec struct {
-	Spec envSpec `json:"spec"`
-}
-
-// envObject reads the pod spec of a Pod and the pod templates of the other kinds.
-type envObject struct {
-	Spec struct {
-		envSpec
-		Template    templateSpec `json:"template"`
-		JobTemplate struct {
-			Spec struct {
-				Template templateSpec `json:"template"`
-			} `json:"spec"`
-		} `json:"jobTemplate"`
-		ReplicatedJobs []struct {
-			Template struct {
-				Spec struct {
-					Template templateSpec `json:"template"`
-				} `json:"spec"`
-			} `json:"template"`
-		} `json:"replicatedJobs"`
-	} `json:"spec"`
-}
-
-type placedSpec struct {
-	path string
-	spec *envSpec
-}
-
-func podSpecsOf(kind string, raw []byte) ([]placedSpec, error) {
-	var o envObject
-	if err := json.Unmarshal(raw, &o); err != nil {
-		return nil, err
-	}
-	switch kind {
-	case KindPod:
-		return []placedSpec{{"spec", &o.Spec.envSpec}}, nil
-	case KindCronJob:
-		return []placedSpec{{templateKinds[kind], &o.Spec.JobTemplate.Spec.Template.Spec}}, nil
-	case KindJobSet:
-		out := make([]placedSpec, len(o.Spec.ReplicatedJobs))
-		for i := range o.Spec.ReplicatedJobs {
-			out[i] = placedSpec{fmt.Sprintf(templateKinds[kind], i), &o.Spec.ReplicatedJobs[i].Template.Spec.Template.Spec}
-		}
-		return out, nil
-	}
-	return []placedSpec{{templateKinds[kind], &o.Spec.Template.Spec}}, nil
 }
 
 // deliveryEnv lists the GPU delivery env the spec at path sets, one message each.

@@ -35,6 +35,16 @@ func TestEnvGuard(t *testing.T) {
 		map[string]any{"name": "ok", "template": map[string]any{"spec": map[string]any{"template": template(withEnv("HOME"))}}},
 		map[string]any{"name": "workers", "template": map[string]any{"spec": map[string]any{"template": template(withEnv("CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"))}}},
 	}}}
+	rayCluster := map[string]any{"spec": map[string]any{
+		"headGroupSpec":    map[string]any{"template": template(withEnv("HOME"))},
+		"workerGroupSpecs": []any{map[string]any{"template": template(withEnv("NVIDIA_VISIBLE_DEVICES"))}},
+	}}
+	pyTorchJob := map[string]any{"spec": map[string]any{"pytorchReplicaSpecs": map[string]any{
+		"Master": map[string]any{"template": template(withEnv("HOME"))},
+		"Worker": map[string]any{"template": template(withEnv("TESSERA_GPU_MEMORY_LIMIT_MIB"))},
+	}}}
+	lws := map[string]any{"spec": map[string]any{"leaderWorkerTemplate": map[string]any{
+		"leaderTemplate": template(withEnv("CUDA_MPS_PINNED_DEVICE_MEM_LIMIT")), "workerTemplate": template(withEnv("HOME"))}}}
 	ephemeral := envPod(func(s *corev1.PodSpec) {
 		s.EphemeralContainers = []corev1.EphemeralContainer{{EphemeralContainerCommon: corev1.EphemeralContainerCommon{
 			Name: "debug", Env: []corev1.EnvVar{{Name: "NVIDIA_VISIBLE_DEVICES", Value: "all"}}}}}
@@ -74,6 +84,12 @@ func TestEnvGuard(t *testing.T) {
 		{"deployment update", guardRequest(t, KindDeployment, admissionv1.Update, guardTenant, deploy, deploy), []string{"env TESSERA_GPU_MEMORY_LIMIT_MIB"}},
 		{"job set template", create(KindJobSet, jobSet),
 			[]string{`spec.replicatedJobs[1].template.spec.template.spec.containers[0] (name "train") env CUDA_MPS_PINNED_DEVICE_MEM_LIMIT`}},
+		{"ray worker group template", create(KindRayCluster, rayCluster),
+			[]string{`spec.workerGroupSpecs[0].template.spec.containers[0] (name "train") env NVIDIA_VISIBLE_DEVICES`}},
+		{"pytorch worker template", create(KindPyTorchJob, pyTorchJob),
+			[]string{`spec.pytorchReplicaSpecs.Worker.template.spec.containers[0] (name "train") env TESSERA_GPU_MEMORY_LIMIT_MIB`}},
+		{"leader template update", guardRequest(t, KindLeaderWorkerSet, admissionv1.Update, guardTenant, lws, lws),
+			[]string{`spec.leaderWorkerTemplate.leaderTemplate.spec.containers[0] (name "train") env CUDA_MPS_PINNED_DEVICE_MEM_LIMIT`}},
 		{"ephemeral container", ephemeralReq, []string{`spec.ephemeralContainers[0] (name "debug") env NVIDIA_VISIBLE_DEVICES`}},
 		// Container env cannot change on a pod update; the create was checked.
 		{"pod update", guardRequest(t, KindPod, admissionv1.Update, guardTenant, envPod(withEnv("NVIDIA_VISIBLE_DEVICES")), nil), nil},

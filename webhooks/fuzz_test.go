@@ -54,7 +54,7 @@ func FuzzDecodeReview(f *testing.F) {
 // FuzzBuildInput: any object of any kind either becomes an input the policy engine
 // accepts (convertible to Rego) or is an error; never a panic.
 func FuzzBuildInput(f *testing.F) {
-	kinds := []string{KindPod, KindJob, KindPodGroup, KindQueue, "ConfigMap"}
+	kinds := []string{KindPod, KindJob, KindPodGroup, KindQueue, "ConfigMap", KindJobSet, KindRayCluster, KindLeaderWorkerSet, KindPyTorchJob}
 	f.Add(uint8(0), []byte(`{"metadata":{"name":"a","labels":{"tessera.dev/queue":"q"},"annotations":{"tessera.dev/min-available":"3"}},"spec":{"containers":[{"name":"c","resources":{"requests":{"nvidia.com/gpu":"2","cpu":"500m"},"limits":{"nvidia.com/gpu":"2"}}}],"initContainers":[{"name":"i","resources":{"limits":{"memory":"1Gi"}}}]}}`))
 	f.Add(uint8(1), []byte(`{"metadata":{"name":"j"},"spec":{"parallelism":4,"template":{"metadata":{"labels":{"tessera.dev/queue":"q"}},"spec":{"containers":[{"name":"c","resources":{"limits":{"tessera.dev/gpu-memory":"4096"}}}]}}}}`))
 	f.Add(uint8(2), []byte(`{"metadata":{"name":"pg","annotations":{"tessera.dev/replicas":"8"}},"spec":{"minMember":2,"minResources":{"tessera.dev/gpu":"16"}}}`))
@@ -62,6 +62,10 @@ func FuzzBuildInput(f *testing.F) {
 	f.Add(uint8(4), []byte(`{}`))
 	f.Add(uint8(0), []byte(`{"spec":{"containers":[{"resources":{"requests":{"cpu":"-1"}}}]}}`))
 	f.Add(uint8(0), []byte(`null`))
+	f.Add(uint8(5), []byte(`{"metadata":{"name":"js"},"spec":{"replicatedJobs":[{"replicas":2,"template":{"spec":{"parallelism":4,"template":{"spec":{"containers":[{"name":"c","resources":{"limits":{"nvidia.com/gpu":"8"}}}]}}}}},{"template":5}]}}`))
+	f.Add(uint8(6), []byte(`{"spec":{"headGroupSpec":{"template":{}},"workerGroupSpecs":[{"replicas":-3,"minReplicas":1e30,"numOfHosts":2.5,"template":{"spec":{"containers":[{"name":"c"}]}}}]}}`))
+	f.Add(uint8(7), []byte(`{"spec":{"replicas":3,"leaderWorkerTemplate":{"size":0,"workerTemplate":{"metadata":{"labels":{"tessera.dev/queue":"q"}}}}}}`))
+	f.Add(uint8(8), []byte(`{"spec":{"pytorchReplicaSpecs":{"Master":{"template":{"spec":{"schedulerName":"volcano"}}},"Worker":null}}}`))
 	f.Fuzz(func(t *testing.T, k uint8, raw []byte) {
 		req := &admissionv1.AdmissionRequest{
 			UID: "u", Kind: gvk(kinds[int(k)%len(kinds)]), Operation: admissionv1.Create,

@@ -177,33 +177,47 @@ func TestWebhookConfigurationCoversImmutableKeysAndTemplates(t *testing.T) {
 		t.Errorf("match conditions do not compare ownerReferences:\n%s", exprs)
 	}
 	shippedWebhook(t, "pod-templates.tessera.dev", "CREATE deployments,UPDATE deployments,CREATE statefulsets,UPDATE statefulsets,"+
-		"CREATE daemonsets,UPDATE daemonsets,CREATE cronjobs,UPDATE cronjobs,CREATE jobsets,UPDATE jobsets,UPDATE pods/ephemeralcontainers")
-	if len(templateKinds) != 6 {
-		t.Errorf("the EnvGuard reads %d template kinds; send the new ones to pod-templates.tessera.dev", len(templateKinds))
+		"CREATE daemonsets,UPDATE daemonsets,CREATE cronjobs,UPDATE cronjobs,CREATE jobsets,UPDATE jobsets,"+
+		"CREATE rayclusters,UPDATE rayclusters,CREATE rayjobs,UPDATE rayjobs,CREATE leaderworkersets,UPDATE leaderworkersets,"+
+		"CREATE pytorchjobs,UPDATE pytorchjobs,CREATE mpijobs,UPDATE mpijobs,CREATE mpijobs,UPDATE mpijobs,UPDATE pods/ephemeralcontainers")
+	if len(podTemplates) != 12 {
+		t.Errorf("the EnvGuard reads %d template kinds; send the new ones to pod-templates.tessera.dev", len(podTemplates))
 	}
+}
+
+// shippedConfigs are the kustomize base's webhook configurations.
+func shippedConfigs(t *testing.T) (*admissionregistrationv1.MutatingWebhookConfiguration, *admissionregistrationv1.ValidatingWebhookConfiguration) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "deploy", "kustomize", "base", "webhook", "webhooks.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m admissionregistrationv1.MutatingWebhookConfiguration
+	var v admissionregistrationv1.ValidatingWebhookConfiguration
+	for _, doc := range strings.Split(string(b), "\n---") {
+		var err error
+		switch {
+		case strings.Contains(doc, "kind: MutatingWebhookConfiguration"):
+			err = yaml.UnmarshalStrict([]byte(doc), &m)
+		case strings.Contains(doc, "kind: ValidatingWebhookConfiguration"):
+			err = yaml.UnmarshalStrict([]byte(doc), &v)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return &m, &v
 }
 
 // shippedWebhook is the kustomize base's validating webhook name; its rules must cover
 // exactly rules ("OPERATION resource", in order) and it must fail closed.
 func shippedWebhook(t *testing.T, name, rules string) *admissionregistrationv1.ValidatingWebhook {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "deploy", "kustomize", "base", "webhook", "webhooks.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, c := shippedConfigs(t)
 	var hook *admissionregistrationv1.ValidatingWebhook
-	for _, doc := range strings.Split(string(b), "\n---") {
-		if !strings.Contains(doc, "kind: ValidatingWebhookConfiguration") {
-			continue
-		}
-		var c admissionregistrationv1.ValidatingWebhookConfiguration
-		if err := yaml.UnmarshalStrict([]byte(doc), &c); err != nil {
-			t.Fatal(err)
-		}
-		for i := range c.Webhooks {
-			if c.Webhooks[i].Name == name {
-				hook = &c.Webhooks[i]
-			}
+	for i := range c.Webhooks {
+		if c.Webhooks[i].Name == name {
+			hook = &c.Webhooks[i]
 		}
 	}
 	if hook == nil {

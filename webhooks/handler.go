@@ -91,7 +91,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // decided reports whether the kind goes through the Rego policies, and for which
 // operations the handler mutates it (spec.template of Jobs and most of a Pod's spec
-// are immutable after create).
+// are immutable after create; a custom workload is decided on as a whole when it is
+// created, and each of its pods again when the pod is).
 func (h *Handler) decided(kind string, op admissionv1.Operation) bool {
 	switch kind {
 	case KindPod, KindJob:
@@ -101,7 +102,7 @@ func (h *Handler) decided(kind string, op admissionv1.Operation) bool {
 	case KindQueue:
 		return !h.Mutating && (op == admissionv1.Create || op == admissionv1.Update)
 	}
-	return false
+	return isCustomWorkload[kind] && op == admissionv1.Create
 }
 
 // Admit decides one request.

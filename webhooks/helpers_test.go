@@ -28,12 +28,26 @@ func makeJob(name string, parallelism int32, pod *corev1.Pod) *apitest.JobWrappe
 	return w
 }
 
+// customResources are the group, version and resource of each of CustomWorkloads
+// the webhook configurations send.
+var customResources = map[string]metav1.GroupVersionResource{
+	KindJobSet:          {Group: "jobset.x-k8s.io", Version: "v1alpha2", Resource: "jobsets"},
+	KindRayCluster:      {Group: "ray.io", Version: "v1", Resource: "rayclusters"},
+	KindRayJob:          {Group: "ray.io", Version: "v1", Resource: "rayjobs"},
+	KindLeaderWorkerSet: {Group: "leaderworkerset.x-k8s.io", Version: "v1", Resource: "leaderworkersets"},
+	KindPyTorchJob:      {Group: "kubeflow.org", Version: "v1", Resource: "pytorchjobs"},
+	KindMPIJob:          {Group: "kubeflow.org", Version: "v2beta1", Resource: "mpijobs"},
+}
+
 func gvk(kind string) metav1.GroupVersionKind {
 	switch kind {
 	case KindJob:
 		return metav1.GroupVersionKind{Group: "batch", Version: "v1", Kind: kind}
 	case KindPod:
 		return metav1.GroupVersionKind{Version: "v1", Kind: kind}
+	}
+	if r, ok := customResources[kind]; ok {
+		return metav1.GroupVersionKind{Group: r.Group, Version: r.Version, Kind: kind}
 	}
 	return metav1.GroupVersionKind{Group: "tessera.dev", Version: "v1alpha1", Kind: kind}
 }

@@ -3,12 +3,15 @@ package webhooks
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
+	"strings"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	tesserav1 "github.com/tessera-gpu/tessera/api/v1alpha1"
 	"github.com/tessera-gpu/tessera/internal/podrequests"
@@ -43,7 +46,15 @@ type Namespace struct {
 //	            tolerations: [{key, operator, value, effect}],
 //	            replicas, minAvailable, containers: [{name, image, init, requests, limits}],
 //	            podRequests, gangRequests, deserved, capability, guarantee, parent,
-//	            namespaceSelector, namespaceSelectorError, allowedPriorityClasses}
+//	            namespaceSelector, namespaceSelectorError, allowedPriorityClasses,
+//	            templates: [{path, replicas, labels, schedulerName, nodeName, priorityClassName,
+//	                         tolerations, containers, podRequests}]}
+//
+// A custom workload (CustomWorkloads) has templates, one per pod template; replicas is
+// the pods of all of them, gangRequests their total (replicas x per-pod requests, per
+// template), podRequests the largest pod's requests (per resource), containers those of
+// every template, and queue, schedulerName, priorityClassName and nodeName what its
+// templates say (customWorkload).
 //
 // Quantities become numbers (int64 when whole, else float64; GPU memory in MiB).
 // Fields a workload does not have are left out. ns may be nil.
@@ -68,7 +79,11 @@ func BuildInput(req *admissionv1.AdmissionRequest, ns *Namespace) (map[string]an
 	case KindQueue:
 		w, err = queueWorkload(raw)
 	default:
-		return nil, fmt.Errorf("kind %s has no policy input; the webhooks decide on Pod, Job, PodGroup and Queue", kind)
+		if !isCustomWorkload[kind] {
+			return nil, fmt.Errorf("kind %s has no policy input; the webhooks decide on Pod, Job, PodGroup, Queue and %s",
+				kind, strings.Join(CustomWorkloads, ", "))
+		}
+		w, err = customWorkload(kind, raw)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("decode %s %s/%s: %w", kind, req.Namespace, req.Name, err)
@@ -147,6 +162,84 @@ func jobWorkload(raw []byte) (map[string]any, error) {
 	return w, nil
 }
 
+// customWorkload is the input of a custom workload: its own metadata and every pod
+// template it makes pods from (podTemplates).
+func customWorkload(kind string, raw []byte) (map[string]any, error) {
+	var meta struct {
+		Metadata metav1.ObjectMeta `json:"metadata"`
+	}
+	var obj map[string]any
+	if err := decodeObject(raw, &meta); err != nil {
+		return nil, err
+	}
+	if err := decodeObject(raw, &obj); err != nil {
+		return nil, err
+	}
+	w := map[string]any{}
+	m := &meta.Metadata
+	name := m.Name
+	if name == "" {
+		name = m.GenerateName
+	}
+	setMeta(w, name, m.Labels, m.Annotations)
+	queues := []string{m.Labels[tesserav1.LabelQueue]}
+	var (
+		schedulers, classes, nodes []string
+		templates, containers      []any
+		pods                       int64
+		largest, total             = corev1.ResourceList{}, corev1.ResourceList{}
+	)
+	for _, pt := range templatesOf(kind, obj, true) {
+		var tmpl corev1.PodTemplateSpec
+		if err := remarshal(pt.tmpl, &tmpl); err != nil {
+			return nil, fmt.Errorf("%s: %w", pt.path, err)
+		}
+		t := map[string]any{"path": pt.path, "replicas": pt.pods, "labels": stringMap(tmpl.Labels)}
+		requests := podSpec(t, &tmpl.Spec)
+		templates = append(templates, t)
+		containers = append(containers, t["containers"].([]any)...)
+		pods += pt.pods
+		for r, q := range requests {
+			if have, ok := largest[r]; !ok || q.Cmp(have) > 0 {
+				largest[r] = q
+			}
+			n, sum := q.DeepCopy(), total[r]
+			n.Mul(pt.pods)
+			sum.Add(n)
+			total[r] = sum
+		}
+		queues = append(queues, tmpl.Labels[tesserav1.LabelQueue])
+		schedulers = append(schedulers, tmpl.Spec.SchedulerName)
+		classes = append(classes, tmpl.Spec.PriorityClassName)
+		nodes = append(nodes, tmpl.Spec.NodeName)
+	}
+	setString(w, "queue", common(queues, ""))
+	setString(w, "schedulerName", common(schedulers, "", corev1.DefaultSchedulerName, tesserav1.SchedulerName))
+	setString(w, "priorityClassName", common(classes, ""))
+	setString(w, "nodeName", common(nodes, ""))
+	w["replicas"] = pods
+	w["containers"] = containers
+	w["podRequests"] = resources(largest)
+	w["gangRequests"] = resources(total)
+	w["templates"] = templates
+	return w, nil
+}
+
+// common is what a workload's templates say together: the first of values that is none
+// of own, else the value they all have, else "". A template that names a scheduler
+// other than those Tessera takes as its own makes the workload name it.
+func common(values []string, own ...string) string {
+	for _, v := range values {
+		if !slices.Contains(own, v) {
+			return v
+		}
+	}
+	if len(values) > 0 && !slices.ContainsFunc(values, func(v string) bool { return v != values[0] }) {
+		return values[0]
+	}
+	return ""
+}
+
 func podGroupWorkload(raw []byte) (map[string]any, error) {
 	var pg tesserav1.PodGroup
 	if err := decodeObject(raw, &pg); err != nil {
@@ -183,7 +276,8 @@ func queueWorkload(raw []byte) (map[string]any, error) {
 	return w, nil
 }
 
-func podSpec(w map[string]any, spec *corev1.PodSpec) {
+// podSpec adds what the policies read of a pod spec to w, and returns the pod's requests.
+func podSpec(w map[string]any, spec *corev1.PodSpec) corev1.ResourceList {
 	setString(w, "schedulerName", spec.SchedulerName)
 	setString(w, "nodeName", spec.NodeName)
 	setString(w, "priorityClassName", spec.PriorityClassName)
@@ -202,7 +296,9 @@ func podSpec(w map[string]any, spec *corev1.PodSpec) {
 		containers = append(containers, container(&spec.Containers[i], false))
 	}
 	w["containers"] = containers
-	w["podRequests"] = resources(podrequests.Of(&corev1.Pod{Spec: *spec}))
+	requests := podrequests.Of(&corev1.Pod{Spec: *spec})
+	w["podRequests"] = resources(requests)
+	return requests
 }
 
 func container(c *corev1.Container, init bool) map[string]any {

@@ -37,23 +37,16 @@ type target struct {
 	kind fieldKind
 }
 
-// fields maps a mutation key to where it lands, per workload kind.
+var (
+	queueLabel             = target{[]string{"metadata", "labels", tesserav1.LabelQueue}, asString}
+	minAvailableAnnotation = target{[]string{"metadata", "annotations", tesserav1.AnnotationMinAvailable}, asString}
+)
+
+// fields maps a mutation key to where it lands on the object itself, per kind; the
+// keys of templateFields land in every pod template of the kind (podTemplates) as well.
 var fields = map[string]map[string][]target{
-	KindPod: {
-		MutateQueue:             {{[]string{"metadata", "labels", tesserav1.LabelQueue}, asString}},
-		MutateSchedulerName:     {{[]string{"spec", "schedulerName"}, asString}},
-		MutatePriorityClassName: {{[]string{"spec", "priorityClassName"}, asString}},
-		MutateMinAvailable:      {{[]string{"metadata", "annotations", tesserav1.AnnotationMinAvailable}, asString}},
-	},
-	KindJob: {
-		MutateQueue: {
-			{[]string{"metadata", "labels", tesserav1.LabelQueue}, asString},
-			{[]string{"spec", "template", "metadata", "labels", tesserav1.LabelQueue}, asString},
-		},
-		MutateSchedulerName:     {{[]string{"spec", "template", "spec", "schedulerName"}, asString}},
-		MutatePriorityClassName: {{[]string{"spec", "template", "spec", "priorityClassName"}, asString}},
-		MutateMinAvailable:      {{[]string{"metadata", "annotations", tesserav1.AnnotationMinAvailable}, asString}},
-	},
+	KindPod: {MutateMinAvailable: {minAvailableAnnotation}},
+	KindJob: {MutateQueue: {queueLabel}, MutateMinAvailable: {minAvailableAnnotation}},
 	KindPodGroup: {
 		MutateQueue:             {{[]string{"spec", "queue"}, asString}},
 		MutatePriorityClassName: {{[]string{"spec", "priorityClassName"}, asString}},
@@ -61,10 +54,28 @@ var fields = map[string]map[string][]target{
 	},
 }
 
-// podSpecPath is where each kind keeps its pod spec.
-var podSpecPath = map[string][]string{
-	KindPod: {"spec"},
-	KindJob: {"spec", "template", "spec"},
+// customWorkloadFields are the fields of every kind of CustomWorkloads: its own labels
+// carry its queue (its gang is the whole workload; no minAvailable is stamped).
+var customWorkloadFields = map[string][]target{MutateQueue: {queueLabel}}
+
+// templateFields maps a mutation key to where it lands in a pod template.
+var templateFields = map[string][]target{
+	MutateQueue:             {queueLabel},
+	MutateSchedulerName:     {{[]string{"spec", "schedulerName"}, asString}},
+	MutatePriorityClassName: {{[]string{"spec", "priorityClassName"}, asString}},
+}
+
+// targets are where key lands on an object of kind: on the object, then in each of
+// its pod templates (paths relative to the template).
+func targets(kind, key string) (own []target, inTemplates []target) {
+	own = fields[kind][key]
+	if isCustomWorkload[kind] {
+		own = customWorkloadFields[key]
+	}
+	if podTemplates[kind] != nil {
+		inTemplates = templateFields[key]
+	}
+	return own, inTemplates
 }
 
 // BuildPatch turns a decision's mutations into JSON patch operations against the raw
@@ -75,7 +86,7 @@ var podSpecPath = map[string][]string{
 // also sets a Pod's spec.priority to match (the Priority admission plugin ran before
 // the webhook).
 func BuildPatch(kind string, raw []byte, mutations map[string]any, classes map[string]int32) (ops []jsonpatch.Operation, ignored []string, err error) {
-	asksSlice := podSpecPath[kind] != nil && bytes.Contains(raw, []byte(tesserav1.ResourceGPUMemory))
+	asksSlice := podTemplates[kind] != nil && bytes.Contains(raw, []byte(tesserav1.ResourceGPUMemory))
 	if len(mutations) == 0 && !asksSlice {
 		return nil, nil, nil
 	}
@@ -85,6 +96,7 @@ func BuildPatch(kind string, raw []byte, mutations map[string]any, classes map[s
 	if err := dec.Decode(&obj); err != nil || obj == nil {
 		return nil, nil, fmt.Errorf("decode %s for patching: not a JSON object (%v)", kind, err)
 	}
+	templates := templatesOf(kind, obj, false)
 	keys := make([]string, 0, len(mutations))
 	for k := range mutations {
 		keys = append(keys, k)
@@ -93,24 +105,35 @@ func BuildPatch(kind string, raw []byte, mutations map[string]any, classes map[s
 	for _, key := range keys {
 		value := mutations[key]
 		if key == MutateGPURewrite {
-			if b, _ := value.(bool); b && podSpecPath[kind] != nil {
-				rewriteGPUs(obj, podSpecPath[kind])
+			if b, _ := value.(bool); b && podTemplates[kind] != nil {
+				eachResources(templates, rewriteGPUs)
 			} else if b {
 				ignored = append(ignored, key)
 			}
 			continue
 		}
-		targets, ok := fields[kind][key]
-		if !ok {
+		own, inTemplates := targets(kind, key)
+		if len(own) == 0 && len(inTemplates) == 0 {
 			ignored = append(ignored, key)
 			continue
 		}
-		for _, t := range targets {
-			v, err := convert(value, t.kind)
-			if err != nil {
-				return nil, nil, fmt.Errorf("policy mutation %s: %w", key, err)
+		place := func(m map[string]any, ts []target) error {
+			for _, t := range ts {
+				v, err := convert(value, t.kind)
+				if err != nil {
+					return fmt.Errorf("policy mutation %s: %w", key, err)
+				}
+				set(m, t.path, v)
 			}
-			set(obj, t.path, v)
+			return nil
+		}
+		if err := place(obj, own); err != nil {
+			return nil, nil, err
+		}
+		for _, t := range templates {
+			if err := place(t.tmpl, inTemplates); err != nil {
+				return nil, nil, err
+			}
 		}
 		if kind == KindPod && key == MutatePriorityClassName {
 			if name, ok := value.(string); ok {
@@ -121,7 +144,7 @@ func BuildPatch(kind string, raw []byte, mutations map[string]any, classes map[s
 		}
 	}
 	if asksSlice {
-		addSliceDevices(obj, podSpecPath[kind])
+		eachResources(templates, addSliceDevices)
 	}
 	mutated, err := json.Marshal(obj)
 	if err != nil {
@@ -213,74 +236,59 @@ func child(cur any, seg string) (any, bool) {
 	return nil, false
 }
 
-// rewriteGPUs moves nvidia.com/gpu requests and limits to tessera.dev/gpu.
-func rewriteGPUs(obj map[string]any, specPath []string) {
+// rewriteGPUs moves a container's nvidia.com/gpu requests and limits to tessera.dev/gpu.
+func rewriteGPUs(res map[string]any) {
 	from, to := string(tesserav1.ResourceNvidiaGPU), string(tesserav1.ResourceGPU)
-	eachResources(obj, specPath, func(res map[string]any) {
-		for _, kind := range []string{"requests", "limits"} {
-			l, _ := res[kind].(map[string]any)
-			n, ok := l[from]
-			if !ok {
-				continue
-			}
-			delete(l, from)
-			if _, exists := l[to]; !exists {
-				l[to] = n
-			}
-		}
-	})
-}
-
-// addSliceDevices asks one tessera.dev/gpu-slice, in requests and limits, of every
-// container that asks a tessera.dev/gpu-memory slice: the kubelet hands node-status
-// resources such as gpu-memory to no device plugin, so without the slice device the
-// container would start without the GPU and the memory limit the node agent delivers.
-// A container asks exactly one, whatever it wrote.
-func addSliceDevices(obj map[string]any, specPath []string) {
-	mem, slice := string(tesserav1.ResourceGPUMemory), string(tesserav1.ResourceGPUSlice)
-	eachResources(obj, specPath, func(res map[string]any) {
-		req, _ := res["requests"].(map[string]any)
-		lim, _ := res["limits"].(map[string]any)
-		_, inReq := req[mem]
-		_, inLim := lim[mem]
-		if !inReq && !inLim {
-			return
-		}
-		for _, kind := range []string{"requests", "limits"} {
-			l, _ := res[kind].(map[string]any)
-			if l == nil {
-				l = map[string]any{}
-				res[kind] = l
-			}
-			l[slice] = "1"
-		}
-	})
-}
-
-// eachResources calls f with the resources of every container and init container of
-// the pod spec at specPath that has resources.
-func eachResources(obj map[string]any, specPath []string, f func(res map[string]any)) {
-	spec := lookup(obj, specPath)
-	for _, list := range []string{"initContainers", "containers"} {
-		cs, _ := spec[list].([]any)
-		for _, c := range cs {
-			cm, _ := c.(map[string]any)
-			if res, ok := cm["resources"].(map[string]any); ok {
-				f(res)
-			}
-		}
-	}
-}
-
-func lookup(obj map[string]any, path []string) map[string]any {
-	var cur any = obj
-	for _, seg := range path {
-		next, ok := child(cur, seg)
+	for _, kind := range []string{"requests", "limits"} {
+		l, _ := res[kind].(map[string]any)
+		n, ok := l[from]
 		if !ok {
-			return nil
+			continue
 		}
-		cur = next
+		delete(l, from)
+		if _, exists := l[to]; !exists {
+			l[to] = n
+		}
 	}
-	m, _ := cur.(map[string]any)
-	return m
+}
+
+// addSliceDevices asks one tessera.dev/gpu-slice, in requests and limits, of a container
+// that asks a tessera.dev/gpu-memory slice: the kubelet hands node-status resources such
+// as gpu-memory to no device plugin, so without the slice device the container would
+// start without the GPU and the memory limit the node agent delivers. A container asks
+// exactly one, whatever it wrote.
+func addSliceDevices(res map[string]any) {
+	mem, slice := string(tesserav1.ResourceGPUMemory), string(tesserav1.ResourceGPUSlice)
+	req, _ := res["requests"].(map[string]any)
+	lim, _ := res["limits"].(map[string]any)
+	_, inReq := req[mem]
+	_, inLim := lim[mem]
+	if !inReq && !inLim {
+		return
+	}
+	for _, kind := range []string{"requests", "limits"} {
+		l, _ := res[kind].(map[string]any)
+		if l == nil {
+			l = map[string]any{}
+			res[kind] = l
+		}
+		l[slice] = "1"
+	}
+}
+
+// eachResources calls f with the resources of every container and init container, that
+// has resources, of every pod template.
+func eachResources(templates []placedTemplate, f func(res map[string]any)) {
+	for _, t := range templates {
+		spec, _ := t.tmpl["spec"].(map[string]any)
+		for _, list := range []string{"initContainers", "containers"} {
+			cs, _ := spec[list].([]any)
+			for _, c := range cs {
+				cm, _ := c.(map[string]any)
+				if res, ok := cm["resources"].(map[string]any); ok {
+					f(res)
+				}
+			}
+		}
+	}
 }

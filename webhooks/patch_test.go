@@ -24,9 +24,21 @@ func TestBuildPatch(t *testing.T) {
 		{name: "numbers the mutations leave alone stay as they were", kind: KindJob,
 			raw:       `{"spec":{"activeDeadlineSeconds":9007199254740993,"backoffLimit":1e2,"template":{"spec":{"schedulerName":"tessera"}}}}`,
 			mutations: map[string]any{MutateSchedulerName: "tessera"}, want: `[]`},
-		{name: "missing parents are created in one operation", kind: KindJob, raw: `{"spec":{}}`,
+		{name: "missing parents are created in one operation", kind: KindJob, raw: `{"spec":{"template":{}}}`,
 			mutations: map[string]any{MutateQueue: "q"}, wantObj: true,
 			want: `{"metadata":{"labels":{"tessera.dev/queue":"q"}},"spec":{"template":{"metadata":{"labels":{"tessera.dev/queue":"q"}}}}}`},
+		{name: "a pod template that is not there is not made", kind: KindLeaderWorkerSet,
+			raw:       `{"spec":{"leaderWorkerTemplate":{"size":4,"workerTemplate":{"spec":{}}}}}`,
+			mutations: map[string]any{MutateQueue: "q", MutateSchedulerName: "tessera"}, wantObj: true,
+			want: `{"metadata":{"labels":{"tessera.dev/queue":"q"}},"spec":{"leaderWorkerTemplate":{"size":4,"workerTemplate":` +
+				`{"metadata":{"labels":{"tessera.dev/queue":"q"}},"spec":{"schedulerName":"tessera"}}}}}`},
+		{name: "every pod template of a custom workload, in lists and maps", kind: KindPyTorchJob,
+			raw: `{"spec":{"pytorchReplicaSpecs":{"Master":{"replicas":1,"template":{"spec":{"containers":[` +
+				`{"name":"m","resources":{"limits":{"tessera.dev/gpu-memory":"4096"}}}]}}},"Worker":{"template":{"spec":{}}}}}}`,
+			mutations: map[string]any{MutatePriorityClassName: "batch-normal", MutateMinAvailable: json.Number("2")}, wantObj: true, ignored: 1,
+			want: `{"spec":{"pytorchReplicaSpecs":{"Master":{"replicas":1,"template":{"spec":{"priorityClassName":"batch-normal","containers":[` +
+				`{"name":"m","resources":{"requests":{"tessera.dev/gpu-slice":"1"},"limits":{"tessera.dev/gpu-memory":"4096","tessera.dev/gpu-slice":"1"}}}]}}},` +
+				`"Worker":{"template":{"spec":{"priorityClassName":"batch-normal"}}}}}}`},
 		{name: "keys the kind has no place for are ignored", kind: KindPodGroup, raw: `{"spec":{"minMember":3}}`,
 			mutations: map[string]any{MutateSchedulerName: "tessera", MutateMinAvailable: json.Number("3"), MutateGPURewrite: true},
 			want:      `[]`, ignored: 2},

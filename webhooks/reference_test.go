@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -49,12 +50,12 @@ Quantities are numbers: whole values as integers, fractions as decimals (CPU ` +
 
 ## Mutations
 
-Where each key of ` + "`mutate`" + ` lands, per kind. A key a kind does not have is left alone (logged at -v 1).
+Where each key of ` + "`mutate`" + ` lands, per kind; ` + "`T`" + ` is each pod template of a custom workload (next section). A key a kind does not have is left alone (logged at -v 1).
 
-| key | Pod | Job | PodGroup |
-|---|---|---|---|
+| key | Pod | Job | PodGroup | custom workloads |
+|---|---|---|---|---|
 `)
-	keys := make([]string, 0, len(fields[KindPod])+1)
+	keys := slices.Collect(maps.Keys(templateFields))
 	for _, byKey := range fields {
 		for k := range byKey {
 			if !slices.Contains(keys, k) {
@@ -65,20 +66,44 @@ Where each key of ` + "`mutate`" + ` lands, per kind. A key a kind does not have
 	slices.Sort(keys)
 	for _, k := range keys {
 		fmt.Fprintf(&b, "| `%s` |", k)
-		for _, kind := range []string{KindPod, KindJob, KindPodGroup} {
+		for _, kind := range []string{KindPod, KindJob, KindPodGroup, KindJobSet} {
+			own, inTemplates := targets(kind, k)
 			var paths []string
-			for _, tg := range fields[kind][k] {
+			for _, tg := range own {
 				paths = append(paths, "`"+strings.Join(tg.path, ".")+"`")
+			}
+			for _, site := range podTemplates[kind] {
+				prefix := site.path
+				if isCustomWorkload[kind] {
+					prefix = "T"
+				}
+				for _, tg := range inTemplates {
+					paths = append(paths, "`"+join(prefix, strings.Join(tg.path, "."))+"`")
+				}
 			}
 			if len(paths) == 0 {
 				paths = []string{"—"}
 			}
-			fmt.Fprintf(&b, " %s |", strings.Join(paths, ", "))
+			fmt.Fprintf(&b, " %s |", strings.Join(slices.Compact(paths), ", "))
 		}
 		b.WriteString("\n")
 	}
-	fmt.Fprintf(&b, "| `%s` | `true` rewrites `%s` into `%s` in every container's requests and limits | the same in the pod template | — |\n",
+	fmt.Fprintf(&b, "| `%s` | `true` rewrites `%s` into `%s` in every container's requests and limits | the same in the pod template | — | the same in every pod template |\n",
 		MutateGPURewrite, tesserav1.ResourceNvidiaGPU, tesserav1.ResourceGPU)
+
+	b.WriteString("\n## Custom workloads\n\n" +
+		"The workload controllers' custom resources are decided on when they are created, as a whole. Their input " +
+		"(example below) has one entry of `templates` per pod template, with the pods it makes; `*` is every element " +
+		"of a list or member of a map, and the counts of a template below one are read in that element.\n\n| kind | pod templates `T` | pods per template |\n|---|---|---|\n")
+	for _, kind := range CustomWorkloads {
+		for i, site := range podTemplates[kind] {
+			name := ""
+			if i == 0 {
+				name = kind
+			}
+			fmt.Fprintf(&b, "| %s | `%s` | %s |\n", name, site.path, describePods(site))
+		}
+	}
 
 	b.WriteString("\n## The input document\n\n" +
 		"`input` holds `operation` (CREATE, UPDATE), `kind`, `namespace` (name, labels, annotations), " +
@@ -104,7 +129,7 @@ Where each key of ` + "`mutate`" + ` lands, per kind. A key a kind does not have
 		"The cluster's queues (with the `%s` and `%s` annotations), the largest GPU's memory and the healthy "+
 		"GPUs over all GPUNodes, the GPU nodes by name, the PriorityClasses (and `defaultPriorityClass`, the "+
 		"`globalDefault` one, when there is one), and the webhook's settings (`--scheduler-user`, "+
-		"`--allowed-scheduler`). One queue and one 8-GPU node:\n\n```json\n%s\n```\n",
+		"`--allowed-scheduler`, `--scheduler-name-alias`). One queue and one 8-GPU node:\n\n```json\n%s\n```\n",
 		AnnotationPriorityClass, AnnotationRuntime, indentJSON(t, cluster))
 	return b.String()
 }
@@ -133,7 +158,63 @@ func policyInputExamples() []policyInputExample {
 				MinResources(tesserav1.ResourceGPU, "4").Annotation(AnnotationReplicas, "4").Obj()},
 		{"Queue", "`namespaceSelector` and `allowedPriorityClasses` say who may use it.",
 			queueWithAccess()},
+		{"JobSet", "A custom workload: `labels` and `annotations` are its own; `templates` one entry per pod template " +
+			"(the pod fields above, `path` and `replicas`, the pods it makes); `replicas` all its pods; `gangRequests` their " +
+			"total; `podRequests` the largest pod's, per resource; `containers` those of every template; `queue` its label, " +
+			"else a template's; `schedulerName` a template's other than `tessera` and `default-scheduler`, else the one all " +
+			"share; `priorityClassName` and `nodeName` the first template's that is set.",
+			jobSetExample(worker)},
 	}
+}
+
+// jobSetExample runs 2 replicas of a 2-pod Job of worker, and a driver.
+func jobSetExample(worker *corev1.Pod) runtime.Object {
+	job := func(name string, replicas, parallelism int64, pod *corev1.Pod) map[string]any {
+		tmpl, _ := runtime.DefaultUnstructuredConverter.ToUnstructured(&corev1.PodTemplateSpec{
+			ObjectMeta: metav1.ObjectMeta{Labels: pod.Labels}, Spec: pod.Spec})
+		return map[string]any{"name": name, "replicas": replicas,
+			"template": map[string]any{"spec": map[string]any{"parallelism": parallelism, "template": tmpl}}}
+	}
+	driver := apitest.MakePod("", "vision").CPU("1").Obj()
+	driver.Spec.Containers[0].Name, driver.Spec.Containers[0].Image = "driver", "registry.example/driver:1.4"
+	js := customObj(KindJobSet, map[string]any{"replicatedJobs": []any{job("workers", 2, 2, worker), job("driver", 1, 1, driver)}})
+	js.SetNamespace("vision")
+	js.SetName("resnet")
+	js.SetLabels(map[string]string{tesserav1.LabelQueue: "train"})
+	return js
+}
+
+// describePods says how many pods a template site makes.
+func describePods(s templateSite) string {
+	parts := make([]string, 0, len(s.pods))
+	for _, c := range s.pods {
+		terms := make([]string, len(c.terms))
+		for i, t := range c.terms {
+			terms[i] = fmt.Sprintf("`%s` (absent: %d)", t.path, t.def)
+			if t.optional {
+				terms[i] = fmt.Sprintf("`%s` (if set)", t.path)
+			}
+		}
+		p := strings.Join(terms, ", ")
+		switch {
+		case len(terms) > 1 && c.smallest:
+			p = "min(" + p + ")"
+		case len(terms) > 1:
+			p = "max(" + p + ")"
+		}
+		if c.less > 0 {
+			p = fmt.Sprintf("(%s − %d)", p, c.less)
+		}
+		parts = append(parts, p)
+	}
+	if len(parts) == 0 {
+		parts = []string{"1"}
+	}
+	out := strings.Join(parts, " × ")
+	if s.orPath != "" {
+		out += fmt.Sprintf("; made from `%s` when there is none", s.orPath)
+	}
+	return out
 }
 
 func queueWithAccess() *tesserav1.Queue {

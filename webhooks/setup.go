@@ -34,6 +34,9 @@ type Options struct {
 	// AllowedSchedulers may schedule GPU workloads besides tessera; a GPU workload that
 	// names any other scheduler is denied.
 	AllowedSchedulers []string
+	// SchedulerNameAliases are rewritten to tessera in every pod and pod template
+	// (Settings.SchedulerNameAliases).
+	SchedulerNameAliases []string
 }
 
 // DefaultNamespace is the namespace the chart and the kustomize base install Tessera in.
@@ -52,6 +55,14 @@ type Webhooks struct {
 // mgr: the handlers on mgr's webhook server at MutatePath and ValidatePath, cluster
 // data read from mgr's cache and refreshed on Queue, GPUNode and PriorityClass events.
 func Setup(ctx context.Context, mgr manager.Manager, opts Options) (*Webhooks, error) {
+	users := opts.SchedulerUsers
+	if len(users) == 0 {
+		users = []string{SchedulerUser(DefaultNamespace)}
+	}
+	settings := Settings{SchedulerUsers: users, AllowedSchedulers: opts.AllowedSchedulers, SchedulerNameAliases: opts.SchedulerNameAliases}
+	if err := settings.Validate(); err != nil {
+		return nil, err
+	}
 	defaults, err := rego.Defaults()
 	if err != nil {
 		return nil, err
@@ -71,11 +82,7 @@ func Setup(ctx context.Context, mgr manager.Manager, opts Options) (*Webhooks, e
 	if err := pc.Start(ctx); err != nil {
 		return nil, err
 	}
-	users := opts.SchedulerUsers
-	if len(users) == 0 {
-		users = []string{SchedulerUser(DefaultNamespace)}
-	}
-	cc := &CachedCluster{Reader: mgr.GetCache(), Settings: Settings{SchedulerUsers: users, AllowedSchedulers: opts.AllowedSchedulers}}
+	cc := &CachedCluster{Reader: mgr.GetCache(), Settings: settings}
 	if err := invalidateOn(ctx, mgr, cc, &tesserav1.Queue{}, &tesserav1.GPUNode{}, &schedulingv1.PriorityClass{}); err != nil {
 		return nil, err
 	}

@@ -15,8 +15,10 @@ const (
 	EnforcementDryRun Enforcement = "dryrun"
 )
 
-// AdmissionTarget is a kind of object a policy is evaluated on.
-// +kubebuilder:validation:Enum=Pod;Job;PodGroup;Queue
+// AdmissionTarget is a kind of object a policy is evaluated on: Pod, Job, PodGroup,
+// Queue, or a workload controller's custom resource (JobSet, RayCluster, RayJob,
+// LeaderWorkerSet, PyTorchJob, MPIJob), decided on as a whole when it is created.
+// +kubebuilder:validation:Enum=Pod;Job;PodGroup;Queue;JobSet;RayCluster;RayJob;LeaderWorkerSet;PyTorchJob;MPIJob
 type AdmissionTarget string
 
 // AdmissionPolicySpec is a Rego module applied to incoming workloads.
@@ -28,7 +30,7 @@ type AdmissionPolicySpec struct {
 
 	// Targets are the kinds the policy applies to.
 	// +kubebuilder:validation:MinItems=1
-	// +kubebuilder:validation:MaxItems=4
+	// +kubebuilder:validation:MaxItems=10
 	// +listType=set
 	Targets []AdmissionTarget `json:"targets"`
 

@@ -26,8 +26,13 @@ func newConvertCommand() *cobra.Command {
 		Short: "Convert Volcano Queues, PodGroups and Jobs (and Volcano-annotated batch Jobs) into Tessera's objects",
 		Long: `Read Volcano objects from YAML files ("-" for standard input) and write Tessera's on
 standard output: ` + volcano.Names() + `. Other objects pass through; other Volcano
-kinds are left out. Every field that cannot be carried over is noted on standard error
-with the object, the field and what to do instead. Objects the API server would reject
+kinds are left out. A Volcano Job of several tasks becomes one JobSet
+(jobset.x-k8s.io/v1alpha2; the JobSet controller, v0.11 or later, must run on the
+cluster) carrying its svc, ssh and env plugins, TaskCompleted: CompleteJob policies and
+dependsOn, with a Secret and a ConfigMap for the plugins; --jobset=false writes a
+PodGroup and a batch/v1 Job per task instead, as the simulator reads them. Every field
+that cannot be carried over is noted on standard error with the object, the field and
+what to do instead. Objects the API server would reject
 (an apiVersion convert does not read, a number out of range, a gang larger than its
 Job) are errors, and nothing is written.`,
 		Args: cobra.MinimumNArgs(1),
@@ -64,6 +69,7 @@ Job) are errors, and nothing is written.`,
 		},
 	}
 	v.Flags().BoolVar(&opts.RewriteNvidiaGPU, "rewrite-nvidia-gpu", false, "turn nvidia.com/gpu requests into tessera.dev/gpu")
+	v.Flags().BoolVar(&opts.JobSet, "jobset", true, "write a Volcano Job of several tasks as one JobSet; false: a PodGroup and a batch/v1 Job per task")
 	cmd.AddCommand(exitCodes(v, nil, "1 is not used (what is not carried over is noted, and the output is still complete), 2 input it cannot convert (an empty or unreadable file, an object the API server would reject, bad flags)"))
 	return cmd
 }

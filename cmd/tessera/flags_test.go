@@ -48,6 +48,8 @@ func TestFlagsCheckedBeforeConnecting(t *testing.T) {
 		{append(hook, "--port=70000"), "--port 70000: out of range; use a port from 1 to 65535"},
 		{append(hook, "--port=0"), "--port 0: out of range"},
 		{append(hook, "--health-probe-bind-address=:65536"), "port 65536 is out of range"},
+		{append(hook, "--scheduler-name-alias=default-scheduler"), `--scheduler-name-alias="default-scheduler": it would hand Tessera every pod that names no scheduler`},
+		{append(hook, "--scheduler-name-alias=volcano", "--allowed-scheduler=volcano"), `scheduler "volcano" is in both --scheduler-name-alias`},
 		{[]string{"webhook", "--kubeconfig", kc}, "--namespace (or $POD_NAMESPACE) is required"},
 		{[]string{"scheduler", "--kubeconfig", filepath.Join(dir, "nosuch"), "--leader-elect=false"}, "--kubeconfig " + filepath.Join(dir, "nosuch")},
 		{[]string{"explain", "pod", "p", "--kubeconfig", kc}, `pod "p": give it as NAMESPACE/NAME`},

@@ -43,6 +43,7 @@ type webhookFlags struct {
 	policyTimeout    time.Duration
 	schedulerUsers   []string
 	allowedScheds    []string
+	schedAliases     []string
 	kube             kubeclient.Options
 }
 
@@ -51,9 +52,11 @@ func newWebhookCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "webhook",
 		Short: "Serve the admission webhooks that evaluate Rego policies",
-		Long: `Serve Tessera's mutating and validating admission webhooks. Pods, Jobs and PodGroups
-get their queue, scheduler name, priority class and gang size from Rego policies (the
-defaults plus every AdmissionPolicy); Queues and AdmissionPolicies are validated.
+		Long: `Serve Tessera's mutating and validating admission webhooks. Pods, Jobs, PodGroups
+and the workload controllers' custom resources (JobSet, RayCluster, RayJob,
+LeaderWorkerSet, PyTorchJob, MPIJob) get their queue, scheduler name, priority class and
+gang size from Rego policies (the defaults plus every AdmissionPolicy); Queues and
+AdmissionPolicies are validated.
 Unless --cert-manager is set, the serving certificate is managed by the webhook itself
 with cert-controller's rotator: a CA and a certificate for the Service in the Secret
 --secret-name, which must exist and be mounted at --cert-dir (the Helm chart does both);
@@ -78,6 +81,7 @@ it expires. The server starts once the certificate is on disk.`,
 	fs.DurationVar(&f.policyTimeout, "policy-timeout", time.Second, "deadline for evaluating one request against the policy set")
 	fs.StringSliceVar(&f.schedulerUsers, "scheduler-user", nil, "user names that may write the scheduler's pod annotations (tessera.dev/gpu-assignment); default: the ServiceAccount tessera-scheduler of --namespace")
 	fs.StringSliceVar(&f.allowedScheds, "allowed-scheduler", nil, "schedulers besides tessera that GPU workloads may name in spec.schedulerName; a GPU workload naming any other is denied")
+	fs.StringSliceVar(&f.schedAliases, "scheduler-name-alias", nil, "scheduler names that mean tessera: rewritten to tessera in every pod and pod template that names one (say volcano, once Tessera schedules in its place); a gang mode's scheduler name that is neither an alias nor allowed is refused on GPU workloads and warned of on the others")
 	f.kube.AddFlags(fs, "")
 	// -v (the root's) at 2 turns the decision log on; --vmodule sets it per file.
 	klogFlags := flag.NewFlagSet("klog", flag.ContinueOnError)
@@ -109,6 +113,7 @@ func (f webhookFlags) validate() error {
 		cli.CheckBindAddress("metrics-bind-address", f.serving.MetricsAddr, true),
 		cli.CheckBindAddress("health-probe-bind-address", f.serving.ProbeAddr, true),
 		f.kube.Validate(),
+		webhooks.Settings{AllowedSchedulers: f.allowedScheds, SchedulerNameAliases: f.schedAliases}.Validate(),
 		f.validateCerts())
 }
 
@@ -168,7 +173,7 @@ func serveWebhook(ctx context.Context, cfg *rest.Config, f webhookFlags) error {
 	// Setting up reads the API server's discovery, which takes no context.
 	err = untilDone(ctx, func() error {
 		_, err := webhooks.Setup(ctx, mgr, webhooks.Options{PolicyTimeout: f.policyTimeout, Metrics: true,
-			SchedulerUsers: f.schedulerIdentity(), AllowedSchedulers: f.allowedScheds})
+			SchedulerUsers: f.schedulerIdentity(), AllowedSchedulers: f.allowedScheds, SchedulerNameAliases: f.schedAliases})
 		return err
 	})
 	if err != nil {

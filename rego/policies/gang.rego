@@ -1,6 +1,9 @@
 # Gang size. minAvailable defaults to ceil(0.8 x replicas) for short jobs and to
 # replicas for long ones; the label tessera.dev/runtime (short | long) decides, else the
-# queue's default runtime, else long. A gang larger than its queue's capability, and a
+# queue's default runtime, else long. Neither custom workloads (JobSet, RayCluster, ...:
+# the gang is every pod of every template) nor parts of a larger workload
+# (lib.operator_gang: a JobSet's child Jobs, ...) get a default: the scheduler sizes
+# their gang from the whole workload. A gang larger than its queue's capability, and a
 # minAvailable larger than replicas, are denied.
 package tessera.gang
 
@@ -22,6 +25,7 @@ mutate.minAvailable := m if {
 	lib.managed
 	input.kind in {"Job", "PodGroup"}
 	not input.workload.minAvailable
+	not lib.operator_gang
 	replicas := input.workload.replicas
 	replicas > 1
 	m := default_min_available(replicas)
@@ -38,6 +42,9 @@ gang_size := m if {
 	m := input.workload.minAvailable
 } else := m if {
 	m := mutate.minAvailable
+} else := n if {
+	input.workload.templates
+	n := input.workload.replicas
 } else := 1
 
 # The gang's total request per resource: the group's own total, else pods x per-pod.
@@ -54,5 +61,8 @@ deny contains msg if {
 	some r, limit in capability
 	total := gang_total(r)
 	total > limit
-	msg := sprintf("gang of %d pod(s) needs %v %s but queue %q has a capability of %v; lower minAvailable or the request, or raise the queue's capability", [gang_size, total, r, q, limit])
+	msg := sprintf("gang of %d pod(s) needs %v %s but queue %q has a capability of %v; %s, or raise the queue's capability", [gang_size, total, r, q, limit, smaller])
 }
+
+smaller := "lower the replicas or the per-pod request" if input.workload.templates
+else := "lower minAvailable or the request"

@@ -1,6 +1,7 @@
 package tessera.gang_test
 
 import data.tessera.gang
+import data.tessera.lib
 
 job(w) := {
 	"kind": "Job",
@@ -57,4 +58,54 @@ test_group_total_checked if {
 	msgs := gang.deny with input as inp
 	some msg in msgs
 	contains(msg, "40 nvidia.com/gpu")
+}
+
+# A JobSet of 2 replicated jobs of 4 pods of 8 GPUs: the input counts every pod of
+# every template (replicas 8, gangRequests 64).
+jobset := {
+	"kind": "JobSet",
+	"namespace": {"annotations": {}},
+	"workload": {
+		"queue": "train",
+		"replicas": 8,
+		"podRequests": {"nvidia.com/gpu": 8},
+		"gangRequests": {"nvidia.com/gpu": 64},
+		"templates": [
+			{"path": "spec.replicatedJobs[0].template.spec.template", "replicas": 4, "podRequests": {"nvidia.com/gpu": 8}},
+			{"path": "spec.replicatedJobs[1].template.spec.template", "replicas": 4, "podRequests": {"nvidia.com/gpu": 8}},
+		],
+	},
+	"cluster": {"queues": {"train": {"capability": {"nvidia.com/gpu": 32}}}},
+}
+
+test_jobset_over_capability_denied if {
+	msgs := gang.deny with input as jobset
+	count(msgs) == 1
+	some msg in msgs
+	contains(msg, `gang of 8 pod(s) needs 64 nvidia.com/gpu but queue "train" has a capability of 32`)
+	contains(msg, "lower the replicas or the per-pod request")
+}
+
+test_jobset_within_capability_allowed if {
+	inp := json.patch(jobset, [{"op": "replace", "path": "/cluster/queues/train/capability/nvidia.com~1gpu", "value": 64}])
+	count(gang.deny) == 0 with input as inp
+}
+
+# The scheduler sizes a custom workload's gang from the whole workload: no minAvailable.
+test_jobset_gets_no_min_available if {
+	not gang.mutate.minAvailable with input as jobset
+}
+
+# The parts of a larger workload (a JobSet's child Jobs, ...) get no gang of their own.
+test_parts_of_operator_workloads_get_no_min_available if {
+	every k in lib.operator_gang_labels {
+		not gang.mutate.minAvailable with input as job({"replicas": 4, "labels": {k: "llm"}})
+	}
+	gang.mutate.minAvailable == 4 with input as job({"replicas": 4, "labels": {"app": "llm"}})
+}
+
+# A child Job's capability check counts its own pods only (the JobSet's counted them all).
+test_child_job_checks_its_pods if {
+	inp := job({"replicas": 9, "labels": {"jobset.sigs.k8s.io/jobset-name": "llm"}})
+	count(gang.deny) == 0 with input as inp
 }

@@ -53,7 +53,9 @@ managed if label_or_annotation("kueue.x-k8s.io/queue-name")
 
 managed if input.workload.schedulerName == "tessera"
 
-workload_kinds := {"Pod", "Job", "PodGroup"}
+managed if input.workload.schedulerName in scheduler_aliases
+
+workload_kinds := {"Pod", "Job", "PodGroup", "JobSet", "RayCluster", "RayJob", "LeaderWorkerSet", "PyTorchJob", "MPIJob"}
 
 queue_info(q) := object.get(queues, q, null)
 
@@ -88,8 +90,31 @@ tolerates_gpu_taint(t) if {
 	object.get(t, "operator", "") == "Exists"
 }
 
-# settings: the operator's admission settings (webhook flags): schedulerUsers, allowedSchedulers.
+# settings: the operator's admission settings (webhook flags): schedulerUsers,
+# allowedSchedulers, schedulerNameAliases.
 settings := object.get(object.get(input, "cluster", {}), "settings", {})
+
+# scheduler_aliases: scheduler names that mean tessera (--scheduler-name-alias): the
+# names operators' gang modes write, handed to Tessera by the operator.
+scheduler_aliases := {s | some s in object.get(settings, "schedulerNameAliases", [])}
+
+# operator_gang: the workload is a part of a larger one whose gang Tessera's scheduler
+# finds itself, from the workload controller's object (a JobSet's child Jobs, a Ray
+# cluster's, a LeaderWorkerSet's or a training job's pods) or from a group another tool
+# declares (Kueue's pod groups, the coscheduling plugin's PodGroups).
+operator_gang if {
+	some k in operator_gang_labels
+	_ = object.get(input.workload, "labels", {})[k]
+}
+
+operator_gang_labels := {
+	"jobset.sigs.k8s.io/jobset-name",
+	"ray.io/cluster",
+	"leaderworkerset.sigs.k8s.io/name",
+	"training.kubeflow.org/job-name",
+	"kueue.x-k8s.io/pod-group-name",
+	"scheduling.x-k8s.io/pod-group",
+}
 
 # from_scheduler: the request comes from the scheduler's identity.
 from_scheduler if {

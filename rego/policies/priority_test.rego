@@ -66,3 +66,8 @@ test_unlisted_queue_gets_the_cluster_default_or_none if {
 	])
 	priority.mutate.priorityClassName == "offline-low" with input as global
 }
+
+test_custom_workload_gets_default if {
+	js := json.patch(base, [{"op": "replace", "path": "/kind", "value": "LeaderWorkerSet"}])
+	priority.mutate.priorityClassName == "batch-normal" with input as js
+}

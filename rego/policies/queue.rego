@@ -57,6 +57,16 @@ deny contains msg if {
 # default class, which the API server gives them.
 deny contains msg if {
 	c := lib.workload_field("priorityClassName")
+	msg := class_denied(c)
+}
+
+# A custom workload's pod templates each name their own.
+deny contains msg if {
+	some t in input.workload.templates
+	msg := class_denied(t.priorityClassName)
+}
+
+class_denied(c) := msg if {
 	not c in lib.allowed_classes(resolved)
 	not unmanaged_default(c)
 	msg := sprintf("priorityClassName %q is not allowed in queue %q (%s); use one of those, or leave priorityClassName empty for the queue's default", [c, resolved, allowed_text])

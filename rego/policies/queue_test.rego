@@ -162,3 +162,26 @@ test_default_queue_object if {
 	some msg in msgs
 	contains(msg, `queue "default" does not take workloads from namespace "team"`)
 }
+
+# A custom workload's class is checked in every pod template.
+test_template_classes_checked if {
+	js := {
+		"kind": "JobSet",
+		"namespace": {"name": "team", "annotations": {}},
+		"workload": {"queue": "cheap", "gangRequests": {"nvidia.com/gpu": 8}, "priorityClassName": "offline-low", "templates": [
+			{"path": "spec.replicatedJobs[0].template.spec.template", "priorityClassName": "offline-low"},
+			{"path": "spec.replicatedJobs[1].template.spec.template", "priorityClassName": "production-high"},
+		]},
+		"cluster": cheap,
+	}
+	msgs := queue.deny with input as js
+	count(msgs) == 1
+	some msg in msgs
+	contains(msg, `priorityClassName "production-high" is not allowed in queue "cheap"`)
+	count(queue.deny) == 0 with input as json.patch(js, [{"op": "replace", "path": "/workload/templates/1/priorityClassName", "value": "batch-normal"}])
+}
+
+test_custom_workload_gets_namespace_queue if {
+	js := {"kind": "RayCluster", "namespace": {"name": "team", "annotations": {"tessera.dev/queue": "ns-queue"}}, "workload": {"gangRequests": {"nvidia.com/gpu": 8}}, "cluster": cluster}
+	queue.mutate.queue == "ns-queue" with input as js
+}

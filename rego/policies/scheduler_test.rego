@@ -1,5 +1,6 @@
 package tessera.scheduler_test
 
+import data.tessera.lib
 import data.tessera.scheduler
 
 test_gpu_pod_gets_tessera if {
@@ -111,4 +112,61 @@ test_gpu_pod_and_daemonset_may_tolerate_gpu_taint if {
 	count(scheduler.deny) == 0 with input as gpu_pod(tol)
 	ds := object.union(cpu_pod(tol), {"user": {"username": "system:serviceaccount:kube-system:daemon-set-controller", "groups": []}})
 	count(scheduler.deny) == 0 with input as ds
+}
+
+aliased := {"settings": {"allowedSchedulers": ["batch-scheduler"], "schedulerNameAliases": ["volcano"]}}
+
+# An alias of tessera becomes tessera on every workload, GPU or not, and makes it one
+# Tessera manages.
+test_alias_rewritten if {
+	scheduler.mutate.schedulerName == "tessera" with input as object.union(gpu_pod({"schedulerName": "volcano"}), {"cluster": aliased})
+	cpu := object.union(cpu_pod({"schedulerName": "volcano"}), {"cluster": aliased})
+	scheduler.mutate.schedulerName == "tessera" with input as cpu
+	lib.managed with input as cpu
+	count(scheduler.deny) == 0 with input as object.union(gpu_pod({"schedulerName": "volcano"}), {"cluster": aliased})
+	not scheduler.mutate.schedulerName with input as object.union(cpu_pod({"schedulerName": "batch-scheduler"}), {"cluster": aliased})
+}
+
+test_alias_rewritten_on_custom_workloads if {
+	ray := {"kind": "RayCluster", "workload": {"schedulerName": "volcano", "gangRequests": {"nvidia.com/gpu": 8}}, "cluster": aliased}
+	scheduler.mutate.schedulerName == "tessera" with input as ray
+	count(scheduler.deny) == 0 with input as ray
+}
+
+# A gang mode's scheduler that is neither an alias nor allowed: a GPU workload is
+# denied, a managed one without GPUs warned, each with the two settings to choose from.
+test_gang_mode_scheduler_not_configured if {
+	msgs := scheduler.deny with input as object.union(gpu_pod({"schedulerName": "scheduler-plugins-scheduler"}), {"cluster": aliased})
+	some msg in msgs
+	contains(msg, `spec.schedulerName "scheduler-plugins-scheduler"`)
+	contains(msg, "coscheduling plugin")
+	contains(msg, "webhook.schedulerNameAliases (--scheduler-name-alias)")
+	contains(msg, "webhook.allowedSchedulers (--allowed-scheduler)")
+
+	managed_cpu := object.union(cpu_pod({"schedulerName": "scheduler-plugins-scheduler"}), {"cluster": aliased, "namespace": {"annotations": {"tessera.dev/queue": "train"}}})
+	warnings := scheduler.warn with input as managed_cpu
+	some w in warnings
+	contains(w, `spec.schedulerName "scheduler-plugins-scheduler": the pods wait for that scheduler, not tessera`)
+	contains(w, "webhook.schedulerNameAliases")
+	count(scheduler.deny) == 0 with input as managed_cpu
+	not scheduler.mutate.schedulerName with input as managed_cpu
+
+	unmanaged_cpu := object.union(cpu_pod({"schedulerName": "scheduler-plugins-scheduler"}), {"cluster": aliased})
+	count(scheduler.warn) == 0 with input as unmanaged_cpu
+}
+
+# Other schedulers' messages name no gang mode; an allowed gang-mode scheduler is quiet.
+test_gang_mode_scheduler_allowed_or_other if {
+	msgs := scheduler.deny with input as gpu_pod({"schedulerName": "my-scheduler"})
+	some msg in msgs
+	not contains(msg, "schedulerNameAliases")
+	allowed := object.union(cpu_pod({"schedulerName": "volcano", "queue": "train"}), {"cluster": settings})
+	count(scheduler.warn) == 0 with input as allowed
+	count(scheduler.deny) == 0 with input as object.union(gpu_pod({"schedulerName": "volcano"}), {"cluster": settings})
+}
+
+test_custom_workload_scheduler_checked if {
+	js := {"kind": "JobSet", "workload": {"schedulerName": "my-scheduler", "gangRequests": {"nvidia.com/gpu": 8}}}
+	count(scheduler.deny) == 1 with input as js
+	scheduler.mutate.schedulerName == "tessera" with input as {"kind": "JobSet", "workload": {"gangRequests": {"nvidia.com/gpu": 8}}}
 }

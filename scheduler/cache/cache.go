@@ -12,7 +12,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -23,12 +25,39 @@ import (
 	"github.com/tessera-gpu/tessera/internal/podrequests"
 	"github.com/tessera-gpu/tessera/scheduler/framework"
 	"github.com/tessera-gpu/tessera/scheduler/snapshot"
+	"github.com/tessera-gpu/tessera/scheduler/snapshot/workloads"
 )
 
 // Objects are the kinds the cache watches.
 func Objects() []client.Object {
 	return []client.Object{&corev1.Pod{}, &corev1.Node{}, &tesserav1.GPUNode{}, &tesserav1.Queue{}, &tesserav1.PodGroup{},
 		&schedulingv1.PriorityClass{}, &policyv1.PodDisruptionBudget{}, &corev1.Namespace{}, &batchv1.Job{}}
+}
+
+// ServedWorkloads are the workload kinds whose objects size gangs (see
+// workloads.Kinds) that the API server serves: the cache watches those, as unstructured
+// objects. A kind whose CRD is installed later is watched from the next restart.
+func ServedWorkloads(mapper apimeta.RESTMapper) []workloads.Kind {
+	var out []workloads.Kind
+	for _, k := range workloads.Kinds() {
+		gvk, _ := k.GVK()
+		if _, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version); err == nil {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// workloadObjects are empty unstructured objects of the workload kinds given.
+func workloadObjects(kinds []workloads.Kind) []client.Object {
+	out := make([]client.Object, 0, len(kinds))
+	for _, k := range kinds {
+		gvk, _ := k.GVK()
+		o := &unstructured.Unstructured{}
+		o.SetGroupVersionKind(gvk)
+		out = append(out, o)
+	}
+	return out
 }
 
 // Options are the controller-runtime cache options the scheduler's manager needs:
@@ -47,6 +76,9 @@ func strip(obj any) (any, error) {
 	}
 	o.SetManagedFields(nil)
 	delete(o.GetAnnotations(), corev1.LastAppliedConfigAnnotation)
+	if u, ok := obj.(*unstructured.Unstructured); ok {
+		delete(u.Object, "status") // a workload's size is in its spec
+	}
 	if p, ok := obj.(*corev1.Pod); ok {
 		p.Status.Conditions = nil
 		p.Status.ContainerStatuses, p.Status.InitContainerStatuses, p.Status.EphemeralContainerStatuses = nil, nil, nil
@@ -112,12 +144,14 @@ type objects struct {
 	pdbs   map[string]*policyv1.PodDisruptionBudget
 	nss    map[string]*corev1.Namespace
 	jobs   map[string]*batchv1.Job
+	wls    map[string]*unstructured.Unstructured // by workloads.ObjectKey
 }
 
 func newObjects() *objects {
 	return &objects{pods: map[string]*corev1.Pod{}, byUID: map[types.UID]*corev1.Pod{}, nodes: map[string]*corev1.Node{}, gnodes: map[string]*tesserav1.GPUNode{},
 		queues: map[string]*tesserav1.Queue{}, groups: map[string]*tesserav1.PodGroup{}, pcs: map[string]*schedulingv1.PriorityClass{},
-		pdbs: map[string]*policyv1.PodDisruptionBudget{}, nss: map[string]*corev1.Namespace{}, jobs: map[string]*batchv1.Job{}}
+		pdbs: map[string]*policyv1.PodDisruptionBudget{}, nss: map[string]*corev1.Namespace{}, jobs: map[string]*batchv1.Job{},
+		wls: map[string]*unstructured.Unstructured{}}
 }
 
 // assumption is a decision the informers have not reported back yet.
@@ -160,7 +194,7 @@ func (c *Cache) Watch(ctx context.Context, informers crcache.Informers) error {
 		c.track()
 	}
 	c.mu.Unlock()
-	for _, o := range Objects() {
+	for _, o := range append(Objects(), workloadObjects(c.opts.Workloads)...) {
 		inf, err := informers.GetInformer(ctx, o)
 		if err != nil {
 			return fmt.Errorf("informer for %T: %w", o, err)
@@ -223,6 +257,10 @@ func (c *Cache) observe(obj any, deleted bool) {
 			record(os.nss, key, o, deleted)
 		case *batchv1.Job:
 			record(os.jobs, key, o, deleted)
+		case *unstructured.Unstructured:
+			if k, ok := workloads.KindOf(o.GroupVersionKind()); ok {
+				record(os.wls, workloads.ObjectKey(k, o.GetNamespace(), o.GetName()), o, deleted)
+			}
 		}
 		c.feed(o, deleted)
 	}
@@ -262,6 +300,10 @@ func (c *Cache) feed(o client.Object, deleted bool) {
 		change(o, deleted, b.AddNamespace, func(_, name string) { b.RemoveNamespace(name) })
 	case *batchv1.Job:
 		change(o, deleted, b.AddJob, b.RemoveJob)
+	case *unstructured.Unstructured:
+		if k, ok := workloads.KindOf(o.GroupVersionKind()); ok {
+			change(o, deleted, b.AddWorkload, func(ns, name string) { b.RemoveWorkload(k, ns, name) })
+		}
 	}
 }
 
@@ -401,6 +443,7 @@ type input struct {
 	pdbs   []*policyv1.PodDisruptionBudget
 	nss    []*corev1.Namespace
 	jobs   []*batchv1.Job
+	wls    []*unstructured.Unstructured
 }
 
 // Snapshot builds a snapshot taken at now from the cached objects, with the assumed
@@ -476,8 +519,18 @@ func (c *Cache) list(ctx context.Context) (input, error) {
 			return input{}, fmt.Errorf("list %T from the cache: %w", l, err)
 		}
 	}
-	return input{pods: pointers(pods.Items), nodes: pointers(nodes.Items), gnodes: pointers(gnodes.Items), queues: pointers(queues.Items),
-		groups: pointers(groups.Items), pcs: pointers(pcs.Items), pdbs: pointers(pdbs.Items), nss: pointers(nss.Items), jobs: pointers(jobs.Items)}, nil
+	in := input{pods: pointers(pods.Items), nodes: pointers(nodes.Items), gnodes: pointers(gnodes.Items), queues: pointers(queues.Items),
+		groups: pointers(groups.Items), pcs: pointers(pcs.Items), pdbs: pointers(pdbs.Items), nss: pointers(nss.Items), jobs: pointers(jobs.Items)}
+	for _, k := range c.opts.Workloads {
+		gvk, _ := k.GVK()
+		l := &unstructured.UnstructuredList{}
+		l.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+		if err := c.reader.List(ctx, l); err != nil {
+			return input{}, fmt.Errorf("list %s from the cache: %w", k, err)
+		}
+		in.wls = append(in.wls, pointers(l.Items)...)
+	}
+	return in, nil
 }
 
 func pointers[T any](items []T) []*T {
@@ -512,6 +565,7 @@ func (c *Cache) snapshot(in *input, now time.Time, memo *snapshot.Memo) (*framew
 	addAll(in.nss, nil, b.AddNamespace)
 	addAll(in.jobs, st.Jobs, b.AddJob)
 	addAll(in.pdbs, nil, b.AddPDB)
+	addAll(in.wls, nil, b.AddWorkload)
 	c.mu.Lock()
 	seen := make(map[types.UID]bool, len(c.assumed))
 	for _, p := range in.pods {

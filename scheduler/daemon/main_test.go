@@ -27,7 +27,7 @@ import (
 var env *testenv.Env
 
 func TestMain(m *testing.M) {
-	testenv.Main(m, testenv.Options{}, func(e *testenv.Env) { env = e })
+	testenv.Main(m, testenv.Options{WorkloadCRDs: true, WorkloadAPI: true}, func(e *testenv.Env) { env = e })
 }
 
 // harness is one test's namespace, nodes and scheduler against the shared API server.
@@ -108,7 +108,7 @@ func (h *harness) daemonRecording(c client.Client, rec events.EventRecorder) *da
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	ca := cache.New(h.cache, snapshot.Options{})
+	ca := cache.New(h.cache, snapshot.Options{Workloads: cache.ServedWorkloads(h.c.RESTMapper())})
 	if err := ca.Watch(h.ctx, h.cache); err != nil {
 		h.t.Fatal(err)
 	}

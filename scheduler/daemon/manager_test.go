@@ -73,7 +73,7 @@ func TestDeployRBACGrantsEnough(t *testing.T) {
 	h.pod(h.makePod("too-big").GPU(16).Queue("rbac"))
 	h.pod(h.makePod("low").GPU(6).Queue("rbac"))
 	for i := range 2 {
-		h.pod(h.makePod(fmt.Sprintf("g-%d", i)).GPU(1).Queue("rbac").Group("g"))
+		h.pod(h.makePod(fmt.Sprintf("g-%d", i)).GPU(1).Queue("rbac").Group("g").Annotation(tesserav1.AnnotationMinAvailable, "2"))
 	}
 	sa := rest.CopyConfig(env.Config)
 	sa.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:tessera-system:tessera-scheduler"}

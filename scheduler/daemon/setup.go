@@ -46,7 +46,9 @@ func NewManager(restCfg *rest.Config, scheme *runtime.Scheme, cfg Config) (manag
 	if err != nil {
 		return nil, nil, err
 	}
-	ca := cache.New(mgr.GetCache(), snapshot.Options{SchedulerName: cfg.SchedulerName, WholeGPUs: cfg.Scheduler.WholeGPUs})
+	served := cache.ServedWorkloads(mgr.GetRESTMapper())
+	cfg.Log.Info("watching the workload kinds the API server serves", "kinds", served)
+	ca := cache.New(mgr.GetCache(), snapshot.Options{SchedulerName: cfg.SchedulerName, WholeGPUs: cfg.Scheduler.WholeGPUs, Workloads: served})
 	if err := ca.Watch(context.Background(), mgr.GetCache()); err != nil {
 		return nil, nil, err
 	}

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"strings"
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
@@ -19,6 +20,7 @@ import (
 	"github.com/tessera-gpu/tessera/scheduler/cache"
 	"github.com/tessera-gpu/tessera/scheduler/framework"
 	"github.com/tessera-gpu/tessera/scheduler/snapshot"
+	"github.com/tessera-gpu/tessera/scheduler/snapshot/workloads"
 )
 
 // AnnotationImplicit marks a PodGroup the scheduler created for an implicit gang (a
@@ -102,8 +104,11 @@ func origin(j *framework.Job, state *cache.State) (name string, owner *metav1.Ow
 	if pod == nil {
 		return "", nil, false
 	}
-	group := snapshot.PodGroupName(pod)
 	controller := metav1.GetControllerOf(pod)
+	if r, ok := workloads.Of(pod); ok && r.Gang == j.Name && pod.Labels[tesserav1.LabelPodGroup] == "" {
+		return workloadOrigin(j, r, pod, controller)
+	}
+	group := snapshot.PodGroupName(pod)
 	switch {
 	case group != "":
 		if controller == nil {
@@ -116,6 +121,24 @@ func origin(j *framework.Job, state *cache.State) (name string, owner *metav1.Ow
 	return "", nil, false
 }
 
+// workloadOrigin is the PodGroup of a workload's gang: named after the gang and owned
+// by the workload object, so that it goes with it. The Workload API's own PodGroup
+// stands for its gang, which gets none of Tessera's.
+func workloadOrigin(j *framework.Job, r workloads.Ref, pod *corev1.Pod, controller *metav1.OwnerReference) (string, *metav1.OwnerReference, bool) {
+	gvk, sized := r.Kind.GVK()
+	switch {
+	case r.Kind == workloads.WorkloadPodGroup:
+		return "", nil, false
+	case sized && j.UID != "" && !strings.Contains(j.UID, ":"): // the object's UID, not a job key
+		return r.Gang, &metav1.OwnerReference{APIVersion: r.Kind.APIVersion(), Kind: gvk.Kind, Name: r.Object, UID: types.UID(j.UID)}, true
+	case sized:
+		return "", nil, false // the object is not known yet
+	case controller == nil:
+		controller = &metav1.OwnerReference{APIVersion: "v1", Kind: "Pod", Name: pod.Name, UID: pod.UID}
+	}
+	return r.Gang, controller, true
+}
+
 // podGroup creates the PodGroup of an implicit gang, or brings a PodGroup's status up
 // to date.
 func (w *StatusWriter) podGroup(ctx context.Context, j *framework.Job, state *cache.State) {
@@ -125,7 +148,7 @@ func (w *StatusWriter) podGroup(ctx context.Context, j *framework.Job, state *ca
 	}
 	pg := state.PodGroups[j.Namespace+"/"+name]
 	if pg == nil {
-		if j.Refused == nil { // a refused job has no queue to name; its pods' events say why
+		if j.Refused == nil && j.Held == nil { // no queue to name, or no size: its pods' events say why
 			w.createPodGroup(ctx, j, name, owner)
 		}
 		return

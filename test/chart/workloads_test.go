@@ -228,19 +228,22 @@ autoscaler: {podSecurityContext: null}
 	}
 }
 
-// webhook.allowedSchedulers becomes one --allowed-scheduler per name.
-func TestWebhookAllowedSchedulers(t *testing.T) {
+// webhook.allowedSchedulers and webhook.schedulerNameAliases become one
+// --allowed-scheduler and one --scheduler-name-alias per name.
+func TestWebhookSchedulerNames(t *testing.T) {
 	for _, c := range []struct {
 		values string
 		want   []string
 	}{
 		{``, nil},
 		{`webhook: {allowedSchedulers: [volcano, kueue-sched]}`, []string{"--allowed-scheduler=volcano", "--allowed-scheduler=kueue-sched"}},
+		{`webhook: {allowedSchedulers: [yunikorn], schedulerNameAliases: [volcano, scheduler-plugins-scheduler]}`,
+			[]string{"--allowed-scheduler=yunikorn", "--scheduler-name-alias=volcano", "--scheduler-name-alias=scheduler-plugins-scheduler"}},
 	} {
 		w := workloads(t, c.values)["Deployment/tessera-webhook"]
 		var got []string
 		for _, a := range containers(w)[0]["args"].([]any) {
-			if s := a.(string); strings.HasPrefix(s, "--allowed-scheduler") {
+			if s := a.(string); strings.HasPrefix(s, "--allowed-scheduler") || strings.HasPrefix(s, "--scheduler-name-alias") {
 				got = append(got, s)
 			}
 		}
@@ -248,9 +251,16 @@ func TestWebhookAllowedSchedulers(t *testing.T) {
 			t.Errorf("%q: webhook args %v, want %v", c.values, got, c.want)
 		}
 	}
-	s := valuesSet{name: "bad", values: `webhook: {allowedSchedulers: [""]}`}
-	if _, err := Render(chartDir, Options{Namespace: namespace, Values: s.parse(t)}); err == nil || !strings.Contains(err.Error(), "allowedSchedulers") {
-		t.Errorf("an empty scheduler name: %v, want a schema error naming allowedSchedulers", err)
+	for _, bad := range []struct{ values, field string }{
+		{`webhook: {allowedSchedulers: [""]}`, "allowedSchedulers"},
+		{`webhook: {schedulerNameAliases: [""]}`, "schedulerNameAliases"},
+		{`webhook: {schedulerNameAliases: [tessera]}`, "schedulerNameAliases"},
+		{`webhook: {schedulerNameAliases: [default-scheduler]}`, "schedulerNameAliases"},
+	} {
+		s := valuesSet{name: "bad", values: bad.values}
+		if _, err := Render(chartDir, Options{Namespace: namespace, Values: s.parse(t)}); err == nil || !strings.Contains(err.Error(), bad.field) {
+			t.Errorf("%s: %v, want a schema error naming %s", bad.values, err, bad.field)
+		}
 	}
 }
 

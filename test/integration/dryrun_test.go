@@ -32,7 +32,8 @@ import (
 // dryRun applies u server-side with dryRun=All, as `kubectl apply --server-side
 // --dry-run=server` does: the API server decodes it strictly (an unknown field is an
 // error), defaults it, and runs the built-in validation or the CRD's schema and CEL
-// rules, storing nothing. The namespace of a namespaced object is created first.
+// rules, storing nothing. The namespace of a namespaced object ("default" when it
+// names none, as kubectl fills it in) is created first.
 func dryRun(t *testing.T, e *testenv.Env, u *unstructured.Unstructured) error {
 	t.Helper()
 	ctx := testenv.Context(t, time.Minute)
@@ -44,6 +45,7 @@ func dryRun(t *testing.T, e *testenv.Env, u *unstructured.Unstructured) error {
 		ns := u.GetNamespace()
 		if ns == "" {
 			ns = "default"
+			u.SetNamespace(ns)
 		}
 		if err := e.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil && !apierrors.IsAlreadyExists(err) {
 			t.Fatalf("create namespace %s: %v", ns, err)

@@ -91,25 +91,11 @@ func startTenantEnv() (*testenv.Env, error) {
 	tenantStop = func() { cancel(); _ = e.Stop() }
 	fail := func(err error) (*testenv.Env, error) { tenantStop(); tenantStop = nil; return nil, err }
 
-	wo := e.Webhook
-	mgr, err := ctrl.NewManager(e.Config, ctrl.Options{
-		Scheme:        e.Scheme,
-		Metrics:       metricsserver.Options{BindAddress: "0"},
-		WebhookServer: webhook.NewServer(webhook.Options{Host: wo.LocalServingHost, Port: wo.LocalServingPort, CertDir: wo.LocalServingCertDir}),
-	})
-	if err != nil {
-		return fail(err)
-	}
-	wh, err := webhooks.Setup(ctx, mgr, webhooks.Options{AllowedSchedulers: []string{allowedScheduler}})
+	wh, err := serveWebhooks(ctx, e, webhooks.Options{AllowedSchedulers: []string{allowedScheduler}})
 	if err != nil {
 		return fail(err)
 	}
 	tenantWH = wh
-	go func() {
-		if err := mgr.Start(ctx); err != nil && ctx.Err() == nil {
-			fmt.Fprintln(os.Stderr, "tenant webhook manager:", err)
-		}
-	}()
 
 	// Tessera's namespace with the scheduler's ServiceAccount and RBAC, the priority
 	// classes, and the tenant's namespace, ServiceAccount and Role.
@@ -144,6 +130,30 @@ func startTenantEnv() (*testenv.Env, error) {
 		return fail(err)
 	}
 	return e, nil
+}
+
+// serveWebhooks serves Tessera's webhooks, set up with opts, on e's local webhook server
+// until ctx ends.
+func serveWebhooks(ctx context.Context, e *testenv.Env, opts webhooks.Options) (*webhooks.Webhooks, error) {
+	wo := e.Webhook
+	mgr, err := ctrl.NewManager(e.Config, ctrl.Options{
+		Scheme:        e.Scheme,
+		Metrics:       metricsserver.Options{BindAddress: "0"},
+		WebhookServer: webhook.NewServer(webhook.Options{Host: wo.LocalServingHost, Port: wo.LocalServingPort, CertDir: wo.LocalServingCertDir}),
+	})
+	if err != nil {
+		return nil, err
+	}
+	wh, err := webhooks.Setup(ctx, mgr, opts)
+	if err != nil {
+		return nil, err
+	}
+	go func() {
+		if err := mgr.Start(ctx); err != nil && ctx.Err() == nil {
+			fmt.Fprintln(os.Stderr, "webhook manager:", err)
+		}
+	}()
+	return wh, nil
 }
 
 // webhookOptions reads the webhook configurations of the kustomize base; envtest points

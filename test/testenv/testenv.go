@@ -41,6 +41,13 @@ type Options struct {
 	Webhooks []*admissionregistrationv1.MutatingWebhookConfiguration
 	// ValidatingWebhooks are installed like Webhooks.
 	ValidatingWebhooks []*admissionregistrationv1.ValidatingWebhookConfiguration
+	// WorkloadCRDs installs the CRDs of the workload controllers whose gangs the
+	// scheduler finds (JobSet, KubeRay, LeaderWorkerSet, Kubeflow's operators, the
+	// coscheduling PodGroup), as hack/workload-crds.sh copies them.
+	WorkloadCRDs bool
+	// WorkloadAPI serves the Kubernetes Workload API (scheduling.k8s.io/v1alpha3
+	// PodGroups, pods' spec.schedulingGroup): feature gate GenericWorkload.
+	WorkloadAPI bool
 }
 
 // RepoRoot returns the repository root (the directory holding go.mod of the main module).
@@ -97,15 +104,27 @@ func New(opts Options) (*Env, error) {
 	if err := apiextensionsv1.AddToScheme(scheme); err != nil {
 		return nil, err
 	}
+	crdDirs := append([]string{filepath.Join(root, "deploy", "crds")}, opts.ExtraCRDDirs...)
+	if opts.WorkloadCRDs {
+		out, err := exec.Command(filepath.Join(root, "hack", "workload-crds.sh")).Output()
+		if err != nil {
+			return nil, fmt.Errorf("workload CRDs (hack/workload-crds.sh): %w", err)
+		}
+		crdDirs = append(crdDirs, strings.TrimSpace(string(out)))
+	}
 	env := &envtest.Environment{
 		BinaryAssetsDirectory: assets,
-		CRDDirectoryPaths:     append([]string{filepath.Join(root, "deploy", "crds")}, opts.ExtraCRDDirs...),
+		CRDDirectoryPaths:     crdDirs,
 		ErrorIfCRDPathMissing: true,
 		Scheme:                scheme,
 		WebhookInstallOptions: envtest.WebhookInstallOptions{
 			MutatingWebhooks:   opts.Webhooks,
 			ValidatingWebhooks: opts.ValidatingWebhooks,
 		},
+	}
+	if opts.WorkloadAPI {
+		env.ControlPlane.GetAPIServer().Configure().
+			Append("feature-gates", "GenericWorkload=true").Append("runtime-config", "scheduling.k8s.io/v1alpha3=true")
 	}
 	cfg, err := env.Start()
 	if err != nil {

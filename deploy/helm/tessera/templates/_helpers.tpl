@@ -130,3 +130,33 @@ system:serviceaccount:{{ .Release.Namespace }}:tessera-scheduler
 {{- define "tessera.chargeKeys" -}}
 ["tessera.dev/queue", "tessera.dev/pod-group", "tessera.dev/min-available", "scheduling.volcano.sh/queue-name", "scheduling.k8s.io/group-name", "scheduling.volcano.sh/group-min-member", "kueue.x-k8s.io/queue-name"]
 {{- end -}}
+
+{{/* Webhook rules for the workload controllers' custom resources (webhooks.CustomWorkloads), for the operations given as a list. MPIJobs are the mpi-operator's (v2beta1) or the training operator's older ones (v1), whichever is installed. */}}
+{{- define "tessera.customWorkloadRules" -}}
+{{- $ops := printf "[\"%s\"]" (join "\", \"" .) -}}
+- apiGroups: ["jobset.x-k8s.io"]
+  apiVersions: ["v1alpha2"]
+  operations: {{ $ops }}
+  resources: ["jobsets"]
+  scope: Namespaced
+- apiGroups: ["ray.io"]
+  apiVersions: ["v1"]
+  operations: {{ $ops }}
+  resources: ["rayclusters", "rayjobs"]
+  scope: Namespaced
+- apiGroups: ["leaderworkerset.x-k8s.io"]
+  apiVersions: ["v1"]
+  operations: {{ $ops }}
+  resources: ["leaderworkersets"]
+  scope: Namespaced
+- apiGroups: ["kubeflow.org"]
+  apiVersions: ["v1"]
+  operations: {{ $ops }}
+  resources: ["pytorchjobs", "mpijobs"]
+  scope: Namespaced
+- apiGroups: ["kubeflow.org"]
+  apiVersions: ["v2beta1"]
+  operations: {{ $ops }}
+  resources: ["mpijobs"]
+  scope: Namespaced
+{{- end -}}
