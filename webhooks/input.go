@@ -44,17 +44,21 @@ type Namespace struct {
 //	namespace: {name, labels, annotations}
 //	workload:  {name, labels, annotations, queue, schedulerName, nodeName, priorityClassName,
 //	            tolerations: [{key, operator, value, effect}],
-//	            replicas, minAvailable, containers: [{name, image, init, requests, limits}],
+//	            replicas, minAvailable, gangSize, containers: [{name, image, init, requests, limits}],
 //	            podRequests, gangRequests, deserved, capability, guarantee, parent,
 //	            namespaceSelector, namespaceSelectorError, allowedPriorityClasses,
 //	            templates: [{path, replicas, labels, schedulerName, nodeName, priorityClassName,
 //	                         tolerations, containers, podRequests}]}
 //
 // A custom workload (CustomWorkloads) has templates, one per pod template; replicas is
-// the pods of all of them, gangRequests their total (replicas x per-pod requests, per
-// template), podRequests the largest pod's requests (per resource), containers those of
-// every template, and queue, schedulerName, priorityClassName and nodeName what its
-// templates say (customWorkload).
+// the pods of all of them, gangSize those one of its gangs holds as the scheduler forms
+// it (a LeaderWorkerSet's group, an autoscaling Ray cluster's minimum, not an MPIJob's
+// launcher made after its workers), minAvailable the size the object declares
+// (tessera.dev/min-available, a Kubeflow job's schedulingPolicy.minAvailable),
+// gangRequests the least one gang asks (per resource, its minAvailable or gangSize
+// smallest pods), podRequests the largest pod's requests (per resource), containers
+// those of every template, and queue, schedulerName, priorityClassName and nodeName
+// what its templates say (customWorkload).
 //
 // Quantities become numbers (int64 when whole, else float64; GPU memory in MiB).
 // Fields a workload does not have are left out. ns may be nil.
@@ -186,8 +190,9 @@ func customWorkload(kind string, raw []byte) (map[string]any, error) {
 	var (
 		schedulers, classes, nodes []string
 		templates, containers      []any
-		pods                       int64
-		largest, total             = corev1.ResourceList{}, corev1.ResourceList{}
+		pods, gangSize             int64
+		largest                    = corev1.ResourceList{}
+		members                    []gangMembers
 	)
 	for _, pt := range templatesOf(kind, obj, true) {
 		var tmpl corev1.PodTemplateSpec
@@ -199,14 +204,12 @@ func customWorkload(kind string, raw []byte) (map[string]any, error) {
 		templates = append(templates, t)
 		containers = append(containers, t["containers"].([]any)...)
 		pods += pt.pods
+		gangSize += pt.gang
+		members = append(members, gangMembers{pods: pt.gang, requests: requests})
 		for r, q := range requests {
 			if have, ok := largest[r]; !ok || q.Cmp(have) > 0 {
 				largest[r] = q
 			}
-			n, sum := q.DeepCopy(), total[r]
-			n.Mul(pt.pods)
-			sum.Add(n)
-			total[r] = sum
 		}
 		queues = append(queues, tmpl.Labels[tesserav1.LabelQueue])
 		schedulers = append(schedulers, tmpl.Spec.SchedulerName)
@@ -218,11 +221,77 @@ func customWorkload(kind string, raw []byte) (map[string]any, error) {
 	setString(w, "priorityClassName", common(classes, ""))
 	setString(w, "nodeName", common(nodes, ""))
 	w["replicas"] = pods
+	w["gangSize"] = gangSize
+	least := gangSize
+	if n, ok := declaredMinAvailable(kind, obj, m.Annotations); ok {
+		w["minAvailable"] = n
+		least = min(n, gangSize)
+	}
 	w["containers"] = containers
 	w["podRequests"] = resources(largest)
-	w["gangRequests"] = resources(total)
+	w["gangRequests"] = resources(leastRequests(members, least))
 	w["templates"] = templates
 	return w, nil
+}
+
+// declaredMinAvailable is the gang size a custom workload declares, as the scheduler
+// reads it: the object's tessera.dev/min-available, else a Kubeflow job's
+// runPolicy.schedulingPolicy.minAvailable.
+func declaredMinAvailable(kind string, obj map[string]any, annotations map[string]string) (int64, bool) {
+	if kind == KindLeaderWorkerSet {
+		return 0, false // its groups declare their own size
+	}
+	if v, ok := annotations[tesserav1.AnnotationMinAvailable]; ok {
+		return positiveInt(v)
+	}
+	if kind == KindPyTorchJob || kind == KindMPIJob {
+		if n, ok := integer(lookupPath(obj, "spec.runPolicy.schedulingPolicy.minAvailable")); ok && n > 0 {
+			return n, true
+		}
+	}
+	return 0, false
+}
+
+// gangMembers are pods of one gang made from one template, each asking requests.
+type gangMembers struct {
+	pods     int64
+	requests corev1.ResourceList
+}
+
+// leastRequests is, per resource, the least that n pods of the gang ask together: the
+// sum over its n smallest requests. A gang that must place n of its pods can never
+// run where even that is more than allowed.
+func leastRequests(members []gangMembers, n int64) corev1.ResourceList {
+	names := map[corev1.ResourceName]bool{}
+	for _, m := range members {
+		for r := range m.requests {
+			names[r] = true
+		}
+	}
+	out := corev1.ResourceList{}
+	for r := range names {
+		sorted := slices.Clone(members)
+		slices.SortStableFunc(sorted, func(a, b gangMembers) int {
+			qa, qb := a.requests[r], b.requests[r]
+			return qa.Cmp(qb)
+		})
+		left := n
+		var sum resource.Quantity
+		for _, m := range sorted {
+			take := min(left, m.pods)
+			if take <= 0 {
+				continue
+			}
+			q := m.requests[r]
+			q.Mul(take)
+			sum.Add(q)
+			left -= take
+		}
+		if !sum.IsZero() {
+			out[r] = sum
+		}
+	}
+	return out
 }
 
 // common is what a workload's templates say together: the first of values that is none

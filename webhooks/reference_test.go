@@ -159,8 +159,12 @@ func policyInputExamples() []policyInputExample {
 		{"Queue", "`namespaceSelector` and `allowedPriorityClasses` say who may use it.",
 			queueWithAccess()},
 		{"JobSet", "A custom workload: `labels` and `annotations` are its own; `templates` one entry per pod template " +
-			"(the pod fields above, `path` and `replicas`, the pods it makes); `replicas` all its pods; `gangRequests` their " +
-			"total; `podRequests` the largest pod's, per resource; `containers` those of every template; `queue` its label, " +
+			"(the pod fields above, `path` and `replicas`, the pods it makes); `replicas` all its pods; `gangSize` those one " +
+			"of its gangs holds as the scheduler forms it (one LeaderWorkerSet group; an autoscaling Ray cluster's minimum; " +
+			"not a RayJob's submitter, nor an MPIJob's launcher under `WaitForWorkersReady`); `minAvailable` the size it " +
+			"declares (its `tessera.dev/min-available`, a Kubeflow job's `runPolicy.schedulingPolicy.minAvailable`); " +
+			"`gangRequests` the least one gang asks, per resource: the sum over its `minAvailable` (else `gangSize`) smallest " +
+			"pods; `podRequests` the largest pod's, per resource; `containers` those of every template; `queue` its label, " +
 			"else a template's; `schedulerName` a template's other than `tessera` and `default-scheduler`, else the one all " +
 			"share; `priorityClassName` and `nodeName` the first template's that is set.",
 			jobSetExample(worker)},
@@ -186,8 +190,20 @@ func jobSetExample(worker *corev1.Pod) runtime.Object {
 
 // describePods says how many pods a template site makes.
 func describePods(s templateSite) string {
-	parts := make([]string, 0, len(s.pods))
-	for _, c := range s.pods {
+	out := s.about
+	if s.podsOf == nil {
+		out = describeCounts(s.pods)
+	}
+	if s.orPath != "" {
+		out += fmt.Sprintf("; made from `%s` when there is none", s.orPath)
+	}
+	return out
+}
+
+// describeCounts says how many pods the product of counts is.
+func describeCounts(counts []count) string {
+	parts := make([]string, 0, len(counts))
+	for _, c := range counts {
 		terms := make([]string, len(c.terms))
 		for i, t := range c.terms {
 			terms[i] = fmt.Sprintf("`%s` (absent: %d)", t.path, t.def)
@@ -202,19 +218,12 @@ func describePods(s templateSite) string {
 		case len(terms) > 1:
 			p = "max(" + p + ")"
 		}
-		if c.less > 0 {
-			p = fmt.Sprintf("(%s − %d)", p, c.less)
-		}
 		parts = append(parts, p)
 	}
 	if len(parts) == 0 {
 		parts = []string{"1"}
 	}
-	out := strings.Join(parts, " × ")
-	if s.orPath != "" {
-		out += fmt.Sprintf("; made from `%s` when there is none", s.orPath)
-	}
-	return out
+	return strings.Join(parts, " × ")
 }
 
 func queueWithAccess() *tesserav1.Queue {

@@ -50,14 +50,18 @@ type templateSite struct {
 	orPath string
 	// pods per template: the product of the counts (none: 1).
 	pods []count
+	// podsOf, when set, counts in place of pods: the pods the template makes and how
+	// many of them one gang holds (obj is the object, elem what the site's "*" reached).
+	// Without it a gang holds them all. about says what it counts (the reference).
+	podsOf func(obj, elem map[string]any) (pods, gang int64)
+	about  string
 }
 
 // A count is a number of pods read off the object: the largest of its terms (the
-// smallest, with smallest), less subtracted, never below 0.
+// smallest, with smallest), never below 0.
 type count struct {
 	terms    []term
 	smallest bool
-	less     int64
 }
 
 // A term is the integer at path (relative to the list element or map member the site's
@@ -83,28 +87,69 @@ var podTemplates = map[string][]templateSite{
 	KindJobSet: {{path: "spec.replicatedJobs.*.template.spec.template", pods: []count{num("replicas", 1),
 		{terms: []term{{path: "template.spec.parallelism", def: 1}, {path: "template.spec.completions", optional: true}}, smallest: true}}}},
 	KindRayCluster: raySites("spec"),
-	KindRayJob:     append(raySites("spec.rayClusterSpec"), templateSite{path: "spec.submitterPodTemplate"}),
+	KindRayJob: append(raySites("spec.rayClusterSpec"), templateSite{path: "spec.submitterPodTemplate", podsOf: ownGang,
+		about: "1, a gang of its own"}),
+	// Every group of size pods is a gang: its leader and size-1 workers.
 	KindLeaderWorkerSet: {
 		{path: "spec.leaderWorkerTemplate.leaderTemplate", orPath: "spec.leaderWorkerTemplate.workerTemplate",
-			pods: []count{num("spec.replicas", 1)}},
+			podsOf: func(obj, _ map[string]any) (int64, int64) { return lwsGroups(obj), 1 },
+			about:  "`spec.replicas` (absent: 1), 1 per group"},
 		{path: "spec.leaderWorkerTemplate.workerTemplate",
-			pods: []count{num("spec.replicas", 1), {terms: []term{{path: "spec.leaderWorkerTemplate.size", def: 1}}, less: 1}}},
+			podsOf: func(obj, _ map[string]any) (int64, int64) {
+				per := max(intOr(obj, "spec.leaderWorkerTemplate.size", 1)-1, 0)
+				return lwsGroups(obj) * per, per
+			},
+			about: "`spec.replicas` (absent: 1) × (`spec.leaderWorkerTemplate.size` (absent: 1) − 1), size − 1 per group"},
 	},
 	KindPyTorchJob: {{path: "spec.pytorchReplicaSpecs.*.template", pods: []count{num("replicas", 1)}}},
 	KindMPIJob: {
-		{path: "spec.mpiReplicaSpecs.Launcher.template", pods: []count{num("spec.mpiReplicaSpecs.Launcher.replicas", 1)}},
+		// Under WaitForWorkersReady the launcher is made once the workers run: not in their gang.
+		{path: "spec.mpiReplicaSpecs.Launcher.template", podsOf: func(obj, _ map[string]any) (int64, int64) {
+			n := max(intOr(obj, "spec.mpiReplicaSpecs.Launcher.replicas", 1), 0)
+			if lookupPath(obj, "spec.launcherCreationPolicy") == "WaitForWorkersReady" {
+				return n, 0
+			}
+			return n, n
+		}, about: "`spec.mpiReplicaSpecs.Launcher.replicas` (absent: 1), none of them in the gang under `launcherCreationPolicy: WaitForWorkersReady`"},
 		{path: "spec.mpiReplicaSpecs.Worker.template", pods: []count{num("spec.mpiReplicaSpecs.Worker.replicas", 0)}},
 	},
 }
 
-// raySites are a Ray cluster spec's templates: one head, and per worker group replicas
-// (KubeRay raises them to minReplicas) times numOfHosts pods.
+// raySites are a Ray cluster spec's templates: one head, and per worker group its
+// workers times numOfHosts pods. KubeRay keeps replicas within [minReplicas,
+// maxReplicas] and makes none for a suspended group; the gang of an autoscaling cluster
+// holds minReplicas of them.
 func raySites(spec string) []templateSite {
 	return []templateSite{
 		{path: spec + ".headGroupSpec.template"},
-		{path: spec + ".workerGroupSpecs.*.template",
-			pods: []count{{terms: []term{{path: "replicas"}, {path: "minReplicas"}}}, num("numOfHosts", 1)}},
+		{path: spec + ".workerGroupSpecs.*.template", podsOf: func(obj, g map[string]any) (int64, int64) {
+			if lookupPath(g, "suspend") == true {
+				return 0, 0
+			}
+			hosts := max(intOr(g, "numOfHosts", 1), 1)
+			lo := max(intOr(g, "minReplicas", 0), 0)
+			n := min(max(intOr(g, "replicas", lo), lo), intOr(g, "maxReplicas", math.MaxInt32))
+			if lookupPath(obj, spec+".enableInTreeAutoscaling") == true {
+				return n * hosts, lo * hosts
+			}
+			return n * hosts, n * hosts
+		}, about: "`replicas` (absent: `minReplicas`) kept within [`minReplicas`, `maxReplicas`] × `numOfHosts` (absent: 1), none when `suspend`; the gang holds `minReplicas` × `numOfHosts` under `enableInTreeAutoscaling`"},
 	}
+}
+
+// ownGang: the template's one pod is a gang of its own (a RayJob's submitter).
+func ownGang(_, _ map[string]any) (int64, int64) { return 1, 0 }
+
+// lwsGroups is how many groups a LeaderWorkerSet makes.
+func lwsGroups(obj map[string]any) int64 { return max(intOr(obj, "spec.replicas", 1), 0) }
+
+// intOr is the integer at path in m, def when there is none; never above MaxInt32, as
+// the API's counts are int32 (two of them never overflow a product).
+func intOr(m map[string]any, path string, def int64) int64 {
+	if v, ok := integer(lookupPath(m, path)); ok {
+		return min(v, math.MaxInt32)
+	}
+	return def
 }
 
 // A placedTemplate is one pod template of an object.
@@ -112,8 +157,8 @@ type placedTemplate struct {
 	// path is where it is, with list indexes and map keys: spec.replicatedJobs[1].template.spec.template.
 	path string
 	tmpl map[string]any
-	// pods is how many pods it makes.
-	pods int64
+	// pods is how many pods it makes, gang how many of them one gang holds.
+	pods, gang int64
 }
 
 // specPath is where the template's pod spec is.
@@ -132,11 +177,13 @@ func templatesOf(kind string, obj map[string]any, withOrPath bool) []placedTempl
 	for _, s := range podTemplates[kind] {
 		n := len(out)
 		walk(obj, s.path, "", obj, func(where string, tmpl, elem map[string]any) {
-			out = append(out, placedTemplate{path: where, tmpl: tmpl, pods: s.count(elem)})
+			pods, gang := s.count(obj, elem)
+			out = append(out, placedTemplate{path: where, tmpl: tmpl, pods: pods, gang: gang})
 		})
 		if len(out) == n && withOrPath && s.orPath != "" {
 			if tmpl, ok := lookupPath(obj, s.orPath).(map[string]any); ok {
-				out = append(out, placedTemplate{path: s.orPath, tmpl: tmpl, pods: s.count(obj)})
+				pods, gang := s.count(obj, obj)
+				out = append(out, placedTemplate{path: s.orPath, tmpl: tmpl, pods: pods, gang: gang})
 			}
 		}
 	}
@@ -180,9 +227,13 @@ func join(where, seg string) string {
 	return where + "." + seg
 }
 
-// count is how many pods one template of the site makes; elem is what its "*" reached.
-func (s templateSite) count(elem map[string]any) int64 {
-	pods := int64(1)
+// count is how many pods one template of the site makes and how many of them one gang
+// holds; elem is what its "*" reached.
+func (s templateSite) count(obj, elem map[string]any) (pods, gang int64) {
+	if s.podsOf != nil {
+		return s.podsOf(obj, elem)
+	}
+	pods = 1
 	for _, c := range s.pods {
 		var values []int64
 		for _, t := range c.terms {
@@ -197,9 +248,9 @@ func (s templateSite) count(elem map[string]any) int64 {
 			n = slices.Min(values)
 		}
 		// The API's counts are int32; two of them never overflow the product.
-		pods *= min(max(n-c.less, 0), math.MaxInt32)
+		pods *= min(max(n, 0), math.MaxInt32)
 	}
-	return pods
+	return pods, pods
 }
 
 func lookupPath(obj map[string]any, path string) any {

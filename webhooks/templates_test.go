@@ -47,7 +47,8 @@ type customExample struct {
 	name  string
 	obj   *unstructured.Unstructured
 	pods  int64    // every pod of every template
-	gpus  int64    // nvidia.com/gpu of all of them
+	gang  int64    // the pods one gang holds (gangSize), or its declared minimum
+	gpus  int64    // nvidia.com/gpu the gang needs at least
 	paths []string // the templates, as the input names them
 }
 
@@ -68,33 +69,71 @@ func customExamples(t testing.TB) []customExample {
 			},
 		}
 	}
+	// An autoscaling cluster: its gang is the head and minReplicas workers; KubeRay
+	// lowers replicas to maxReplicas and makes none for a suspended group.
+	autoscaling := map[string]any{
+		"enableInTreeAutoscaling": true,
+		"headGroupSpec":           map[string]any{"template": cpu()},
+		"workerGroupSpecs": []any{
+			map[string]any{"groupName": "gpu", "replicas": int64(9), "minReplicas": int64(2), "maxReplicas": int64(4), "template": gpu(8)},
+			map[string]any{"groupName": "parked", "replicas": int64(2), "suspend": true, "template": gpu(8)},
+		},
+	}
+	workers := func(replicas, parallelism int64) map[string]any {
+		return map[string]any{"name": "workers", "replicas": replicas,
+			"template": map[string]any{"spec": map[string]any{"parallelism": parallelism, "template": gpu(8)}}}
+	}
+	declared := customObj(KindJobSet, map[string]any{"replicatedJobs": []any{workers(2, 4),
+		map[string]any{"name": "driver", "template": map[string]any{"spec": map[string]any{"template": cpu()}}}}})
+	declared.SetAnnotations(map[string]string{tesserav1.AnnotationMinAvailable: "3"})
 	return []customExample{
-		{"JobSet", customObj(KindJobSet, map[string]any{"replicatedJobs": []any{
-			map[string]any{"name": "workers", "replicas": int64(2), "template": map[string]any{"spec": map[string]any{"parallelism": int64(4), "template": gpu(8)}}},
+		{"JobSet", customObj(KindJobSet, map[string]any{"replicatedJobs": []any{workers(2, 4),
 			map[string]any{"name": "driver", "template": map[string]any{"spec": map[string]any{"template": cpu()}}},
-		}}), 9, 64, []string{"spec.replicatedJobs[0].template.spec.template", "spec.replicatedJobs[1].template.spec.template"}},
+		}}), 9, 9, 64, []string{"spec.replicatedJobs[0].template.spec.template", "spec.replicatedJobs[1].template.spec.template"}},
+		// The least 3 of its pods ask: the driver and two workers.
+		{"JobSet declaring its gang's size", declared, 9, 3, 16,
+			[]string{"spec.replicatedJobs[0].template.spec.template", "spec.replicatedJobs[1].template.spec.template"}},
 		{"JobSet whose Jobs complete before all run", customObj(KindJobSet, map[string]any{"replicatedJobs": []any{
 			map[string]any{"name": "workers", "template": map[string]any{"spec": map[string]any{"parallelism": int64(4), "completions": int64(2), "template": gpu(8)}}},
-		}}), 2, 16, []string{"spec.replicatedJobs[0].template.spec.template"}},
-		{"RayCluster", customObj(KindRayCluster, ray()), 6, 17,
+		}}), 2, 2, 16, []string{"spec.replicatedJobs[0].template.spec.template"}},
+		{"RayCluster", customObj(KindRayCluster, ray()), 6, 6, 17,
 			[]string{"spec.headGroupSpec.template", "spec.workerGroupSpecs[0].template", "spec.workerGroupSpecs[1].template"}},
-		{"RayJob", customObj(KindRayJob, map[string]any{"rayClusterSpec": ray(), "submitterPodTemplate": cpu()}), 7, 17,
+		{"RayCluster that autoscales", customObj(KindRayCluster, autoscaling), 5, 3, 16,
+			[]string{"spec.headGroupSpec.template", "spec.workerGroupSpecs[0].template", "spec.workerGroupSpecs[1].template"}},
+		// The submitter is a gang of its own.
+		{"RayJob", customObj(KindRayJob, map[string]any{"rayClusterSpec": ray(), "submitterPodTemplate": cpu()}), 7, 6, 17,
 			[]string{"spec.rayClusterSpec.headGroupSpec.template", "spec.rayClusterSpec.workerGroupSpecs[0].template",
 				"spec.rayClusterSpec.workerGroupSpecs[1].template", "spec.submitterPodTemplate"}},
+		// Each group of 4 is a gang: 2 × 32 GPUs in all, 32 per gang.
 		{"LeaderWorkerSet, leaders from the worker template", customObj(KindLeaderWorkerSet, map[string]any{"replicas": int64(2),
-			"leaderWorkerTemplate": map[string]any{"size": int64(4), "workerTemplate": gpu(8)}}), 8, 64,
+			"leaderWorkerTemplate": map[string]any{"size": int64(4), "workerTemplate": gpu(8)}}), 8, 4, 32,
 			[]string{"spec.leaderWorkerTemplate.workerTemplate", "spec.leaderWorkerTemplate.workerTemplate"}},
 		{"LeaderWorkerSet with a leader template", customObj(KindLeaderWorkerSet, map[string]any{"replicas": int64(2),
-			"leaderWorkerTemplate": map[string]any{"size": int64(4), "leaderTemplate": cpu(), "workerTemplate": gpu(8)}}), 8, 48,
+			"leaderWorkerTemplate": map[string]any{"size": int64(4), "leaderTemplate": cpu(), "workerTemplate": gpu(8)}}), 8, 4, 24,
 			[]string{"spec.leaderWorkerTemplate.leaderTemplate", "spec.leaderWorkerTemplate.workerTemplate"}},
+		{"LeaderWorkerSet of small groups", customObj(KindLeaderWorkerSet, map[string]any{"replicas": int64(4),
+			"leaderWorkerTemplate": map[string]any{"size": int64(2), "workerTemplate": gpu(8)}}), 8, 2, 16,
+			[]string{"spec.leaderWorkerTemplate.workerTemplate", "spec.leaderWorkerTemplate.workerTemplate"}},
 		{"PyTorchJob", customObj(KindPyTorchJob, map[string]any{"pytorchReplicaSpecs": map[string]any{
 			"Worker": map[string]any{"replicas": int64(3), "template": gpu(8)},
 			"Master": map[string]any{"replicas": int64(1), "template": gpu(8)},
-		}}), 4, 32, []string{"spec.pytorchReplicaSpecs.Master.template", "spec.pytorchReplicaSpecs.Worker.template"}},
+		}}), 4, 4, 32, []string{"spec.pytorchReplicaSpecs.Master.template", "spec.pytorchReplicaSpecs.Worker.template"}},
+		{"PyTorchJob with a minAvailable", customObj(KindPyTorchJob, map[string]any{
+			"runPolicy": map[string]any{"schedulingPolicy": map[string]any{"minAvailable": int64(2)}},
+			"pytorchReplicaSpecs": map[string]any{
+				"Worker": map[string]any{"replicas": int64(3), "template": gpu(8)},
+				"Master": map[string]any{"replicas": int64(1), "template": gpu(8)},
+			}}), 4, 2, 16, []string{"spec.pytorchReplicaSpecs.Master.template", "spec.pytorchReplicaSpecs.Worker.template"}},
 		{"MPIJob", customObj(KindMPIJob, map[string]any{"mpiReplicaSpecs": map[string]any{
 			"Launcher": map[string]any{"template": cpu()},
 			"Worker":   map[string]any{"replicas": int64(2), "template": gpu(8)},
-		}}), 3, 16, []string{"spec.mpiReplicaSpecs.Launcher.template", "spec.mpiReplicaSpecs.Worker.template"}},
+		}}), 3, 3, 16, []string{"spec.mpiReplicaSpecs.Launcher.template", "spec.mpiReplicaSpecs.Worker.template"}},
+		// The launcher is made once the workers run: they are the gang.
+		{"MPIJob waiting for its workers", customObj(KindMPIJob, map[string]any{"launcherCreationPolicy": "WaitForWorkersReady",
+			"mpiReplicaSpecs": map[string]any{
+				"Launcher": map[string]any{"template": gpu(1)},
+				"Worker":   map[string]any{"replicas": int64(3), "template": gpu(8)},
+			}}), 4, 3, 24, []string{"spec.mpiReplicaSpecs.Launcher.template", "spec.mpiReplicaSpecs.Worker.template"}},
 	}
 }
 
@@ -112,6 +151,14 @@ func TestCustomWorkloadInput(t *testing.T) {
 			}
 			if got := w["gangRequests"].(map[string]any)["nvidia.com/gpu"]; got != ex.gpus {
 				t.Errorf("gangRequests nvidia.com/gpu %v, want %d", got, ex.gpus)
+			}
+			if size, ok := w["minAvailable"]; !ok {
+				size = w["gangSize"]
+				if size != ex.gang {
+					t.Errorf("gangSize %v, want %d", size, ex.gang)
+				}
+			} else if size != ex.gang {
+				t.Errorf("minAvailable %v, want %d", size, ex.gang)
 			}
 			var paths []string
 			var pods int64
@@ -171,7 +218,7 @@ func TestCustomWorkloadAdmission(t *testing.T) {
 					t.Errorf("%s not defaulted: %v", tm.path, tm.tmpl)
 				}
 			}
-			if strings.Contains(string(raw), tesserav1.AnnotationMinAvailable) {
+			if strings.Contains(string(raw), tesserav1.AnnotationMinAvailable) != (ex.obj.GetAnnotations()[tesserav1.AnnotationMinAvailable] != "") {
 				t.Errorf("a gang size was stamped: %s", raw)
 			}
 			// The queue train has a capability of 16 nvidia.com/gpu.
@@ -182,7 +229,7 @@ func TestCustomWorkloadAdmission(t *testing.T) {
 				return
 			}
 			want := fmt.Sprintf(`gang of %d pod(s) needs %d nvidia.com/gpu but queue "train" has a capability of 16; `+
-				"lower the replicas or the per-pod request", ex.pods, ex.gpus)
+				"lower the replicas or the per-pod request", ex.gang, ex.gpus)
 			if resp.Allowed || !strings.Contains(resp.Result.Message, want) {
 				t.Fatalf("allowed %v, %v; want denied: %s", resp.Allowed, resp.Result, want)
 			}

@@ -1,7 +1,7 @@
 # Gang size. minAvailable defaults to ceil(0.8 x replicas) for short jobs and to
 # replicas for long ones; the label tessera.dev/runtime (short | long) decides, else the
 # queue's default runtime, else long. Neither custom workloads (JobSet, RayCluster, ...:
-# the gang is every pod of every template) nor parts of a larger workload
+# the gang is gangSize pods, those one gang of the object holds) nor parts of a larger workload
 # (lib.operator_gang: a JobSet's child Jobs, ...) get a default: the scheduler sizes
 # their gang from the whole workload. A gang larger than its queue's capability, and a
 # minAvailable larger than replicas, are denied.
@@ -42,6 +42,8 @@ gang_size := m if {
 	m := input.workload.minAvailable
 } else := m if {
 	m := mutate.minAvailable
+} else := n if {
+	n := input.workload.gangSize
 } else := n if {
 	input.workload.templates
 	n := input.workload.replicas

@@ -103,7 +103,7 @@ func TestWorkloadGangs(t *testing.T) {
 			b.AddJob(testJob("train-workers-0", "ns", 4).Obj())
 			b.AddPod(jobSetPod("p", "train", "workers", "0").Obj(), 0)
 		}, job: "train-workers-0", tasks: "p", min: 2},
-		{name: "RayCluster: head and workers × hosts, suspended groups left out", add: func(t *testing.T, b *Builder) {
+		{name: "RayCluster: head and workers × hosts within [minReplicas, maxReplicas], suspended groups left out", add: func(t *testing.T, b *Builder) {
 			b.AddWorkload(object(t, `
 apiVersion: ray.io/v1
 kind: RayCluster
@@ -114,12 +114,14 @@ spec:
   - {groupName: gpu, replicas: 3, minReplicas: 1, numOfHosts: 2}
   - {groupName: cpu, replicas: 2}
   - {groupName: off, replicas: 5, suspend: true}
+  - {groupName: raised, replicas: 1, minReplicas: 2}
+  - {groupName: capped, replicas: 9, maxReplicas: 4}
 `))
 			for _, n := range []struct{ name, typ string }{{"rc-head-x", "head"}, {"rc-gpu-worker-a", "worker"}} {
 				b.AddPod(controlledBy(testPod(n.name, "ns").Label(workloads.LabelRayCluster, "rc").Label("ray.io/node-type", n.typ),
 					"ray.io/v1", "RayCluster", "rc", "uid-rc").Obj(), 0)
 			}
-		}, job: "rc", tasks: "rc-gpu-worker-a,rc-head-x", min: 1 + 3*2 + 2, uid: "uid-rc"},
+		}, job: "rc", tasks: "rc-gpu-worker-a,rc-head-x", min: 1 + 3*2 + 2 + 2 + 4, uid: "uid-rc"},
 		{name: "RayCluster autoscaling: minReplicas", add: func(t *testing.T, b *Builder) {
 			b.AddWorkload(object(t, `
 apiVersion: ray.io/v1
@@ -187,6 +189,10 @@ spec:
 			b.AddPod(controlledBy(mpi("mpi-worker-0", "worker"), "kubeflow.org/v2beta1", "MPIJob", "mpi", "uid-mpi").Obj(), 0)
 			b.AddPod(mpi("mpi-launcher-x", "launcher").ControlledBy("Job", "mpi-launcher").Obj(), 0)
 		}, job: "mpi", tasks: "mpi-launcher-x,mpi-worker-0", min: 5},
+		{name: "MPIJob: a Worker's replicas default to none", add: func(t *testing.T, b *Builder) {
+			b.AddWorkload(object(t, `{apiVersion: kubeflow.org/v2beta1, kind: MPIJob, metadata: {name: mpi, namespace: ns}, spec: {mpiReplicaSpecs: {Launcher: {}, Worker: {}}}}`))
+			b.AddPod(testPod("mpi-launcher-x", "ns").Label(workloads.LabelKubeflowJobName, "mpi").Label(workloads.LabelKubeflowOperator, "mpi-operator").Obj(), 0)
+		}, job: "mpi", tasks: "mpi-launcher-x", min: 1},
 		{name: "MPIJob WaitForWorkersReady: the workers", add: func(t *testing.T, b *Builder) {
 			b.AddWorkload(object(t, `
 apiVersion: kubeflow.org/v2beta1

@@ -2,6 +2,7 @@ package workloads
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -76,13 +77,14 @@ func (r Ref) objectSize(o *unstructured.Unstructured, in Input) (int, error) {
 	case RayCluster:
 		return r.rayClusterSize(o)
 	case PyTorchJob:
-		return r.kubeflowSize(o, "pytorchReplicaSpecs", "")
+		return r.kubeflowSize(o, "pytorchReplicaSpecs", "", nil)
 	case MPIJob:
 		skip := ""
 		if str(o, "spec", "launcherCreationPolicy") == "WaitForWorkersReady" {
 			skip = "Launcher" // made once the workers are ready
 		}
-		return r.kubeflowSize(o, "mpiReplicaSpecs", skip)
+		// mpi-operator defaults a Worker's replicas to 0 (a Launcher's to 1).
+		return r.kubeflowSize(o, "mpiReplicaSpecs", skip, map[string]int{"Worker": 0})
 	}
 	return 1, nil
 }
@@ -133,14 +135,11 @@ func (r Ref) jobSetSize(o *unstructured.Unstructured, in Input) (int, error) {
 	return made, nil
 }
 
-// rayClusterSize is the head plus Σ replicas × numOfHosts over the worker groups
-// (minReplicas when the cluster autoscales), suspended groups left out.
+// rayClusterSize is the head plus Σ workers × numOfHosts over the worker groups, where
+// workers is minReplicas when the cluster autoscales, else replicas kept within
+// [minReplicas, maxReplicas] as KubeRay keeps it; suspended groups are left out.
 func (r Ref) rayClusterSize(o *unstructured.Unstructured) (int, error) {
 	autoscaling, _, _ := unstructured.NestedBool(o.Object, "spec", "enableInTreeAutoscaling")
-	count := "replicas"
-	if autoscaling {
-		count = "minReplicas"
-	}
 	groups, _ := field(o, "spec", "workerGroupSpecs")
 	list, _ := groups.([]any)
 	total := 1
@@ -151,9 +150,20 @@ func (r Ref) rayClusterSize(o *unstructured.Unstructured) (int, error) {
 			continue
 		}
 		path := fmt.Sprintf("spec.workerGroupSpecs[%d]", i)
-		n, err := r.intAt(grp, path, 0, count)
+		lo, err := r.intAt(grp, path, 0, "minReplicas")
 		if err != nil {
 			return 0, err
+		}
+		n := lo
+		if !autoscaling {
+			hi, err := r.intAt(grp, path, math.MaxInt32, "maxReplicas")
+			if err != nil {
+				return 0, err
+			}
+			if n, err = r.intAt(grp, path, lo, "replicas"); err != nil {
+				return 0, err
+			}
+			n = min(max(n, lo), hi)
 		}
 		hosts, err := r.intAt(grp, path, 1, "numOfHosts")
 		if err != nil {
@@ -165,8 +175,8 @@ func (r Ref) rayClusterSize(o *unstructured.Unstructured) (int, error) {
 }
 
 // kubeflowSize is runPolicy.schedulingPolicy.minAvailable, else Σ replicas over the
-// replica specs (but skip).
-func (r Ref) kubeflowSize(o *unstructured.Unstructured, specs, skip string) (int, error) {
+// replica specs (but skip); absent replicas are defaults[type], else 1.
+func (r Ref) kubeflowSize(o *unstructured.Unstructured, specs, skip string, defaults map[string]int) (int, error) {
 	if _, ok := field(o, "spec", "runPolicy", "schedulingPolicy", "minAvailable"); ok {
 		return r.intField(o, 1, "spec", "runPolicy", "schedulingPolicy", "minAvailable")
 	}
@@ -178,7 +188,11 @@ func (r Ref) kubeflowSize(o *unstructured.Unstructured, specs, skip string) (int
 			continue
 		}
 		sm, _ := s.(map[string]any)
-		n, err := r.intAt(&unstructured.Unstructured{Object: sm}, "spec."+specs+"."+typ, 1, "replicas")
+		def, ok := defaults[typ]
+		if !ok {
+			def = 1
+		}
+		n, err := r.intAt(&unstructured.Unstructured{Object: sm}, "spec."+specs+"."+typ, def, "replicas")
 		if err != nil {
 			return 0, err
 		}
