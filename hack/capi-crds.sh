@@ -15,19 +15,9 @@ if [[ "${1:-}" == "--all" ]]; then
   dir="${dir}-all"
   files=()
 fi
-if [[ -f "$dir/.complete" ]]; then
-  echo "$dir"
-  exit 0
-fi
-mkdir -p "$dir"
-tmp=$(mktemp -d "$dir/.copy.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
-# Outside any module, so that go.mod and go.sum stay as they are.
-src=$(cd "$tmp" && GOFLAGS=-mod=mod go mod download -json "sigs.k8s.io/cluster-api@${version}" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
-if [[ -z "$src" ]]; then
-  echo "go mod download sigs.k8s.io/cluster-api@${version} gave no directory" >&2
-  exit 1
-fi
+source "$root/hack/lib.sh"
+begin_cache "$dir"
+src=$(module_dir "sigs.k8s.io/cluster-api@${version}")
 bases="$src/core/config/crd/bases"
 if [[ ${#files[@]} -eq 0 ]]; then
   mapfile -t files < <(cd "$bases" && ls ./*.yaml | sed 's|^\./||')
@@ -37,6 +27,4 @@ for f in "${files[@]}"; do
   sed '0,/^metadata:$/s//metadata:\n  labels:\n    cluster.x-k8s.io\/v1beta1: v1beta1\n    cluster.x-k8s.io\/v1beta2: v1beta2/' \
     "$bases/$f" > "$tmp/$f"
 done
-mv "$tmp"/*.yaml "$dir/"
-touch "$dir/.complete"
-echo "$dir"
+end_cache

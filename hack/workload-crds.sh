@@ -16,26 +16,16 @@ crds=(
   "github.com/kubeflow/mpi-operator@v0.6.0 manifests/base/kubeflow.org_mpijobs.yaml"
   "sigs.k8s.io/scheduler-plugins@v0.33.5 config/crd/bases/scheduling.x-k8s.io_podgroups.yaml"
 )
+source "$(dirname "$0")/lib.sh"
 tag=$(printf '%s\n' "${crds[@]}" | sha256sum | cut -c1-12)
-dir="${TESSERA_CACHE:-$HOME/.cache/tessera}/workload-crds/${tag}"
-if [[ -f "$dir/.complete" ]]; then
-  echo "$dir"
-  exit 0
-fi
-mkdir -p "$dir"
-tmp=$(mktemp -d "$dir/.copy.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
+begin_cache "${TESSERA_CACHE:-$HOME/.cache/tessera}/workload-crds/${tag}"
 for entry in "${crds[@]}"; do
   read -r mod file <<<"$entry"
-  # Outside any module, so that go.mod and go.sum stay as they are.
-  src=$(cd "$tmp" && GOFLAGS=-mod=mod go mod download -json "$mod" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
-  if [[ -z "$src" || ! -f "$src/$file" ]]; then
-    echo "go mod download $mod gave no $file" >&2
+  src=$(module_dir "$mod")
+  if [[ ! -f "$src/$file" ]]; then
+    echo "module $mod has no $file" >&2
     exit 1
   fi
   cp "$src/$file" "$tmp/$(basename "$file")"
-  chmod u+w "$tmp/$(basename "$file")"
 done
-mv "$tmp"/*.yaml "$dir/"
-touch "$dir/.complete"
-echo "$dir"
+end_cache

@@ -117,30 +117,9 @@ func TestConvertCases(t *testing.T) {
 			err: "YAML aliases expand to more than"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			objs, err := volcano.Read([]byte(tc.input), "f.yaml")
-			var out []runtime.Object
-			var notes []volcano.Note
-			if err == nil {
-				out, notes, err = volcano.Convert(objs, volcano.Options{})
-			}
-			if tc.err != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.err) {
-					t.Fatalf("got error %v, want one containing %q", err, tc.err)
-				}
+			out, ok := convertCase(t, tc.input, volcano.Options{}, tc.err, tc.notes)
+			if !ok {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			var all []string
-			for _, n := range notes {
-				all = append(all, n.String())
-			}
-			text := strings.Join(all, "\n")
-			for _, w := range tc.notes {
-				if !strings.Contains(text, w) {
-					t.Errorf("no note containing %q in:\n%s", w, text)
-				}
 			}
 			if tc.check != nil && !tc.check(out) {
 				t.Errorf("unexpected output %+v", out)
@@ -148,4 +127,36 @@ func TestConvertCases(t *testing.T) {
 			strictDecode(t, out)
 		})
 	}
+}
+
+// convertCase reads input as f.yaml and converts it with opts. With wantErr ("" for
+// none) the case must fail with an error containing it, and ok is false; else every
+// one of wantNotes must be in a note.
+func convertCase(t *testing.T, input string, opts volcano.Options, wantErr string, wantNotes []string) (out []runtime.Object, ok bool) {
+	t.Helper()
+	objs, err := volcano.Read([]byte(input), "f.yaml")
+	var notes []volcano.Note
+	if err == nil {
+		out, notes, err = volcano.Convert(objs, opts)
+	}
+	if wantErr != "" {
+		if err == nil || !strings.Contains(err.Error(), wantErr) {
+			t.Fatalf("got error %v, want one containing %q", err, wantErr)
+		}
+		return nil, false
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	var all []string
+	for _, n := range notes {
+		all = append(all, n.String())
+	}
+	text := strings.Join(all, "\n")
+	for _, w := range wantNotes {
+		if !strings.Contains(text, w) {
+			t.Errorf("no note containing %q in:\n%s", w, text)
+		}
+	}
+	return out, true
 }

@@ -320,29 +320,9 @@ func TestConvertJobSetCases(t *testing.T) {
 			}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			objs, err := volcano.Read([]byte(tc.input), "f.yaml")
-			if err != nil {
-				t.Fatal(err)
-			}
-			out, notes, err := volcano.Convert(objs, volcano.Options{JobSet: true})
-			if tc.err != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.err) {
-					t.Fatalf("got error %v, want one containing %q", err, tc.err)
-				}
+			out, ok := convertCase(t, tc.input, volcano.Options{JobSet: true}, tc.err, tc.notes)
+			if !ok {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			var all []string
-			for _, n := range notes {
-				all = append(all, n.String())
-			}
-			text := strings.Join(all, "\n")
-			for _, w := range tc.notes {
-				if !strings.Contains(text, w) {
-					t.Errorf("no note containing %q in:\n%s", w, text)
-				}
 			}
 			if tc.check != nil && !tc.check(out) {
 				y, _ := yaml.Marshal(out)

@@ -82,6 +82,18 @@ func TestDryRunConvertVolcano(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	kinds := dryRunConversions(t, e, root, volcano.Options{}, volcano.Options{RewriteNvidiaGPU: true})
+	for _, k := range []string{"Queue", "PodGroup", "Job", "ConfigMap"} {
+		if kinds[k] == 0 {
+			t.Errorf("the fixtures convert to no %s; %v", k, kinds)
+		}
+	}
+}
+
+// dryRunConversions converts every fixture of volcano/testdata with each of opts and
+// dry-runs every object, through YAML as convert writes it; it counts them by kind.
+func dryRunConversions(t *testing.T, e *testenv.Env, root string, opts ...volcano.Options) map[string]int {
+	t.Helper()
 	files, _ := filepath.Glob(filepath.Join(root, "volcano", "testdata", "*.yaml"))
 	if len(files) < 2 {
 		t.Fatalf("fixtures: %v", files)
@@ -96,29 +108,25 @@ func TestDryRunConvertVolcano(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, rewrite := range []bool{false, true} {
-			out, _, err := volcano.Convert(in, volcano.Options{RewriteNvidiaGPU: rewrite})
+		for _, o := range opts {
+			out, _, err := volcano.Convert(in, o)
 			if err != nil {
 				t.Fatalf("%s: %v", f, err)
 			}
-			for _, o := range out {
-				y, err := yaml.Marshal(o) // as convert writes it
+			for _, obj := range out {
+				y, err := yaml.Marshal(obj)
 				if err != nil {
 					t.Fatal(err)
 				}
 				u := decode(t, string(y))
 				kinds[u.GetKind()]++
 				if err := dryRun(t, e, u); err != nil {
-					t.Errorf("%s (rewrite-nvidia-gpu %t): %s %s: %v\n%s", filepath.Base(f), rewrite, u.GetKind(), u.GetName(), err, y)
+					t.Errorf("%s (%+v): %s %s: %v\n%s", filepath.Base(f), o, u.GetKind(), u.GetName(), err, y)
 				}
 			}
 		}
 	}
-	for _, k := range []string{"Queue", "PodGroup", "Job", "ConfigMap"} {
-		if kinds[k] == 0 {
-			t.Errorf("the fixtures convert to no %s; %v", k, kinds)
-		}
-	}
+	return kinds
 }
 
 // TestDryRunGitOpsRepository: every object of the shipped GitOps repository (gitops/,

@@ -1,7 +1,9 @@
 package testenv
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -69,6 +71,19 @@ func RepoRoot() (string, error) {
 	}
 }
 
+// WorkloadCRDDir is the directory of the workload controllers' CRDs that
+// hack/workload-crds.sh copies (from the Go module cache; downloaded the first time).
+func WorkloadCRDDir(root string) (string, error) {
+	out, err := exec.Command(filepath.Join(root, "hack", "workload-crds.sh")).Output()
+	if ee := (*exec.ExitError)(nil); errors.As(err, &ee) {
+		err = fmt.Errorf("%w: %s", err, bytes.TrimSpace(ee.Stderr))
+	}
+	if err != nil {
+		return "", fmt.Errorf("workload CRDs (hack/workload-crds.sh): %w", err)
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
 // Assets returns the directory holding kube-apiserver and etcd, or an error that tells
 // how to build them.
 func Assets(root string) (string, error) {
@@ -106,11 +121,11 @@ func New(opts Options) (*Env, error) {
 	}
 	crdDirs := append([]string{filepath.Join(root, "deploy", "crds")}, opts.ExtraCRDDirs...)
 	if opts.WorkloadCRDs {
-		out, err := exec.Command(filepath.Join(root, "hack", "workload-crds.sh")).Output()
+		dir, err := WorkloadCRDDir(root)
 		if err != nil {
-			return nil, fmt.Errorf("workload CRDs (hack/workload-crds.sh): %w", err)
+			return nil, err
 		}
-		crdDirs = append(crdDirs, strings.TrimSpace(string(out)))
+		crdDirs = append(crdDirs, dir)
 	}
 	env := &envtest.Environment{
 		BinaryAssetsDirectory: assets,
