@@ -36,6 +36,7 @@ const (
 	DefaultCooldown    = 10 * time.Minute
 	DefaultThreshold   = 5
 	DefaultMaxParallel = 1
+	DefaultMinNodes    = 1
 	// DefaultUnderusedGPUPercent turns the Underused method on: nodes at or below half
 	// their GPUs allocated go when their pods fit elsewhere, as Cluster Autoscaler's
 	// utilization threshold and Karpenter's WhenEmptyOrUnderutilized remove them.
@@ -46,7 +47,10 @@ const (
 func PolicyFrom(p *tesserav1.ScaleDownPolicy) (Policy, error) {
 	s := p.Spec
 	out := Policy{Name: p.Name, Selector: labels.Everything(), IdleAfter: DefaultIdleAfter, Cooldown: DefaultCooldown,
-		UtilizationThreshold: s.GPUUtilizationThreshold, MaxParallel: int(s.MaxParallel), MinNodes: int(s.MinNodes), DryRun: s.DryRun}
+		UtilizationThreshold: s.GPUUtilizationThreshold, MaxParallel: int(s.MaxParallel), MinNodes: DefaultMinNodes, DryRun: s.DryRun}
+	if s.MinNodes != nil {
+		out.MinNodes = int(*s.MinNodes)
+	}
 	if s.NodeSelector != nil {
 		sel, err := metav1.LabelSelectorAsSelector(s.NodeSelector)
 		if err != nil {
@@ -81,7 +85,7 @@ func PolicyFrom(p *tesserav1.ScaleDownPolicy) (Policy, error) {
 		out.MaxParallel = DefaultMaxParallel
 	}
 	if out.MaxParallel < 0 || out.MinNodes < 0 {
-		return out, fmt.Errorf("ScaleDownPolicy %s: spec.maxParallel %d and spec.minNodes %d must not be negative", p.Name, s.MaxParallel, s.MinNodes)
+		return out, fmt.Errorf("ScaleDownPolicy %s: spec.maxParallel %d and spec.minNodes %d must not be negative", p.Name, s.MaxParallel, out.MinNodes)
 	}
 	if s.PricePerGPUHour != "" {
 		f, err := strconv.ParseFloat(s.PricePerGPUHour, 64)

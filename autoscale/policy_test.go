@@ -32,3 +32,16 @@ func TestPolicyUnderusedGPUPercent(t *testing.T) {
 }
 
 func ptr(v int32) *int32 { return &v }
+
+// minNodes keeps one node when unset, so that a pool never empties where a cluster
+// autoscaler cannot grow it from zero; 0 stated lets it empty.
+func TestPolicyMinNodesDefault(t *testing.T) {
+	p := &tesserav1.ScaleDownPolicy{ObjectMeta: metav1.ObjectMeta{Name: "p"}}
+	if pol, err := PolicyFrom(p); err != nil || pol.MinNodes != 1 {
+		t.Fatalf("unset: minNodes %d, %v; want 1", pol.MinNodes, err)
+	}
+	p.Spec.MinNodes = ptr(0)
+	if pol, err := PolicyFrom(p); err != nil || pol.MinNodes != 0 {
+		t.Fatalf("0: minNodes %d, %v; want 0", pol.MinNodes, err)
+	}
+}

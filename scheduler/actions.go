@@ -34,7 +34,7 @@ func (enqueue) Execute(s *Session) {
 			}
 		}
 		if min.GPU > s.Snap.Total.GPU {
-			j.Pending = &framework.Reason{Code: framework.ReasonNotEnqueued,
+			j.Pending = &framework.Reason{Code: framework.ReasonClusterTooSmall,
 				Message: fmt.Sprintf("gang needs %s GPU, the cluster has %s", framework.FormatGPU(min.GPU), framework.FormatGPU(s.Snap.Total.GPU))}
 			continue
 		}

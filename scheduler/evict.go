@@ -172,9 +172,16 @@ func (s *Session) podLike(j *framework.Job) (podLike, bool) {
 // its gang does not run (its pending tasks are not extras beyond minMember, for which
 // no job is evicted, as with Volcano's gang plugin).
 func (s *Session) starving(j *framework.Job, sameQueue bool) bool {
-	if j.Count(framework.TaskPending) == 0 || j.Pending == nil || j.Pending.Code == framework.ReasonNotEnqueued ||
-		(j.Pending.Code == framework.ReasonQueueCapability && !sameQueue) {
+	if j.Count(framework.TaskPending) == 0 || j.Pending == nil {
 		return false
+	}
+	switch j.Pending.Code {
+	case framework.ReasonNotEnqueued, framework.ReasonClusterTooSmall, framework.ReasonGangPodsMissing:
+		return false
+	case framework.ReasonQueueCapability:
+		if !sameQueue {
+			return false
+		}
 	}
 	return holding(j) < s.minAvailable(j)
 }

@@ -242,7 +242,7 @@ func (s *Session) placeJob(j *framework.Job, st *Statement, pipelined bool) bool
 		return have >= need
 	}
 	if have+pending < need {
-		j.Pending = &framework.Reason{Code: framework.ReasonGangIncomplete,
+		j.Pending = &framework.Reason{Code: framework.ReasonGangPodsMissing,
 			Message: fmt.Sprintf("%d of %d pods exist; the gang waits for the rest to be created", have+pending, need)}
 		return false
 	}

@@ -646,7 +646,7 @@ func TestPendingReasons(t *testing.T) {
 	snap := testutil.Snapshot(0, ns, []*framework.Job{running, capped, tooBig, model, behind}, q)
 	newTessera(t).RunSession(snap)
 	wantReason(t, capped, framework.ReasonQueueCapability, "queue train-dev at capability 8/10 GPU, job needs 4 more")
-	wantReason(t, tooBig, framework.ReasonNotEnqueued, "gang needs 32 GPU, the cluster has 24")
+	wantReason(t, tooBig, framework.ReasonClusterTooSmall, "gang needs 32 GPU, the cluster has 24")
 	wantReason(t, model, framework.ReasonUnschedulable, "1 GPU does not fit: 0/3 nodes fit: 2 node(s) had no GPU of the requested model, 1 node(s) had untolerated taints")
 	if behind.Pending != nil {
 		// A job behind a capped one in the same queue still runs: capability is not a block.

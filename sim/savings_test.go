@@ -6,6 +6,9 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	tesserav1 "github.com/tessera-gpu/tessera/api/v1alpha1"
 	"github.com/tessera-gpu/tessera/scheduler/framework"
 	"github.com/tessera-gpu/tessera/sim/report"
 	"github.com/tessera-gpu/tessera/sim/trace"
@@ -30,11 +33,14 @@ func burstsInput() ReplayInput {
 
 // Every autoscaler removes the idle nodes and boots them back for the second burst,
 // whose jobs then wait for the boot; always on, nobody waits and all 32 node-hours
-// are paid.
+// are paid. Tessera's policy sets minNodes 0 (its default keeps 1), as the other
+// autoscalers' node groups here have no minimum.
 func TestAutoscaledReplayRemovesAndBootsNodes(t *testing.T) {
 	const boot = 5 * time.Minute
+	zero := int32(0)
+	pol := &tesserav1.ScaleDownPolicy{ObjectMeta: metav1.ObjectMeta{Name: "to-zero"}, Spec: tesserav1.ScaleDownPolicySpec{MinNodes: &zero}}
 	for _, profile := range []string{"tessera", "volcano"} {
-		res, err := RunAutoscaled(Replay{Input: burstsInput(), Profile: profile, Seed: 42}, Autoscaling{BootDelay: boot})
+		res, err := RunAutoscaled(Replay{Input: burstsInput(), Profile: profile, Seed: 42}, Autoscaling{BootDelay: boot, Policy: pol})
 		if err != nil {
 			t.Fatal(err)
 		}

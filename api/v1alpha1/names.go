@@ -78,7 +78,7 @@ const DefaultQueue = "default"
 const DefaultMaxMinRuntime = 30 * time.Minute
 
 // Condition types shared by the kinds. A PodGroup's Scheduled=False condition carries
-// the scheduler's reason code (scheduler/framework: Unschedulable, GangIncomplete,
+// the scheduler's reason code (scheduler/framework: Unschedulable, GangIncomplete, GangPodsMissing,
 // QueueCapabilityExceeded, ...) and its message.
 const (
 	ConditionReady     = "Ready"

@@ -56,10 +56,14 @@ type ScaleDownPolicySpec struct {
 	// +optional
 	Cooldown *metav1.Duration `json:"cooldown,omitempty"`
 
-	// MinNodes is the fewest selected nodes that must remain.
+	// MinNodes is the fewest selected nodes that must remain. The default, 1, keeps a
+	// pool from shrinking to nothing: a cluster autoscaler grows a node group from zero
+	// only when it knows the group's node shape (for Cluster API, capacity annotations
+	// on the MachineDeployment). Set 0 where it does.
 	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:default=1
 	// +optional
-	MinNodes int32 `json:"minNodes,omitempty"`
+	MinNodes *int32 `json:"minNodes,omitempty"`
 
 	// PricePerGPUHour is the cost of one GPU hour, as a decimal string, for savings reports.
 	// +kubebuilder:validation:Pattern=`^[0-9]+(\.[0-9]+)?$`

@@ -80,7 +80,10 @@ func strip(obj any) (any, error) {
 		delete(u.Object, "status") // a workload's size is in its spec
 	}
 	if p, ok := obj.(*corev1.Pod); ok {
-		p.Status.Conditions = nil
+		// A pending pod keeps its PodScheduled condition, which the status writer updates.
+		p.Status.Conditions = slices.DeleteFunc(p.Status.Conditions, func(c corev1.PodCondition) bool {
+			return p.Spec.NodeName != "" || c.Type != corev1.PodScheduled
+		})
 		p.Status.ContainerStatuses, p.Status.InitContainerStatuses, p.Status.EphemeralContainerStatuses = nil, nil, nil
 		for i := range p.Spec.Containers {
 			c := &p.Spec.Containers[i]

@@ -117,7 +117,7 @@ func explainGroup(snap *framework.Snapshot, state *cache.State, name string) (Ex
 		}
 	}
 	if pg := state.PodGroups[name]; pg != nil {
-		return Explanation{Kind: "PodGroup", Name: name, Queue: pg.Spec.Queue, State: "Pending", Reason: framework.ReasonGangIncomplete,
+		return Explanation{Kind: "PodGroup", Name: name, Queue: pg.Spec.Queue, State: "Pending", Reason: framework.ReasonGangPodsMissing,
 			Message: fmt.Sprintf("0 of %d pods exist", pg.Spec.MinMember), Hint: "create the gang's pods (with the " + tesserav1.LabelPodGroup + " label)"}, nil
 	}
 	return Explanation{}, fmt.Errorf("podgroup %s not found", name)
@@ -166,10 +166,11 @@ func hint(j *framework.Job) string {
 	switch j.Pending.Code {
 	case framework.ReasonNotEnqueued, framework.ReasonQueueCapability:
 		return "raise the capability of " + q + ", or wait for its running jobs to finish"
+	case framework.ReasonGangPodsMissing:
+		return "the gang's other pods must be created (check its Job or controller)"
+	case framework.ReasonClusterTooSmall:
+		return "more GPU nodes (a cluster autoscaler adds them for these pods), or a smaller gang"
 	case framework.ReasonGangIncomplete:
-		if strings.Contains(j.Pending.Message, "pods exist") {
-			return "the gang's other pods must be created (check its Job or controller)"
-		}
 		return fmt.Sprintf("free capacity for %d pods together (smaller jobs finishing, more nodes), or lower minMember", max(j.MinMember, 1))
 	case framework.ReasonTopology:
 		return "free capacity inside one topology domain, or drop spec.topology.required"

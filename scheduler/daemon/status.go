@@ -2,7 +2,9 @@ package daemon
 
 import (
 	"context"
+	"slices"
 	"strings"
+	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
@@ -49,7 +51,7 @@ func (w *StatusWriter) write(ctx context.Context, snap *framework.Snapshot, stat
 		}
 		if j.Count(framework.TaskPending) > 0 {
 			pending[j.Queue.Name]++
-			w.pendingEvents(j, state)
+			w.pending(ctx, j, state)
 		}
 		w.podGroup(ctx, j, state)
 		c := jobs[j.Queue]
@@ -74,8 +76,10 @@ func (w *StatusWriter) write(ctx context.Context, snap *framework.Snapshot, stat
 	}
 }
 
-// pendingEvents records why the job's pending pods wait.
-func (w *StatusWriter) pendingEvents(j *framework.Job, state *cache.State) {
+// pending records why the job's pending pods wait: an event and their PodScheduled
+// condition. Every pod of a gang gets it in the same session, so that a cluster
+// autoscaler sees at once all the nodes the gang needs.
+func (w *StatusWriter) pending(ctx context.Context, j *framework.Job, state *cache.State) {
 	if j.Pending == nil {
 		return
 	}
@@ -85,7 +89,52 @@ func (w *StatusWriter) pendingEvents(j *framework.Job, state *cache.State) {
 		}
 		if pod := state.Pods[types.UID(t.UID)]; pod != nil {
 			w.events.Warn(pod, "FailedScheduling", "Scheduling", "%s: %s", j.Pending.Code, j.Pending.Message)
+			w.podScheduled(ctx, pod, j.Pending)
 		}
+	}
+}
+
+// conditionRefresh is how often at most a pending pod's PodScheduled condition is
+// rewritten when only its message changed.
+const conditionRefresh = time.Minute
+
+// podScheduled sets a pending pod's PodScheduled condition to False with why it waits,
+// as kube-scheduler writes it. Its reason is Unschedulable, which Cluster Autoscaler,
+// Karpenter and the Cluster API autoscaler provision nodes for, only where more nodes
+// would let the pod run (framework.NodesWouldHelp); otherwise it is the scheduler's
+// reason code (QueueCapabilityExceeded, GangPodsMissing, ...), which they leave alone.
+func (w *StatusWriter) podScheduled(ctx context.Context, pod *corev1.Pod, r *framework.Reason) {
+	if pod.DeletionTimestamp != nil || pod.Spec.NodeName != "" {
+		return
+	}
+	want := corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: r.Code, Message: r.Message}
+	if framework.NodesWouldHelp(r.Code) {
+		want.Reason, want.Message = corev1.PodReasonUnschedulable, r.Code+": "+r.Message
+	}
+	now := metav1.Now()
+	i := slices.IndexFunc(pod.Status.Conditions, func(c corev1.PodCondition) bool { return c.Type == corev1.PodScheduled })
+	if i >= 0 {
+		have := pod.Status.Conditions[i]
+		if have.Status == want.Status && have.Reason == want.Reason &&
+			(have.Message == want.Message || now.Sub(have.LastProbeTime.Time) < conditionRefresh) {
+			return
+		}
+		want.LastTransitionTime = have.LastTransitionTime
+		if have.Status != want.Status {
+			want.LastTransitionTime = now
+		}
+	} else {
+		want.LastTransitionTime = now
+	}
+	want.LastProbeTime = now
+	patched := pod.DeepCopy() // the cache's object is shared: never modify it
+	if i >= 0 {
+		patched.Status.Conditions[i] = want
+	} else {
+		patched.Status.Conditions = append(patched.Status.Conditions, want)
+	}
+	if err := w.client.Status().Patch(ctx, patched, client.StrategicMergeFrom(pod)); err != nil && !apierrors.IsNotFound(err) {
+		w.log.Info("pod condition update failed", "pod", pod.Namespace+"/"+pod.Name, "error", err.Error())
 	}
 }
 

@@ -19,7 +19,21 @@ const (
 	ReasonQueueNotFound   = "QueueNotFound"           // the job names a queue that does not exist
 	ReasonQueueRefused    = "QueueRefused"            // the job's queue does not take its namespace or priority class
 	ReasonGangSizeUnknown = "GangSizeUnknown"         // the gang's size is not known yet (its sizing object or declared size is missing)
+	ReasonGangPodsMissing = "GangPodsMissing"         // fewer pods exist than the gang's minMember: its controller has not made them yet
+	ReasonClusterTooSmall = "ClusterTooSmall"         // the gang needs more GPUs than every node of the cluster has together
 )
+
+// NodesWouldHelp reports whether more nodes could let a job pending for reason code
+// run: it waits for room, not for its queue's capability, its admission, its
+// controller or its eviction. Pods pending for such a reason are what cluster
+// autoscalers provision nodes for (PodScheduled False, reason Unschedulable).
+func NodesWouldHelp(code string) bool {
+	switch code {
+	case ReasonUnschedulable, ReasonGangIncomplete, ReasonTopology, ReasonWaitingInLine, ReasonReserved, ReasonClusterTooSmall:
+		return true
+	}
+	return false
+}
 
 // Reason is why a job is pending: a code and a message for people.
 type Reason struct {

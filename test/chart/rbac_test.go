@@ -49,6 +49,7 @@ var allowedRBAC = []grant{
 	g("tessera-scheduler", clusterWide, "leaderworkerset.x-k8s.io", "leaderworkersets", "list,watch"),
 	g("tessera-scheduler", clusterWide, "kubeflow.org", "pytorchjobs,mpijobs", "list,watch"),
 	g("tessera-scheduler", clusterWide, "", "pods/binding,pods/eviction", "create"),
+	g("tessera-scheduler", clusterWide, "", "pods/status", "patch"),
 	g("tessera-scheduler", clusterWide, "tessera.dev", "podgroups", "create"),
 	g("tessera-scheduler", clusterWide, "tessera.dev", "podgroups/status,queues/status", "patch"),
 	g("tessera-scheduler", clusterWide, "events.k8s.io", "events", "create,patch"),

@@ -237,7 +237,9 @@ func TestCustomWorkloadAdmission(t *testing.T) {
 	if at(stored(ctx, t, c, inference).Object, "spec", "leaderWorkerTemplate", "leaderTemplate") != nil {
 		t.Error("the webhook made a leader template")
 	}
-	refused(t, "LeaderWorkerSet of 5 leaders x 8 GPUs", c.Create(ctx, lws("too-big", 5, 1)), "gang of 5 pod(s) needs 40 nvidia.com/gpu")
+	// Each group is a gang: 5 groups of one pod fit a queue of 32 GPUs, one group of 5 does not.
+	must(t, "LeaderWorkerSet of 5 groups of 1 pod x 8 GPUs", c.Create(ctx, lws("many", 5, 1)))
+	refused(t, "LeaderWorkerSet of 1 group of 5 pods x 8 GPUs", c.Create(ctx, lws("too-big", 1, 5)), "gang of 5 pod(s) needs 40 nvidia.com/gpu")
 
 	pt := customWorkload("kubeflow.org/v1", "PyTorchJob", "ddp", map[string]any{"pytorchReplicaSpecs": map[string]any{
 		"Master": map[string]any{"replicas": int64(1), "template": template(t, gpuPod(8), "")},
