@@ -45,11 +45,17 @@ type eviction struct {
 	reason string
 }
 
+// podsMissingGrace is how long a gang bound below minMember may wait for its
+// controller to make its missing pods (a Job's pods created in batches, a JobSet's next
+// stage, a LeaderWorkerSet's workers once its leader is ready) before it is evicted.
+const podsMissingGrace = time.Minute
+
 // repairGangs finds gangs bound below minMember (binds that failed, a scheduler
 // restarted mid-gang, members deleted). Such a gang gets one period for its missing
-// members to bind — this session placed them again if it could — and is then evicted:
-// its bound pods go, so that it restarts whole rather than holding GPUs it cannot use.
-// It returns the evictions and the jobs whose bindings must not be written.
+// members to bind — this session placed them again if it could — or podsMissingGrace
+// while some of them do not exist yet, and is then evicted: its bound pods go, so that
+// it restarts whole rather than holding GPUs it cannot use. It returns the evictions
+// and the jobs whose bindings must not be written.
 func (b *Binder) repairGangs(snap *framework.Snapshot, now time.Time) ([]eviction, map[*framework.Job]bool) {
 	seen := map[string]bool{}
 	var out []eviction
@@ -68,7 +74,11 @@ func (b *Binder) repairGangs(snap *framework.Snapshot, now time.Time) ([]evictio
 			b.partial[j.UID] = now
 			continue
 		}
-		if now.Sub(first) < b.opts.Period {
+		grace := b.opts.Period
+		if len(j.Tasks) < j.MinMember { // its controller has not made them all yet
+			grace = max(grace, podsMissingGrace)
+		}
+		if now.Sub(first) < grace {
 			continue
 		}
 		why := fmt.Sprintf("gang %s had %d of %d pods bound for %s and could not complete; its bound pods are evicted so that it restarts whole",

@@ -153,3 +153,38 @@ spec: {schedulingPolicy: {gang: {minCount: 3}}}
 	h.pod(member("gang-2"))
 	h.allBound("the gang of 3", 3)
 }
+
+// TestLeaderReadyGroupStartsInTwoSteps: a LeaderWorkerSet group under LeaderReady
+// places its leader alone; while its workers are not made (the controller waits for the
+// leader to be ready) the bound leader is not evicted as a partial gang; the workers,
+// once made, bind beside it as one gang.
+func TestLeaderReadyGroupStartsInTwoSteps(t *testing.T) {
+	h := newHarness(t)
+	h.node("a", 8, nil)
+	h.create(`
+apiVersion: leaderworkerset.x-k8s.io/v1
+kind: LeaderWorkerSet
+metadata: {name: serve}
+spec:
+  startupPolicy: LeaderReady
+  leaderWorkerTemplate:
+    size: 3
+    workerTemplate: {spec: {containers: [{name: main, image: server}]}}
+`)
+	member := func(name, worker string) *apitest.PodWrapper {
+		return h.makePod(name).GPU(2).Label(workloads.LabelLWSName, "serve").Label(workloads.LabelLWSGroupIndex, "0").
+			Label(workloads.LabelLWSWorkerIndex, worker).Annotation(workloads.AnnotationLWSSize, "3")
+	}
+	h.pod(member("serve-0", "0"))
+	h.run(h.daemon(nil))
+	h.allBound("the leader alone", 1)
+	time.Sleep(5 * h.period)
+	for _, p := range h.pods() {
+		if p.DeletionTimestamp != nil {
+			t.Fatalf("%s evicted while the group's workers were not made yet", p.Name)
+		}
+	}
+	h.pod(member("serve-0-1", "1"))
+	h.pod(member("serve-0-2", "2"))
+	h.allBound("the workers beside their leader", 3)
+}

@@ -99,8 +99,8 @@ func (s *build) workloadJob(e *jobMemo, r workloads.Ref) {
 	j.UID = uidOr(j.UID, e.key)
 	in := workloads.Input{Object: obj, Children: func() []*batchv1.Job { return s.jobSetChildren(p.Namespace, r) }}
 	for _, ta := range e.tasks {
-		if tr, ok := workloads.Of(ta.pod); ok && tr.Leader() && (ta.task.Status.Holds() || ta.task.Status == framework.TaskSucceeded) {
-			in.LeaderPlaced = true
+		if tr, ok := workloads.Of(ta.pod); ok && !tr.Leader() {
+			in.WorkersMade = true
 		}
 	}
 	size, err := r.Size(p.Namespace, in)

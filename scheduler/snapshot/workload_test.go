@@ -3,6 +3,7 @@ package snapshot
 import (
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -149,6 +150,18 @@ spec:
 			b.AddPod(testPod("lws-0", "ns").Label(workloads.LabelLWSName, "lws").Label(workloads.LabelLWSGroupIndex, "0").
 				Label(workloads.LabelLWSWorkerIndex, "0").Annotation(workloads.AnnotationLWSSize, "4").Obj(), 0)
 		}, job: "lws-0", tasks: "lws-0", min: 1},
+		{name: "LeaderWorkerSet LeaderReady: the leader placed, alone until its workers are made", add: func(t *testing.T, b *Builder) {
+			b.AddWorkload(object(t, `{apiVersion: leaderworkerset.x-k8s.io/v1, kind: LeaderWorkerSet, metadata: {name: lws, namespace: ns}, spec: {startupPolicy: LeaderReady}}`))
+			b.AddPod(testPod("lws-0", "ns").Label(workloads.LabelLWSName, "lws").Label(workloads.LabelLWSGroupIndex, "0").
+				Label(workloads.LabelLWSWorkerIndex, "0").Annotation(workloads.AnnotationLWSSize, "4").RunningOn("n1", time.Unix(0, 0)).Obj(), 0)
+		}, job: "lws-0", tasks: "lws-0", min: 1},
+		{name: "LeaderWorkerSet LeaderReady: the whole group once its workers are made", add: func(t *testing.T, b *Builder) {
+			b.AddWorkload(object(t, `{apiVersion: leaderworkerset.x-k8s.io/v1, kind: LeaderWorkerSet, metadata: {name: lws, namespace: ns}, spec: {startupPolicy: LeaderReady}}`))
+			for _, p := range []struct{ name, worker string }{{"lws-0", "0"}, {"lws-0-1", "1"}} {
+				b.AddPod(testPod(p.name, "ns").Label(workloads.LabelLWSName, "lws").Label(workloads.LabelLWSGroupIndex, "0").
+					Label(workloads.LabelLWSWorkerIndex, p.worker).Annotation(workloads.AnnotationLWSSize, "4").Obj(), 0)
+			}
+		}, job: "lws-0", tasks: "lws-0,lws-0-1", min: 4},
 		{name: "PyTorchJob: Σ replicas", add: func(t *testing.T, b *Builder) {
 			b.AddWorkload(object(t, `
 apiVersion: kubeflow.org/v1

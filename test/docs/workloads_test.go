@@ -288,7 +288,7 @@ func TestWorkloadsPageGangSizes(t *testing.T) {
 				}
 			}
 		}
-		size, err := r.Size(pod.Namespace, workloads.Input{Object: sizer, LeaderPlaced: true})
+		size, err := r.Size(pod.Namespace, workloads.Input{Object: sizer, WorkersMade: true})
 		if err != nil || size.Waiting != "" {
 			t.Errorf("%s:%d: the gang %s has no size: %v %s", workloadsPage, c.line, r.Key(), err, size.Waiting)
 			continue

@@ -18,8 +18,9 @@ type Input struct {
 	// Children lists a JobSet's child batch Jobs of the gang's restart attempt; it is
 	// called only for JobSets that order their jobs.
 	Children func() []*batchv1.Job
-	// LeaderPlaced says whether a LeaderWorkerSet group's leader holds its node.
-	LeaderPlaced bool
+	// WorkersMade says whether any pod of a LeaderWorkerSet group besides its leader
+	// exists.
+	WorkersMade bool
 }
 
 // Size is a gang's size.
@@ -38,8 +39,10 @@ func (r Ref) Size(namespace string, in Input) (Size, error) {
 	case KueuePodGroup:
 		return declared(r, namespace, AnnotationKueueTotal)
 	case LeaderWorkerSet:
-		if in.Object != nil && str(in.Object, "spec", "startupPolicy") == "LeaderReady" && !in.LeaderPlaced {
-			return Size{MinMember: 1}, nil // the workers are made once the leader is ready
+		if in.Object != nil && str(in.Object, "spec", "startupPolicy") == "LeaderReady" && !in.WorkersMade {
+			// The workers are made once the leader is ready: until then the leader is
+			// a gang of its own, placed or not.
+			return Size{MinMember: 1}, nil
 		}
 		return declared(r, namespace, AnnotationLWSSize)
 	}
