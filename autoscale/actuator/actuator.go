@@ -21,6 +21,7 @@ import (
 	"github.com/tessera-gpu/tessera/scheduler"
 	"github.com/tessera-gpu/tessera/scheduler/cache"
 	"github.com/tessera-gpu/tessera/scheduler/snapshot"
+	"github.com/tessera-gpu/tessera/scheduler/snapshot/workloads"
 )
 
 // Options tune the actuator.
@@ -37,6 +38,9 @@ type Options struct {
 	StepTimeout time.Duration
 	// Clock is the time source; default the real clock.
 	Clock clock.PassiveClock
+	// Workloads are the workload kinds whose objects size gangs, as the scheduler
+	// watches them (cache.ServedWorkloads), so that the planner sees the same gangs.
+	Workloads []workloads.Kind
 }
 
 func (o *Options) defaults() {
@@ -149,7 +153,7 @@ func (a *Actuator) runPolicy(ctx context.Context, r *round, obj *tesserav1.Scale
 	if err != nil {
 		return err
 	}
-	c, state, err := readCluster(ctx, a.reader, obj, snapshot.Options{WholeGPUs: a.opts.Scheduler.WholeGPUs}, r.now)
+	c, state, err := readCluster(ctx, a.reader, obj, snapshot.Options{WholeGPUs: a.opts.Scheduler.WholeGPUs, Workloads: a.opts.Workloads}, r.now)
 	if err != nil {
 		return err
 	}

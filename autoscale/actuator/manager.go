@@ -81,6 +81,7 @@ func NewManager(restCfg *rest.Config, scheme *runtime.Scheme, cfg Config) (manag
 		return nil, nil, err
 	}
 	cfg.Actuator.defaults()
+	cfg.Actuator.Workloads = cache.ServedWorkloads(mgr.GetRESTMapper())
 	log := cfg.Serving.Log
 	ev := controller.NewEventSink(mgr.GetEventRecorder("tessera-autoscaler"), cfg.Actuator.Clock.Now)
 	act := NewActuator(mgr.GetCache(), mgr.GetClient(), cfg.Infrastructure, ev, NewMetrics(cfg.Registerer), log, cfg.Actuator)

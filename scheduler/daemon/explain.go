@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -16,6 +17,7 @@ import (
 	"github.com/tessera-gpu/tessera/scheduler/cache"
 	"github.com/tessera-gpu/tessera/scheduler/framework"
 	"github.com/tessera-gpu/tessera/scheduler/snapshot"
+	"github.com/tessera-gpu/tessera/scheduler/snapshot/workloads"
 )
 
 // Explanation says where a pod, gang or queue stands and, while it waits, why and what
@@ -59,7 +61,11 @@ func Explain(ctx context.Context, r client.Reader, cfg scheduler.Config, kind, n
 	if err != nil {
 		return Explanation{}, err
 	}
-	snap, state, _, err := cache.New(r, snapshot.Options{WholeGPUs: cfg.WholeGPUs}).Snapshot(ctx, now)
+	var served []workloads.Kind
+	if m, ok := r.(interface{ RESTMapper() meta.RESTMapper }); ok { // a client.Client
+		served = cache.ServedWorkloads(m.RESTMapper())
+	}
+	snap, state, _, err := cache.New(r, snapshot.Options{WholeGPUs: cfg.WholeGPUs, Workloads: served}).Snapshot(ctx, now)
 	if err != nil {
 		return Explanation{}, err
 	}

@@ -93,6 +93,10 @@ spec:
 	if pg := h.getPodGroup("train"); pg == nil || len(pg.OwnerReferences) != 1 || pg.OwnerReferences[0].UID != js.GetUID() || pg.Spec.MinMember != 4 {
 		t.Fatalf("PodGroup train = %+v; want minMember 4, owned by the JobSet", pg)
 	}
+	// explain sees the same gang as the scheduler: the JobSet's, not a child Job's.
+	if e := h.explain("podgroup", h.ns+"/train"); e.Reason != "ClusterTooSmall" || len(e.Pods) != 4 {
+		t.Errorf("explain podgroup train: %+v; want the JobSet's 4 pods, ClusterTooSmall", e)
+	}
 	h.node("b", 8, nil)
 	h.allBound("the JobSet starts whole", 4)
 }

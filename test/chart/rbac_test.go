@@ -72,6 +72,12 @@ var allowedRBAC = []grant{
 	// records scale-downs; Cluster API when this is the management cluster; its Lease.
 	g("tessera-autoscaler", clusterWide, "", "pods,nodes,namespaces", "list,watch"),
 	g("tessera-autoscaler", clusterWide, "batch", "jobs", "list,watch"),
+	g("tessera-autoscaler", clusterWide, "scheduling.k8s.io", "podgroups", "list,watch"),
+	g("tessera-autoscaler", clusterWide, "scheduling.x-k8s.io", "podgroups", "list,watch"),
+	g("tessera-autoscaler", clusterWide, "jobset.x-k8s.io", "jobsets", "list,watch"),
+	g("tessera-autoscaler", clusterWide, "ray.io", "rayclusters", "list,watch"),
+	g("tessera-autoscaler", clusterWide, "leaderworkerset.x-k8s.io", "leaderworkersets", "list,watch"),
+	g("tessera-autoscaler", clusterWide, "kubeflow.org", "pytorchjobs,mpijobs", "list,watch"),
 	g("tessera-autoscaler", clusterWide, "scheduling.k8s.io", "priorityclasses", "list,watch"),
 	g("tessera-autoscaler", clusterWide, "policy", "poddisruptionbudgets", "list,watch"),
 	g("tessera-autoscaler", clusterWide, "tessera.dev", "gpunodes,queues,podgroups,scaledownpolicies", "list,watch"),

@@ -160,3 +160,26 @@ system:serviceaccount:{{ .Release.Namespace }}:tessera-scheduler
   resources: ["mpijobs"]
   scope: Namespaced
 {{- end -}}
+
+{{/*
+tessera.workloadRules: list and watch of the workload objects that size whole-workload
+gangs (watched where the API server serves them), for the scheduler and the autoscaler,
+which snapshots the cluster as the scheduler does.
+*/}}
+{{- define "tessera.workloadRules" -}}
+- apiGroups: ["scheduling.k8s.io", "scheduling.x-k8s.io"]
+  resources: ["podgroups"]
+  verbs: ["list", "watch"]
+- apiGroups: ["jobset.x-k8s.io"]
+  resources: ["jobsets"]
+  verbs: ["list", "watch"]
+- apiGroups: ["ray.io"]
+  resources: ["rayclusters"]
+  verbs: ["list", "watch"]
+- apiGroups: ["leaderworkerset.x-k8s.io"]
+  resources: ["leaderworkersets"]
+  verbs: ["list", "watch"]
+- apiGroups: ["kubeflow.org"]
+  resources: ["pytorchjobs", "mpijobs"]
+  verbs: ["list", "watch"]
+{{- end }}
