@@ -77,9 +77,10 @@ func testScript(t *testing.T, pod object) string {
 	return args[0].(string)
 }
 
-// `helm test` runs one Pod that checks the webhook and the scheduler's Lease, with a
-// ServiceAccount that may only get that Lease; the objects are test hooks, so install
-// and upgrade never create them and the kustomize base leaves them out.
+// `helm test` runs one Pod that checks the webhook, the scheduler's Lease and the node
+// agent's DaemonSet, with a ServiceAccount that may only get those two; the objects are
+// test hooks, so install and upgrade never create them and the kustomize base leaves
+// them out.
 func TestHelmTestHook(t *testing.T) {
 	hooks := hookObjects(t, ``)
 	want := []string{"Pod/tessera-test", "ServiceAccount/tessera-test", "Role/tessera-test", "RoleBinding/tessera-test"}
@@ -103,8 +104,8 @@ func TestHelmTestHook(t *testing.T) {
 		}
 	}
 	role := hooks["Role/tessera-test"]
-	if got := dumpRules(role.obj); got != "coordination.k8s.io/leases[tessera-scheduler]: get" {
-		t.Errorf("Role/tessera-test grants %s, want get on Lease tessera-scheduler only", got)
+	if got := dumpRules(role.obj); got != "coordination.k8s.io/leases[tessera-scheduler]: get; apps/daemonsets[tessera-node-agent]: get" {
+		t.Errorf("Role/tessera-test grants %s, want get on Lease tessera-scheduler and DaemonSet tessera-node-agent only", got)
 	}
 
 	// The script talks to what the chart renders: the webhook Service's https port and
@@ -137,13 +138,21 @@ func TestHelmTestHook(t *testing.T) {
 		}
 	}
 
-	// One scheduler replica: no leader election, so no Lease to check and no token.
+	// One scheduler replica: no leader election, so no Lease to check; without the node
+	// agent too, nothing to ask the API server and no token.
 	hooks = hookObjects(t, `scheduler: {replicas: 1}`)
-	if len(hooks) != 1 || get(hooks["Pod/tessera-test"].obj, "spec", "automountServiceAccountToken") != false {
-		t.Errorf("scheduler.replicas 1: test hooks %v, want the Pod alone, without a token", keys(hooks))
+	if got := dumpRules(hooks["Role/tessera-test"].obj); got != "apps/daemonsets[tessera-node-agent]: get" {
+		t.Errorf("scheduler.replicas 1: Role/tessera-test grants %s, want the DaemonSet only", got)
 	}
 	if s := testScript(t, hooks["Pod/tessera-test"]); strings.Contains(s, "leases/") {
 		t.Errorf("scheduler.replicas 1: the script checks a Lease:\n%s", s)
+	}
+	hooks = hookObjects(t, `{scheduler: {replicas: 1}, nodeAgent: {enabled: false}}`)
+	if len(hooks) != 1 || get(hooks["Pod/tessera-test"].obj, "spec", "automountServiceAccountToken") != false {
+		t.Errorf("scheduler.replicas 1, no node agent: test hooks %v, want the Pod alone, without a token", keys(hooks))
+	}
+	if s := testScript(t, hooks["Pod/tessera-test"]); strings.Contains(s, "daemonsets/") {
+		t.Errorf("no node agent: the script checks its DaemonSet:\n%s", s)
 	}
 	// No webhook: nothing to POST, no certificate to mount.
 	hooks = hookObjects(t, `webhook: {enabled: false}`)
@@ -152,7 +161,7 @@ func TestHelmTestHook(t *testing.T) {
 		t.Errorf("webhook off: the test Pod still checks or mounts the webhook:\n%s", s)
 	}
 	// Neither: no test.
-	if hooks := hookObjects(t, `{webhook: {enabled: false}, scheduler: {enabled: false}}`); len(hooks) != 0 {
+	if hooks := hookObjects(t, `{webhook: {enabled: false}, scheduler: {enabled: false}, nodeAgent: {enabled: false}}`); len(hooks) != 0 {
 		t.Errorf("webhook and scheduler off: test hooks %v", keys(hooks))
 	}
 
@@ -217,13 +226,18 @@ func TestHelmTestScriptRuns(t *testing.T) {
 
 	// The API server: the Lease, compact or indented (the API server indents for curl).
 	holder := "tessera-scheduler-7c9f8d6b5-x2k4q_0f6c1a4e-7d8b-4c3e-9f21-3b5a6c7d8e9f"
-	var leaseJSON string
+	var leaseJSON, agentsJSON string
 	api := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != "/apis/coordination.k8s.io/v1/namespaces/"+namespace+"/leases/tessera-scheduler" || r.Header.Get("Authorization") != "Bearer t0ken" {
+		objects := map[string]string{
+			"/apis/coordination.k8s.io/v1/namespaces/" + namespace + "/leases/tessera-scheduler": leaseJSON,
+			"/apis/apps/v1/namespaces/" + namespace + "/daemonsets/tessera-node-agent":           agentsJSON,
+		}
+		obj, ok := objects[r.URL.Path]
+		if !ok || r.Header.Get("Authorization") != "Bearer t0ken" {
 			http.Error(w, "forbidden", http.StatusForbidden)
 			return
 		}
-		_, _ = w.Write([]byte(leaseJSON))
+		_, _ = w.Write([]byte(obj))
 	}))
 	defer api.Close()
 	saDir := filepath.Join(dir, "sa")
@@ -267,23 +281,31 @@ func TestHelmTestScriptRuns(t *testing.T) {
 	}
 	compact := `{"kind":"Lease","apiVersion":"coordination.k8s.io/v1","metadata":{"name":"tessera-scheduler","namespace":"` + namespace + `"},"spec":{"holderIdentity":"` + holder + `","leaseDurationSeconds":15}}`
 	indented := "{\n  \"kind\": \"Lease\",\n  \"spec\": {\n    \"holderIdentity\": \"" + holder + "\",\n    \"leaseDurationSeconds\": 15\n  }\n}\n"
+	agents := func(desired, ready int) string {
+		return fmt.Sprintf("{\n  \"kind\": \"DaemonSet\",\n  \"status\": {\n    \"currentNumberScheduled\": %d,\n    \"desiredNumberScheduled\": %d,\n    \"numberReady\": %d\n  }\n}\n", desired, desired, ready)
+	}
 	for _, c := range []struct {
 		name      string
 		lease     string
+		agents    string
 		deny      bool
 		pass      bool
 		wantOut   []string
 		rejectOut []string
 	}{
-		{name: "healthy, compact Lease", lease: compact, pass: true,
-			wantOut: []string{"ok: webhook", "ok: scheduler leader " + holder}, rejectOut: []string{"FAIL", "not verified"}},
-		{name: "healthy, indented Lease", lease: indented, pass: true, wantOut: []string{"ok: scheduler leader " + holder}},
-		{name: "no leader", lease: strings.Replace(compact, holder, "", 1),
+		{name: "healthy, compact Lease", lease: compact, agents: agents(2, 2), pass: true,
+			wantOut: []string{"ok: webhook", "ok: scheduler leader " + holder, "ok: node agent ready on 2 of 2 node(s)"}, rejectOut: []string{"FAIL", "not verified"}},
+		{name: "healthy, indented Lease", lease: indented, agents: agents(2, 2), pass: true, wantOut: []string{"ok: scheduler leader " + holder}},
+		{name: "no leader", lease: strings.Replace(compact, holder, "", 1), agents: agents(2, 2),
 			wantOut: []string{"ok: webhook", "FAIL: no tessera-scheduler replica holds the Lease", "lease: "}},
-		{name: "webhook denies", lease: compact, deny: true,
+		{name: "webhook denies", lease: compact, agents: agents(2, 2), deny: true,
 			wantOut: []string{"FAIL: webhook", `"allowed":false`, "ok: scheduler leader"}},
+		{name: "node agent on no node", lease: compact, agents: agents(0, 0),
+			wantOut: []string{"the node agent runs on no node: no node matches nodeAgent.nodeSelector (feature.node.kubernetes.io/pci-10de.present=true)", "FAIL: node agent"}},
+		{name: "node agents not ready", lease: compact, agents: agents(2, 1),
+			wantOut: []string{"node agent ready on 1 of 2 node(s)", "RuntimeClass nvidia", "FAIL: node agent"}},
 	} {
-		leaseJSON, deny = c.lease, c.deny
+		leaseJSON, agentsJSON, deny = c.lease, c.agents, c.deny
 		out, ok := run()
 		if ok != c.pass {
 			t.Errorf("%s: passed=%v, want %v:\n%s", c.name, ok, c.pass, out)

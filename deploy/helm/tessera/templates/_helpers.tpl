@@ -183,3 +183,12 @@ which snapshots the cluster as the scheduler does.
   resources: ["pytorchjobs", "mpijobs"]
   verbs: ["list", "watch"]
 {{- end }}
+
+{{/*
+tessera.selectorText: a node selector as key=value pairs, for messages; "none" when empty.
+*/}}
+{{- define "tessera.selectorText" -}}
+{{- $pairs := list }}
+{{- range $k, $v := . }}{{ $pairs = append $pairs (printf "%s=%s" $k $v) }}{{ end }}
+{{- if $pairs }}{{ join ", " $pairs }}{{ else }}none{{ end }}
+{{- end }}
