@@ -102,6 +102,7 @@ var allowedRBAC = []grant{
 
 	// `helm test`: reads the scheduler's Lease.
 	g("tessera-test", inTessera, "coordination.k8s.io", "leases", "get", "tessera-scheduler"),
+	g("tessera-test", inTessera, "apps", "daemonsets", "get", "tessera-node-agent"),
 
 	// The tenant ClusterRole (tenantRole.create), bound per tenant namespace: runs and
 	// removes its own GPU work; no update or patch, nothing cluster-wide.
