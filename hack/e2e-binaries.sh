@@ -9,12 +9,17 @@
 #   CAPI_MANAGER                             module test/e2e/tools/capi (the Cluster API core manager)
 #   SOURCE_CONTROLLER, KUSTOMIZE_CONTROLLER  module test/e2e/tools/flux
 #   FLUX_CRDS                                a directory with both Flux controllers' CRDs
+#   JOBSET_CONTROLLER, KUBERAY_OPERATOR      module test/e2e/tools/workloads (sigs.k8s.io/jobset,
+#                                            github.com/ray-project/kuberay/ray-operator), one build:
+#                                            about 470 CPU-s, 4 to 10 minutes on 2 cores
+#   WORKLOAD_CRDS                            a directory with JobSet's and KubeRay's CRDs
 #
 # Prints one NAME=/abs/path line per entry above on stdout (progress goes to stderr).
-# When everything is cached it prints and returns at once. The first build takes about 16 minutes
-# on 2 cores after hack/k8s-binaries.sh has run (25 from a cold Go build cache); rebuilding from a
-# warm build cache takes about a minute. With --cached-only it fails, naming what is missing,
-# instead of building.
+# When everything is cached it prints and returns at once. The first build takes about 22 minutes
+# on 2 cores after hack/k8s-binaries.sh has run (30 from a cold Go build cache; downloading the
+# modules is a small part of it: 20 s and 81 MB for JobSet and KubeRay); rebuilding from a warm
+# build cache takes about a minute. With --cached-only it fails, naming what is missing, instead
+# of building.
 #
 # Each wrapper module has its own go.mod, so Tessera's go.mod is never touched, and the builds
 # run without the caller's GOFLAGS (flags meant for Tessera itself).
@@ -44,6 +49,7 @@ k8s_mod="$root/test/tools"
 kwok_mod="$root/test/e2e/tools/kwok"
 capi_mod="$root/test/e2e/tools/capi"
 flux_mod="$root/test/e2e/tools/flux"
+workloads_mod="$root/test/e2e/tools/workloads"
 
 k8s_v=$(modver "$k8s_mod/go.mod" k8s.io/kubernetes)
 kwok_v=$(modver "$kwok_mod/go.mod" sigs.k8s.io/kwok)
@@ -51,22 +57,29 @@ capi_v=$(modver "$capi_mod/go.mod" sigs.k8s.io/cluster-api)
 source_v=$(modver "$flux_mod/go.mod" github.com/fluxcd/source-controller)
 kustomize_v=$(modver "$flux_mod/go.mod" github.com/fluxcd/kustomize-controller)
 if [[ "$source_v" == "$kustomize_v" ]]; then
-  crds_v="$source_v"
+  flux_crds_v="$source_v"
 else
-  crds_v="${source_v}-${kustomize_v}"
+  flux_crds_v="${source_v}-${kustomize_v}"
 fi
+jobset_v=$(modver "$workloads_mod/go.mod" sigs.k8s.io/jobset)
+kuberay_v=$(modver "$workloads_mod/go.mod" github.com/ray-project/kuberay/ray-operator)
 
 k8s_dir="$cache/kubernetes-$k8s_v"
 kwok_dir="$cache/kwok-$kwok_v"
 capi_dir="$cache/cluster-api-$capi_v"
 source_dir="$cache/source-controller-$source_v"
 kustomize_dir="$cache/kustomize-controller-$kustomize_v"
-crds_dir="$cache/flux-crds-$crds_v"
+jobset_dir="$cache/jobset-$jobset_v"
+kuberay_dir="$cache/kuberay-$kuberay_v"
 
-names=(KUBE_APISERVER KUBE_CONTROLLER_MANAGER KWOK CAPI_MANAGER SOURCE_CONTROLLER KUSTOMIZE_CONTROLLER)
+names=(KUBE_APISERVER KUBE_CONTROLLER_MANAGER KWOK CAPI_MANAGER SOURCE_CONTROLLER KUSTOMIZE_CONTROLLER
+  JOBSET_CONTROLLER KUBERAY_OPERATOR)
 paths=("$k8s_dir/kube-apiserver" "$k8s_dir/kube-controller-manager" "$kwok_dir/kwok"
-  "$capi_dir/cluster-api-manager" "$source_dir/source-controller" "$kustomize_dir/kustomize-controller")
-crds_done="$crds_dir/.complete"
+  "$capi_dir/cluster-api-manager" "$source_dir/source-controller" "$kustomize_dir/kustomize-controller"
+  "$jobset_dir/jobset-controller" "$kuberay_dir/kuberay-operator")
+# Directories of CRDs, each complete once it holds .complete.
+crd_names=(FLUX_CRDS WORKLOAD_CRDS)
+crd_dirs=("$cache/flux-crds-$flux_crds_v" "$cache/workload-crds-jobset-$jobset_v-kuberay-$kuberay_v")
 
 # missing: the entries not cached yet, one per line (etcd through hack/k8s-binaries.sh).
 missing() {
@@ -74,7 +87,9 @@ missing() {
   for i in "${!names[@]}"; do
     [[ -x "${paths[$i]}" ]] || echo "${names[$i]} (${paths[$i]})"
   done
-  [[ -f "$crds_done" ]] || echo "FLUX_CRDS ($crds_dir)"
+  for i in "${!crd_names[@]}"; do
+    [[ -f "${crd_dirs[$i]}/.complete" ]] || echo "${crd_names[$i]} (${crd_dirs[$i]})"
+  done
   "$root/hack/k8s-binaries.sh" --cached-only >/dev/null 2>&1 || echo "ETCD (make k8s-binaries)"
 }
 
@@ -85,7 +100,9 @@ print() {
     echo "${names[$i]}=${paths[$i]}"
   done
   echo "ETCD=$etcd_dir/etcd"
-  echo "FLUX_CRDS=$crds_dir"
+  for i in "${!crd_names[@]}"; do
+    echo "${crd_names[$i]}=${crd_dirs[$i]}"
+  done
 }
 
 if [[ -z "$(missing)" ]]; then
@@ -126,6 +143,29 @@ place() {
   mv -f "$1" "$2"
 }
 
+# copy_crds DEST MODULE_DIR MODULE:DIR...: the CRD files of each MODULE's DIR, as the
+# version MODULE_DIR's go.mod requires, into the directory DEST, marked complete.
+copy_crds() {
+  local dest=$1 mod=$2 entry m d src
+  shift 2
+  [[ -f "$dest/.complete" ]] && return
+  mkdir -p "$tmp/crds"
+  for entry in "$@"; do
+    m=${entry%%:*}
+    d=${entry#*:}
+    src=$(cd "$mod" && go mod download -json "$m" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+    if [[ -z "$src" || ! -d "$src/$d" ]]; then
+      echo "go mod download $m gave no directory $d" >&2
+      exit 1
+    fi
+    cp "$src/$d"/*.yaml "$tmp/crds/"
+  done
+  chmod u+w "$tmp"/crds/*.yaml   # the module cache is read-only
+  touch "$tmp/crds/.complete"
+  rm -rf "$dest"
+  mv "$tmp/crds" "$dest"
+}
+
 if [[ ! -x "$k8s_dir/kube-apiserver" || ! -x "$k8s_dir/kube-controller-manager" ]]; then
   minor=${k8s_v#v*.}
   minor=${minor%%.*}
@@ -164,21 +204,17 @@ if [[ ! -x "$source_dir/source-controller" || ! -x "$kustomize_dir/kustomize-con
   place "$tmp/flux/kustomize-controller" "$kustomize_dir/kustomize-controller"
 fi
 
-if [[ ! -f "$crds_done" ]]; then
-  mkdir -p "$tmp/crds"
-  for m in github.com/fluxcd/source-controller github.com/fluxcd/kustomize-controller; do
-    src=$(cd "$flux_mod" && go mod download -json "$m" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
-    if [[ -z "$src" || ! -d "$src/config/crd/bases" ]]; then
-      echo "go mod download $m gave no directory with config/crd/bases" >&2
-      exit 1
-    fi
-    cp "$src"/config/crd/bases/*.yaml "$tmp/crds/"
-  done
-  chmod u+w "$tmp"/crds/*.yaml   # the module cache is read-only
-  touch "$tmp/crds/.complete"
-  rm -rf "$crds_dir"
-  mv "$tmp/crds" "$crds_dir"
+if [[ ! -x "$jobset_dir/jobset-controller" || ! -x "$kuberay_dir/kuberay-operator" ]]; then
+  # One invocation: their dependencies agree (k8s.io v0.35, controller-runtime v0.22).
+  build workloads "$workloads_mod" "" sigs.k8s.io/jobset github.com/ray-project/kuberay/ray-operator
+  place "$tmp/workloads/jobset" "$jobset_dir/jobset-controller"
+  place "$tmp/workloads/ray-operator" "$kuberay_dir/kuberay-operator"
 fi
+
+copy_crds "${crd_dirs[0]}" "$flux_mod" \
+  github.com/fluxcd/source-controller:config/crd/bases github.com/fluxcd/kustomize-controller:config/crd/bases
+copy_crds "${crd_dirs[1]}" "$workloads_mod" \
+  sigs.k8s.io/jobset:config/components/crd/bases github.com/ray-project/kuberay/ray-operator:config/crd/bases
 
 "$root/hack/k8s-binaries.sh" >&2   # etcd; builds it (and the plain kube-apiserver) when missing
 print

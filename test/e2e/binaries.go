@@ -15,6 +15,7 @@ type Binaries map[string]string
 var binaryNames = []string{
 	"KUBE_APISERVER", "ETCD", "KUBE_CONTROLLER_MANAGER", "KWOK", "CAPI_MANAGER",
 	"SOURCE_CONTROLLER", "KUSTOMIZE_CONTROLLER", "FLUX_CRDS",
+	"JOBSET_CONTROLLER", "KUBERAY_OPERATOR", "WORKLOAD_CRDS",
 }
 
 // loadBinaries reads the cached binaries' paths, or says how to build them.

@@ -8,13 +8,15 @@ import (
 	"crypto/x509/pkix"
 	"encoding/pem"
 	"math/big"
+	"net"
 	"os"
 	"path/filepath"
 	"time"
 )
 
-// writeSelfSignedCert writes tls.crt and tls.key for host into dir, for a component's
-// webhook server that nothing calls in the test but that must start.
+// writeSelfSignedCert writes tls.crt and tls.key for host (a DNS name or an IP address)
+// into dir, for a component's webhook server; tls.crt is also the CA bundle of the
+// webhook configurations that call it.
 func writeSelfSignedCert(dir, host string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
@@ -26,11 +28,15 @@ func writeSelfSignedCert(dir, host string) error {
 	tmpl := &x509.Certificate{
 		SerialNumber: big.NewInt(1),
 		Subject:      pkix.Name{CommonName: host},
-		DNSNames:     []string{host},
 		NotBefore:    time.Now().Add(-time.Hour),
 		NotAfter:     time.Now().Add(24 * time.Hour),
 		KeyUsage:     x509.KeyUsageDigitalSignature,
 		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	if ip := net.ParseIP(host); ip != nil {
+		tmpl.IPAddresses = []net.IP{ip}
+	} else {
+		tmpl.DNSNames = []string{host}
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
 	if err != nil {

@@ -55,14 +55,16 @@ const (
 	webhookSecret    = "tessera-webhook-tls"
 )
 
-// Cluster is a running control plane with Tessera, Cluster API, Flux and Prometheus.
+// Cluster is a running control plane with Tessera, Cluster API, Flux, JobSet, KubeRay
+// and Prometheus.
 type Cluster struct {
 	Dir        string
 	Kubeconfig string
 	Client     client.Client
 	// Procs are the running components by name: kube-controller-manager, kwok,
-	// capi-manager, source-controller, kustomize-controller, prometheus, and
-	// tessera-scheduler, tessera-webhook, tessera-autoscaler, agent-<node>.
+	// capi-manager, source-controller, kustomize-controller, jobset-controller,
+	// kuberay-operator, prometheus, and tessera-scheduler, tessera-webhook,
+	// tessera-autoscaler, agent-<node>.
 	Procs map[string]*Process
 	// Prometheus is the server's base URL; Git the repository Flux syncs.
 	Prometheus string
@@ -126,6 +128,7 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 		{"kube-controller-manager and kwok", c.startNodeComponents},
 		{"Prometheus", c.startPrometheus},
 		{"Tessera's webhook, scheduler and autoscaler", c.startTessera},
+		{"the JobSet controller and the KubeRay operator", c.startWorkloadControllers},
 		{"Cluster API and the fake infrastructure provider", c.startClusterAPI},
 		{"Flux and the git server", c.startFlux},
 	} {
@@ -193,7 +196,10 @@ func (c *Cluster) startAPIServer(ctx context.Context, root string) error {
 	if err != nil {
 		return err
 	}
-	env, err := testenv.New(testenv.Options{Assets: assets, ExtraCRDDirs: []string{capiCRDs, c.bins["FLUX_CRDS"], crds}})
+	// The Workload API is served (feature gate GenericWorkload, scheduling.k8s.io/v1alpha3),
+	// and JobSet's and KubeRay's CRDs installed, so that the scheduler watches their gangs.
+	env, err := testenv.New(testenv.Options{Assets: assets, WorkloadAPI: true,
+		ExtraCRDDirs: []string{capiCRDs, c.bins["FLUX_CRDS"], c.bins["WORKLOAD_CRDS"], crds}})
 	if err != nil {
 		return err
 	}
@@ -268,7 +274,11 @@ func (c *Cluster) startTessera(ctx context.Context, root string) error {
 		return err
 	}
 	webhookPort := freePort()
-	if err := c.installWebhooks(ctx, root, webhookPort); err != nil {
+	webhooks, err := c.env.DecodeFiles(filepath.Join(root, "deploy", "kustomize", "base", "webhook", "webhooks.yaml"))
+	if err != nil {
+		return err
+	}
+	if err := c.installWebhooks(ctx, webhooks, fmt.Sprintf("https://localhost:%d", webhookPort), nil); err != nil {
 		return err
 	}
 	certDir := filepath.Join(c.Dir, "webhook-certs")
@@ -309,16 +319,16 @@ func (c *Cluster) startTessera(ctx context.Context, root string) error {
 	return nil
 }
 
-// installWebhooks applies the deployed webhook configurations with the API server
-// calling https://localhost:port instead of the Service.
-func (c *Cluster) installWebhooks(ctx context.Context, root string, port int) error {
-	objs, err := c.env.DecodeFiles(filepath.Join(root, "deploy", "kustomize", "base", "webhook", "webhooks.yaml"))
-	if err != nil {
-		return err
-	}
+// installWebhooks creates the webhook configurations objs with the API server calling
+// base+path (https://localhost:port/...) instead of their Service, checking the server's
+// certificate against caBundle when it is set (else the configurations' own).
+func (c *Cluster) installWebhooks(ctx context.Context, objs []client.Object, base string, caBundle []byte) error {
 	toURL := func(cc *admissionregistrationv1.WebhookClientConfig) {
-		url := fmt.Sprintf("https://localhost:%d%s", port, *cc.Service.Path)
+		url := base + *cc.Service.Path
 		cc.Service, cc.URL = nil, &url
+		if caBundle != nil {
+			cc.CABundle = caBundle
+		}
 	}
 	for _, o := range objs {
 		switch w := o.(type) {

@@ -51,6 +51,7 @@ func TestEndToEnd(t *testing.T) {
 		{"tenant bypasses", s.tenantBypasses},
 		{"preemption", s.preemption},
 		{"scale-down", s.scaleDown},
+		{"workload controllers' gangs", s.workloadGangs},
 		{"gitops changes", s.gitopsChanges},
 	} {
 		s.tl.Logf("== %s", step.name)
