@@ -24,13 +24,7 @@ const vcqueue = "apiVersion: scheduling.volcano.sh/v1beta1\nkind: Queue\nmetadat
 // TestConvertCases: each case of input is converted, refused with an error naming the
 // field, or noted, as the API server and the operator need.
 func TestConvertCases(t *testing.T) {
-	for _, tc := range []struct {
-		name  string
-		input string
-		err   string                      // the error contains it; "" for none
-		notes []string                    // each in some note
-		check func([]runtime.Object) bool // on the output
-	}{
+	for _, tc := range []conversionCase{
 		{name: "restartPolicy set when the Volcano Job has none",
 			input: vcjob("", "      replicas: 2\n"),
 			notes: []string{"spec.tasks[0].template.spec.restartPolicy: not set", "set to OnFailure"},
@@ -117,7 +111,7 @@ func TestConvertCases(t *testing.T) {
 			err: "YAML aliases expand to more than"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			out, ok := convertCase(t, tc.input, volcano.Options{}, tc.err, tc.notes)
+			out, ok := tc.convert(t, volcano.Options{})
 			if !ok {
 				return
 			}
@@ -129,19 +123,28 @@ func TestConvertCases(t *testing.T) {
 	}
 }
 
-// convertCase reads input as f.yaml and converts it with opts. With wantErr ("" for
-// none) the case must fail with an error containing it, and ok is false; else every
-// one of wantNotes must be in a note.
-func convertCase(t *testing.T, input string, opts volcano.Options, wantErr string, wantNotes []string) (out []runtime.Object, ok bool) {
+// conversionCase is one input of a table of conversions and what converting it gives.
+type conversionCase struct {
+	name  string
+	input string
+	err   string                      // the error contains it; "" for none
+	notes []string                    // each in some note
+	check func([]runtime.Object) bool // on the output
+}
+
+// convert reads tc's input as f.yaml and converts it with opts. With tc.err the case
+// must fail with an error containing it, and ok is false; else every one of tc.notes
+// must be in a note.
+func (tc conversionCase) convert(t *testing.T, opts volcano.Options) (out []runtime.Object, ok bool) {
 	t.Helper()
-	objs, err := volcano.Read([]byte(input), "f.yaml")
+	objs, err := volcano.Read([]byte(tc.input), "f.yaml")
 	var notes []volcano.Note
 	if err == nil {
 		out, notes, err = volcano.Convert(objs, opts)
 	}
-	if wantErr != "" {
-		if err == nil || !strings.Contains(err.Error(), wantErr) {
-			t.Fatalf("got error %v, want one containing %q", err, wantErr)
+	if tc.err != "" {
+		if err == nil || !strings.Contains(err.Error(), tc.err) {
+			t.Fatalf("got error %v, want one containing %q", err, tc.err)
 		}
 		return nil, false
 	}
@@ -153,7 +156,7 @@ func convertCase(t *testing.T, input string, opts volcano.Options, wantErr strin
 		all = append(all, n.String())
 	}
 	text := strings.Join(all, "\n")
-	for _, w := range wantNotes {
+	for _, w := range tc.notes {
 		if !strings.Contains(text, w) {
 			t.Errorf("no note containing %q in:\n%s", w, text)
 		}

@@ -239,13 +239,7 @@ func twoTasks(spec, a, b string) string {
 // should, or an error naming the field, with the notes the operator needs.
 func TestConvertJobSetCases(t *testing.T) {
 	jobSet := func(o []runtime.Object) *volcano.JobSet { return o[len(o)-1].(*volcano.JobSet) }
-	for _, tc := range []struct {
-		name  string
-		input string
-		err   string                      // the error contains it; "" for none
-		notes []string                    // each in some note
-		check func([]runtime.Object) bool // on the output
-	}{
+	for _, tc := range []conversionCase{
 		{name: "queue, priority class, TTL and retries carried; no PodGroup",
 			input: twoTasks("  priorityClassName: high\n  ttlSecondsAfterFinished: 60\n  maxRetry: 2\n", "      maxRetry: 5\n", ""),
 			check: func(o []runtime.Object) bool {
@@ -320,7 +314,7 @@ func TestConvertJobSetCases(t *testing.T) {
 			}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			out, ok := convertCase(t, tc.input, volcano.Options{JobSet: true}, tc.err, tc.notes)
+			out, ok := tc.convert(t, volcano.Options{JobSet: true})
 			if !ok {
 				return
 			}

@@ -3,7 +3,6 @@ package capi_test
 import (
 	"context"
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -41,7 +40,9 @@ var (
 )
 
 // TestMain starts one API server with Tessera's and Cluster API's CRDs (hack/capi-crds.sh
-// copies the latter from the module proxy). Nothing runs Cluster API's controllers:
+// copies the latter from the module proxy), and the workload kinds whose objects size
+// gangs (hack/workload-crds.sh, the Workload API), which the autoscaler watches as the
+// scheduler does. Nothing runs Cluster API's controllers:
 // the tests create the MachineDeployments, MachineSets and Machines themselves.
 func TestMain(m *testing.M) {
 	root, err := testenv.RepoRoot()
@@ -50,15 +51,10 @@ func TestMain(m *testing.M) {
 		dir, err = exec.Command(filepath.Join(root, "hack", "capi-crds.sh")).Output()
 	}
 	if err != nil {
-		if os.Getenv("TESSERA_REQUIRE_K8S") == "1" {
-			fmt.Fprintln(os.Stderr, "Cluster API CRDs (hack/capi-crds.sh):", err)
-			os.Exit(1)
-		}
-		fmt.Fprintln(os.Stderr, "skipping API server tests: Cluster API CRDs:", err)
-		os.Exit(m.Run())
+		testenv.MainWithout(m, fmt.Errorf("the Cluster API CRDs (hack/capi-crds.sh): %w", err))
 	}
 	crds = strings.TrimSpace(string(dir))
-	testenv.Main(m, testenv.Options{ExtraCRDDirs: []string{crds}}, func(e *testenv.Env) {
+	testenv.Main(m, testenv.Options{ExtraCRDDirs: []string{crds}, WorkloadCRDs: true, WorkloadAPI: true}, func(e *testenv.Env) {
 		if err := capi.AddToScheme(e.Scheme); err != nil {
 			panic(err)
 		}
@@ -127,16 +123,8 @@ func (h *harness) gpuNode(n string, idleFor time.Duration, annotations map[strin
 		w.Annotation(k, v)
 	}
 	node := w.Obj()
-	status := *node.Status.DeepCopy()
-	h.create(node)
 	h.nodes = append(h.nodes, name)
-	node.Status = status
-	if err := h.c.Status().Update(h.ctx, node); err != nil {
-		h.t.Fatal(err)
-	}
-	// The API server taints a new node not-ready until its kubelet reports; there is none.
-	node.Spec.Taints = nil
-	if err := h.c.Update(h.ctx, node); err != nil {
+	if err := testenv.CreateNode(h.ctx, h.c, node); err != nil {
 		h.t.Fatal(err)
 	}
 	gn := apitest.MakeGPUNode(name).Obj()

@@ -2,7 +2,6 @@ package capi_test
 
 import (
 	"io"
-	"net"
 	"net/http"
 	"path/filepath"
 	"slices"
@@ -31,6 +30,7 @@ import (
 	"github.com/tessera-gpu/tessera/autoscale"
 	"github.com/tessera-gpu/tessera/autoscale/capi"
 	"github.com/tessera-gpu/tessera/internal/apitest"
+	"github.com/tessera-gpu/tessera/internal/kubeclient/kubeclienttest"
 	"github.com/tessera-gpu/tessera/test/testenv"
 )
 
@@ -75,16 +75,6 @@ func granted(rules []rbacv1.PolicyRule) []string {
 		}
 	}
 	return out
-}
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
 }
 
 // TestDeployRBACGrantsExactlyWhatItUses runs `tessera autoscaler`'s manager (leader
@@ -138,7 +128,7 @@ func TestDeployRBACGrantsExactlyWhatItUses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	metricsAddr, probeAddr := freeAddr(t), freeAddr(t)
+	metricsAddr, probeAddr := kubeclienttest.FreeAddr(t), kubeclienttest.FreeAddr(t)
 	mgr, _, err := actuator.NewManager(sa, env.Scheme, actuator.Config{
 		Actuator:       actuator.Options{Scheduler: mustPolicy(t), RevalidateAfter: time.Second},
 		Infrastructure: capi.New(mgmt), Period: 200 * time.Millisecond, Registerer: crmetrics.Registry,

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -126,7 +125,7 @@ func TestKubeconfigLookup(t *testing.T) {
 	// $KUBECONFIG names the cluster: the agent starts, serves, and stops with its context.
 	api := kubeclienttest.NewBlackHole(t)
 	t.Setenv("KUBECONFIG", kubeclienttest.WriteKubeconfig(t, api.URL))
-	metrics, probes := freeAddr(t), freeAddr(t)
+	metrics, probes := kubeclienttest.FreeAddr(t), kubeclienttest.FreeAddr(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	root := newRootCommand()
 	root.SetArgs([]string{"--node-name", "n1", "--fake-gpus", "dgxa100", "--device-plugin-dir=", "--request-timeout=1s",
@@ -174,17 +173,6 @@ func getStatus(t *testing.T, url string) int {
 	}
 }
 
-// freeAddr is a local address free a moment ago.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
-
 // TestBinaryStarts builds the agent with cgo, as Dockerfile.node-agent does, and runs it
 // on this machine, which need not have an NVIDIA driver: go-nvml resolves NVML's symbols
 // only once it loads libnvidia-ml, so the binary must not be bound at start
@@ -225,7 +213,7 @@ func TestBinaryStarts(t *testing.T) {
 	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
 		api := kubeclienttest.NewBlackHole(t)
 		cmd := exec.Command(bin, "--node-name", "n1", "--fake-gpus", "dgxa100", "--device-plugin-dir=", "--kubeconfig", kubeclienttest.WriteKubeconfig(t, api.URL),
-			"--metrics-bind-address", freeAddr(t))
+			"--metrics-bind-address", kubeclienttest.FreeAddr(t))
 		var stderr bytes.Buffer
 		cmd.Stderr = &stderr
 		if err := cmd.Start(); err != nil {

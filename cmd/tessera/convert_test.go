@@ -21,11 +21,7 @@ func TestConvertExitCodes(t *testing.T) {
 	good := "../../volcano/testdata/volcano.yaml"
 	empty := write("empty.yaml", "")
 	v9 := write("v9.yaml", "apiVersion: batch.volcano.sh/v9\nkind: Job\nmetadata: {name: j}\nspec: {}\n")
-	for _, tc := range []struct {
-		args string
-		code int
-		want string
-	}{
+	for _, tc := range []exitCase{
 		{"convert volcano " + good, 0, ""},
 		{"convert volcano " + empty, 2, "empty.yaml: no objects"},
 		{"convert volcano " + good + " " + v9, 2, "apiVersion batch.volcano.sh/v9"},
@@ -33,10 +29,7 @@ func TestConvertExitCodes(t *testing.T) {
 		{"convert volcano", 2, "arg"},
 		{"convert vulcano " + good, 2, `unknown command "vulcano" for "tessera convert"; did you mean volcano?`},
 	} {
-		out, err := execute(strings.Fields(tc.args)...)
-		if got := exitCode(err); got != tc.code || (tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want))) {
-			t.Errorf("%s: exit %d (%v), want %d and an error containing %q", tc.args, got, err, tc.code, tc.want)
-		}
+		out := tc.run(t)
 		if tc.code == 0 && !strings.Contains(out, "restartPolicy: OnFailure") {
 			t.Errorf("%s: output lacks the restart policy:\n%s", tc.args, out)
 		}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/tessera-gpu/tessera/gitops/lint"
 	"github.com/tessera-gpu/tessera/gitops/preview"
+	"github.com/tessera-gpu/tessera/internal/cli"
 	"github.com/tessera-gpu/tessera/internal/kubeclient"
 	"github.com/tessera-gpu/tessera/scheduler"
 	"github.com/tessera-gpu/tessera/sim"
@@ -42,11 +43,11 @@ bound cannot be checked.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if output != "text" && output != "json" {
-				return &exitCodeError{code: 2, err: fmt.Errorf("-o %q: use text or json", output)}
+				return cli.Usage(fmt.Errorf("-o %q: use text or json", output))
 			}
 			findings, err := lint.Lint(cmd.Context(), args[0], opts)
 			if err != nil {
-				return &exitCodeError{code: 2, err: err}
+				return cli.Usage(err)
 			}
 			w := cmd.OutOrStdout()
 			if output == "json" {
@@ -64,7 +65,7 @@ bound cannot be checked.`,
 				}
 			}
 			if len(findings) > 0 {
-				return &exitCodeError{code: 1, err: fmt.Errorf("%d finding(s) in %s", len(findings), args[0])}
+				return &cli.ExitError{Code: cli.ExitFailure, Err: fmt.Errorf("%d finding(s) in %s", len(findings), args[0])}
 			}
 			return nil
 		},
@@ -210,27 +211,18 @@ func count(conds ...bool) int {
 // help.
 func exitCodes(cmd *cobra.Command, findings func(error) bool, exits string) *cobra.Command {
 	cmd.Long += "\n\nExit codes: 0 clean, " + exits + "."
-	usage := func(err error) error {
-		if err == nil {
-			return nil
-		}
-		return &exitCodeError{code: 2, err: err}
-	}
-	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usage(err) })
-	if args := cmd.Args; args != nil {
-		cmd.Args = func(c *cobra.Command, a []string) error { return usage(args(c, a)) }
-	}
+	cli.UsageErrors(cmd)
 	if run := cmd.RunE; run != nil {
 		cmd.RunE = func(c *cobra.Command, a []string) error {
 			err := run(c, a)
-			var ec *exitCodeError
+			var ec *cli.ExitError
 			switch {
 			case err == nil || errors.As(err, &ec):
 				return err
 			case findings != nil && findings(err):
-				return &exitCodeError{code: 1, err: err}
+				return &cli.ExitError{Code: cli.ExitFailure, Err: err}
 			}
-			return usage(err)
+			return cli.Usage(err)
 		}
 	}
 	return cmd
@@ -258,7 +250,7 @@ func unknownSubcommand(cmd *cobra.Command) *cobra.Command {
 		if s := c.SuggestionsFor(args[0]); len(s) > 0 {
 			msg += "; did you mean " + strings.Join(s, " or ") + "?"
 		}
-		return &exitCodeError{code: 2, err: errors.New(msg)}
+		return cli.Usage(errors.New(msg))
 	}
 	return cmd
 }

@@ -13,18 +13,7 @@ import (
 // capability, previewed through the real admission policies on a cluster dump.
 func TestGitOpsPreview(t *testing.T) {
 	const base, cluster = "../../gitops/clusters/example", "../../gitops/preview/testdata/cluster.yaml"
-	head := filepath.Join(t.TempDir(), "head")
-	if err := os.CopyFS(head, os.DirFS(base)); err != nil {
-		t.Fatal(err)
-	}
-	queues := filepath.Join(head, "queues", "queues.yaml")
-	b, err := os.ReadFile(queues)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(queues, []byte(strings.Replace(string(b), `tessera.dev/gpu: "10"`, `tessera.dev/gpu: "12"`, 1)), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	head := editedCopy(t, base, "head", filepath.Join("queues", "queues.yaml"), `tessera.dev/gpu: "10"`, `tessera.dev/gpu: "12"`)
 	noPolicies := "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: []\n"
 	if err := os.WriteFile(filepath.Join(head, "policies", "kustomization.yaml"), []byte(noPolicies), 0o644); err != nil {
 		t.Fatal(err)
@@ -70,34 +59,57 @@ func TestGitOpsPreview(t *testing.T) {
 	}
 }
 
+// editedCopy copies the directory src to a temporary directory called name, replaces
+// the first old with repl in the copy's file rel, and returns the copy.
+func editedCopy(t *testing.T, src, name, rel, old, repl string) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), name)
+	if err := os.CopyFS(dir, os.DirFS(src)); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, rel)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(strings.Replace(string(b), old, repl, 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
 // exitCode is the code main exits with for err.
 func exitCode(err error) int { return cli.ExitCode(err) }
+
+// exitCase is a command line and the exit code it must end with, its error containing
+// want ("" for any error, or none).
+type exitCase struct {
+	args string
+	code int
+	want string
+}
+
+// run executes tc's command line, checks its exit code and error, and returns what it
+// printed on standard output.
+func (tc exitCase) run(t *testing.T) string {
+	t.Helper()
+	out, err := execute(strings.Fields(tc.args)...)
+	if got := exitCode(err); got != tc.code || (tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want))) {
+		t.Errorf("%s: exit %d (%v), want %d and an error containing %q", tc.args, got, err, tc.code, tc.want)
+	}
+	return out
+}
 
 // TestGitOpsExitCodes: 0 clean, 1 findings, 2 unusable input, for lint and preview in
 // every mode; a mistyped subcommand is an error.
 func TestGitOpsExitCodes(t *testing.T) {
 	const example, cluster = "../../gitops/clusters/example", "../../gitops/preview/testdata/cluster.yaml"
-	broken := filepath.Join(t.TempDir(), "broken")
-	if err := os.CopyFS(broken, os.DirFS(example)); err != nil {
-		t.Fatal(err)
-	}
-	policy := filepath.Join(broken, "policies", "max-gpus-per-pod.yaml")
-	b, err := os.ReadFile(policy)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(policy, []byte(strings.Replace(string(b), "limit := 8", "limit := ", 1)), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	broken := editedCopy(t, example, "broken", filepath.Join("policies", "max-gpus-per-pod.yaml"), "limit := 8", "limit := ")
 	cycle := t.TempDir()
 	if err := os.WriteFile(filepath.Join(cycle, "kustomization.yaml"), []byte("resources:\n  - .\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	for _, tc := range []struct {
-		args string
-		code int
-		want string
-	}{
+	for _, tc := range []exitCase{
 		{"gitops lint " + example, 0, ""},
 		{"gitops lint " + broken, 1, "finding(s)"},
 		{"gitops lint " + cycle, 2, "kustomization cycle"},
@@ -114,10 +126,7 @@ func TestGitOpsExitCodes(t *testing.T) {
 		{"gitops preview --base " + example + " --head " + example, 2, "--manifests FILE, --from-cluster or --scenario NAME"},
 		{"gitops preview --bogus", 2, "unknown flag"},
 	} {
-		out, err := execute(strings.Fields(tc.args)...)
-		if got := exitCode(err); got != tc.code || (tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want))) {
-			t.Errorf("%s: exit %d (%v), want %d and an error containing %q", tc.args, got, err, tc.code, tc.want)
-		}
+		out := tc.run(t)
 		if strings.HasPrefix(tc.args, "gitops preview") && tc.code == 0 && !strings.HasPrefix(out, "no change: ") {
 			t.Errorf("%s: want \"no change\" first:\n%s", tc.args, out)
 		}

@@ -16,18 +16,6 @@ import (
 	"github.com/tessera-gpu/tessera/internal/cli"
 )
 
-// exitCodeError carries a process exit code through cobra.
-type exitCodeError struct {
-	code int
-	err  error
-}
-
-func (e *exitCodeError) Error() string { return e.err.Error() }
-func (e *exitCodeError) Unwrap() error { return e.err }
-
-// ExitCode is the process exit code (cli.ExitCode).
-func (e *exitCodeError) ExitCode() int { return e.code }
-
 func main() {
 	root := newRootCommand()
 	root.SetArgs(versionShorthand(os.Args[1:], os.Stderr))

@@ -32,14 +32,7 @@ func TestReadCluster(t *testing.T) {
 		n := apitest.MakeNode(name).Label("nvidia.com/gpu.product", "NVIDIA-A100-SXM4-80GB").Label("nvidia.com/gpu.memory", "81920").
 			Allocatable(corev1.ResourceCPU, "96").Allocatable(corev1.ResourceMemory, "1Ti").Allocatable(corev1.ResourcePods, "110").
 			Allocatable(tesserav1.ResourceNvidiaGPU, "8").Obj()
-		status := *n.Status.DeepCopy()
-		create(n)
-		n.Spec.Taints = nil // the API server's not-ready taint: no kubelet will lift it here
-		if err := c.Update(ctx, n); err != nil {
-			t.Fatal(err)
-		}
-		n.Status = status
-		if err := c.Status().Update(ctx, n); err != nil {
+		if err := testenv.CreateNode(ctx, c, n); err != nil {
 			t.Fatal(err)
 		}
 	}

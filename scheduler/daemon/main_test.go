@@ -140,19 +140,8 @@ func (h *harness) node(name string, gpus int, labels map[string]string) {
 	for k, v := range labels {
 		w.Label(k, v)
 	}
-	n := w.Obj()
-	status := *n.Status.DeepCopy()
-	if err := h.c.Create(h.ctx, n); err != nil {
-		h.t.Fatal(err)
-	}
 	h.nodes = append(h.nodes, name)
-	n.Status = status
-	if err := h.c.Status().Update(h.ctx, n); err != nil {
-		h.t.Fatal(err)
-	}
-	// The API server taints a new node not-ready until its kubelet reports; there is none.
-	n.Spec.Taints = nil
-	if err := h.c.Update(h.ctx, n); err != nil {
+	if err := testenv.CreateNode(h.ctx, h.c, w.Obj()); err != nil {
 		h.t.Fatal(err)
 	}
 }

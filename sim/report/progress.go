@@ -59,33 +59,43 @@ func IsTerminal(w io.Writer) bool {
 
 // Add records n more units done. A nil *Progress does nothing.
 func (p *Progress) Add(n int) {
-	if p == nil {
-		return
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.finished {
-		return
-	}
-	p.done += n
-	if p.tty {
-		if t := p.now(); t.Sub(p.lastDraw) >= redrawEvery {
-			p.lastDraw = t
-			p.draw(t)
+	p.whileReporting(func() {
+		p.done += n
+		if p.tty {
+			if t := p.now(); t.Sub(p.lastDraw) >= redrawEvery {
+				p.lastDraw = t
+				p.draw(t)
+			}
+			return
 		}
-		return
-	}
-	if p.total > 0 {
-		if tenth := min(p.done*10/p.total, 10); tenth > p.lastTenth {
-			p.lastTenth = tenth
-			p.line(p.now())
+		if p.total > 0 {
+			if tenth := min(p.done*10/p.total, 10); tenth > p.lastTenth {
+				p.lastTenth = tenth
+				p.line(p.now())
+			}
 		}
-	}
+	})
 }
 
 // Done finishes the report: the final state is drawn (a terminal line is ended with a
 // newline) unless it was already printed. Later calls to Add and Done do nothing.
 func (p *Progress) Done() {
+	p.whileReporting(func() {
+		p.finished = true
+		t := p.now()
+		if p.tty {
+			p.draw(t)
+			fmt.Fprintln(p.w)
+			return
+		}
+		if p.done != p.printed {
+			p.line(t)
+		}
+	})
+}
+
+// whileReporting runs f with p locked, unless p is nil or its report is finished.
+func (p *Progress) whileReporting(f func()) {
 	if p == nil {
 		return
 	}
@@ -94,16 +104,7 @@ func (p *Progress) Done() {
 	if p.finished {
 		return
 	}
-	p.finished = true
-	t := p.now()
-	if p.tty {
-		p.draw(t)
-		fmt.Fprintln(p.w)
-		return
-	}
-	if p.done != p.printed {
-		p.line(t)
-	}
+	f()
 }
 
 // draw redraws the terminal line in place.

@@ -230,16 +230,7 @@ func (b *bench) watchBinds(ctx context.Context, ns string, pods int, r runner) (
 			fmt.Fprintf(os.Stderr, "%s: %d/%d bound\n", ns, len(bound), pods)
 		}
 	}
-	factory := informers.NewSharedInformerFactoryWithOptions(b.cs, 0, informers.WithNamespace(ns))
-	inf := factory.Core().V1().Pods().Informer()
-	if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{AddFunc: seen, UpdateFunc: func(_, o any) { seen(o) }}); err != nil {
-		return first, last, err
-	}
-	wctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	factory.Start(wctx.Done())
-	factory.WaitForCacheSync(wctx.Done())
-	stop, err := r.start(ctx, ns)
+	stop, err := b.startWatched(ctx, ns, r, seen)
 	if err != nil {
 		return first, last, err
 	}
@@ -254,6 +245,28 @@ func (b *bench) watchBinds(ctx context.Context, ns string, pods int, r runner) (
 	mu.Lock()
 	defer mu.Unlock()
 	return first, last, nil
+}
+
+// startWatched starts an informer that calls seen with every pod of ns added or
+// updated and, once it has synced, starts r; stop stops r, then the informer.
+func (b *bench) startWatched(ctx context.Context, ns string, r runner, seen func(obj any)) (stop func(), err error) {
+	factory := informers.NewSharedInformerFactoryWithOptions(b.cs, 0, informers.WithNamespace(ns))
+	inf := factory.Core().V1().Pods().Informer()
+	if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{AddFunc: seen, UpdateFunc: func(_, o any) { seen(o) }}); err != nil {
+		return nil, err
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	factory.Start(wctx.Done())
+	factory.WaitForCacheSync(wctx.Done())
+	stopRunner, err := r.start(ctx, ns)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	return func() {
+		stopRunner()
+		cancel()
+	}, nil
 }
 
 func (b *bench) deletePods(ctx context.Context, ns string) error {

@@ -66,16 +66,7 @@ func (b *bench) churn(ctx context.Context, ns string, r runner, fill int, rate f
 			fmt.Fprintf(os.Stderr, "%s: %d/%d bound\n", ns, n, fill)
 		}
 	}
-	factory := informers.NewSharedInformerFactoryWithOptions(b.cs, 0, informers.WithNamespace(ns))
-	inf := factory.Core().V1().Pods().Informer()
-	if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{AddFunc: seen, UpdateFunc: func(_, o any) { seen(o) }}); err != nil {
-		return res, err
-	}
-	wctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	factory.Start(wctx.Done())
-	factory.WaitForCacheSync(wctx.Done())
-	stop, err := r.start(ctx, ns)
+	stop, err := b.startWatched(ctx, ns, r, seen)
 	if err != nil {
 		return res, err
 	}

@@ -12,7 +12,6 @@ import (
 	"regexp"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -91,25 +90,9 @@ func collectKeys(root string) (map[string]*key, error) {
 				return err
 			}
 			pkg := filepath.ToSlash(filepath.Dir(rel))
-			for _, decl := range f.Decls {
-				gd, ok := decl.(*ast.GenDecl)
-				if !ok || gd.Tok != token.CONST {
-					continue
-				}
-				for _, spec := range gd.Specs {
-					vs := spec.(*ast.ValueSpec)
-					for i, v := range vs.Values {
-						lit, ok := v.(*ast.BasicLit)
-						if !ok || lit.Kind != token.STRING {
-							continue
-						}
-						s, _ := strconv.Unquote(lit.Value)
-						if !strings.HasPrefix(s, "tessera.dev/") {
-							continue
-						}
-						name := vs.Names[i].Name
-						add(s, kindOf(name), pkg+"."+name, docOf(vs, gd))
-					}
+			for _, c := range stringConsts(f) {
+				if strings.HasPrefix(c.value, "tessera.dev/") {
+					add(c.value, kindOf(c.name.Name), pkg+"."+c.name.Name, docOf(c.spec, c.decl))
 				}
 			}
 		case strings.HasPrefix(filepath.ToSlash(rel), "rego/policies/") && strings.HasSuffix(path, ".rego") && !strings.HasSuffix(path, "_test.rego"):

@@ -443,25 +443,11 @@ func workloadsConstants(t *testing.T) ([]workloads.Kind, map[string]bool) {
 	}
 	var kinds []workloads.Kind
 	names := map[string]bool{}
-	for _, decl := range f.Decls {
-		gd, ok := decl.(*ast.GenDecl)
-		if !ok || gd.Tok != token.CONST {
-			continue
-		}
-		for _, spec := range gd.Specs {
-			vs := spec.(*ast.ValueSpec)
-			for _, v := range vs.Values {
-				lit, ok := v.(*ast.BasicLit)
-				if !ok || lit.Kind != token.STRING {
-					continue
-				}
-				s, _ := strconv.Unquote(lit.Value)
-				if id, ok := vs.Type.(*ast.Ident); ok && id.Name == "Kind" {
-					kinds = append(kinds, workloads.Kind(s))
-				} else {
-					names[s] = true
-				}
-			}
+	for _, c := range stringConsts(f) {
+		if id, ok := c.spec.Type.(*ast.Ident); ok && id.Name == "Kind" {
+			kinds = append(kinds, workloads.Kind(c.value))
+		} else {
+			names[c.value] = true
 		}
 	}
 	if len(kinds) == 0 {

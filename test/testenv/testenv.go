@@ -13,6 +13,7 @@ import (
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -186,6 +187,25 @@ func SkipOrFail(t testing.TB, err error) {
 	t.Skipf("skipping: %v", err)
 }
 
+// CreateNode creates node as a kubelet would leave it: with its status (which Create
+// drops) and without the not-ready taint the API server puts on a new node, which no
+// kubelet lifts here. node is left as last written.
+func CreateNode(ctx context.Context, c client.Client, node *corev1.Node) error {
+	status := *node.Status.DeepCopy()
+	if err := c.Create(ctx, node); err != nil {
+		return fmt.Errorf("create node %s: %w", node.Name, err)
+	}
+	node.Status = status
+	if err := c.Status().Update(ctx, node); err != nil {
+		return fmt.Errorf("status of node %s: %w", node.Name, err)
+	}
+	node.Spec.Taints = nil
+	if err := c.Update(ctx, node); err != nil {
+		return fmt.Errorf("taints of node %s: %w", node.Name, err)
+	}
+	return nil
+}
+
 // Context returns a context that ends with the test or after d.
 func Context(t testing.TB, d time.Duration) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), d)
@@ -199,12 +219,7 @@ func Context(t testing.TB, d time.Duration) context.Context {
 func Main(m *testing.M, opts Options, ready func(*Env)) {
 	e, err := New(opts)
 	if err != nil {
-		if os.Getenv("TESSERA_REQUIRE_K8S") == "1" {
-			fmt.Fprintln(os.Stderr, "real API server required:", err)
-			os.Exit(1)
-		}
-		fmt.Fprintln(os.Stderr, "skipping API server tests:", err)
-		os.Exit(m.Run())
+		MainWithout(m, err)
 	}
 	ready(e)
 	code := m.Run()
@@ -212,4 +227,16 @@ func Main(m *testing.M, opts Options, ready func(*Env)) {
 		fmt.Fprintln(os.Stderr, "stop API server:", err)
 	}
 	os.Exit(code)
+}
+
+// MainWithout is the end of a TestMain whose API server cannot start, for err: it runs
+// the tests with no Env (they should skip) and exits, unless TESSERA_REQUIRE_K8S=1
+// makes that a failure.
+func MainWithout(m *testing.M, err error) {
+	if os.Getenv("TESSERA_REQUIRE_K8S") == "1" {
+		fmt.Fprintln(os.Stderr, "real API server required:", err)
+		os.Exit(1)
+	}
+	fmt.Fprintln(os.Stderr, "skipping API server tests:", err)
+	os.Exit(m.Run())
 }

@@ -54,6 +54,18 @@ func NewBlackHole(t testing.TB) *BlackHole {
 	return b
 }
 
+// FreeAddr is a local address (127.0.0.1:PORT) that was free a moment ago, for a
+// command's metrics or health endpoint.
+func FreeAddr(t testing.TB) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
 // Conns is how many connections b has accepted so far.
 func (b *BlackHole) Conns() int64 { return b.conns.Load() }
 
