@@ -202,6 +202,7 @@ func (w *StatusWriter) podGroup(ctx context.Context, j *framework.Job, state *ca
 		}
 		return
 	}
+	w.implicitSize(ctx, j, pg)
 	want := podGroupStatus(j, pg)
 	if equality.Semantic.DeepEqual(want, pg.Status) {
 		return
@@ -210,6 +211,21 @@ func (w *StatusWriter) podGroup(ctx context.Context, j *framework.Job, state *ca
 	patched.Status = want
 	if err := w.client.Status().Patch(ctx, patched, client.MergeFrom(pg)); err != nil && !apierrors.IsNotFound(err) {
 		w.log.Info("PodGroup status update failed", "podgroup", j.Namespace+"/"+name, "error", err.Error())
+	}
+}
+
+// implicitSize keeps the minMember of a PodGroup the scheduler created for an implicit
+// gang at the gang's size, which grows with a workload (an ordered JobSet's stages, a
+// LeaderWorkerSet group's workers once its leader is ready).
+func (w *StatusWriter) implicitSize(ctx context.Context, j *framework.Job, pg *tesserav1.PodGroup) {
+	size := int32(max(j.MinMember, 1))
+	if pg.Annotations[AnnotationImplicit] != "true" || j.Held != nil || pg.Spec.MinMember == size {
+		return
+	}
+	patched := pg.DeepCopy()
+	patched.Spec.MinMember = size
+	if err := w.client.Patch(ctx, patched, client.MergeFrom(pg)); err != nil && !apierrors.IsNotFound(err) {
+		w.log.Info("PodGroup minMember update failed", "podgroup", pg.Namespace+"/"+pg.Name, "error", err.Error())
 	}
 }
 

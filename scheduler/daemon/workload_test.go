@@ -161,7 +161,7 @@ spec: {schedulingPolicy: {gang: {minCount: 3}}}
 // TestLeaderReadyGroupStartsInTwoSteps: a LeaderWorkerSet group under LeaderReady
 // places its leader alone; while its workers are not made (the controller waits for the
 // leader to be ready) the bound leader is not evicted as a partial gang; the workers,
-// once made, bind beside it as one gang.
+// once made, bind beside it as one gang, and the group's PodGroup grows to its size.
 func TestLeaderReadyGroupStartsInTwoSteps(t *testing.T) {
 	h := newHarness(t)
 	h.node("a", 8, nil)
@@ -191,4 +191,10 @@ spec:
 	h.pod(member("serve-0-1", "1"))
 	h.pod(member("serve-0-2", "2"))
 	h.allBound("the workers beside their leader", 3)
+	h.eventually("the group's PodGroup sized 3", 10*time.Second, func() string {
+		if pg := h.getPodGroup("serve-0"); pg == nil || pg.Spec.MinMember != 3 {
+			return fmt.Sprintf("%+v", pg)
+		}
+		return ""
+	})
 }

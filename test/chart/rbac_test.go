@@ -50,7 +50,7 @@ var allowedRBAC = []grant{
 	g("tessera-scheduler", clusterWide, "kubeflow.org", "pytorchjobs,mpijobs", "list,watch"),
 	g("tessera-scheduler", clusterWide, "", "pods/binding,pods/eviction", "create"),
 	g("tessera-scheduler", clusterWide, "", "pods/status", "patch"),
-	g("tessera-scheduler", clusterWide, "tessera.dev", "podgroups", "create"),
+	g("tessera-scheduler", clusterWide, "tessera.dev", "podgroups", "create,patch"),
 	g("tessera-scheduler", clusterWide, "tessera.dev", "podgroups/status,queues/status", "patch"),
 	g("tessera-scheduler", clusterWide, "events.k8s.io", "events", "create,patch"),
 	g("tessera-scheduler", inTessera, "coordination.k8s.io", "leases", "get,create,update"),
