@@ -30,7 +30,7 @@ k8s-binaries:
 
 ## e2e-binaries: build what the end-to-end tests run (kube-apiserver, kube-controller-manager,
 ## etcd, kwok, the Cluster API core manager, Flux's source- and kustomize-controller) from the
-## module proxy, cached in ~/.cache/tessera/e2e; 15-25 minutes the first time
+## module proxy, cached in ~/.cache/tessera/e2e; about 22 minutes on 2 cores the first time
 e2e-binaries:
 	@hack/e2e-binaries.sh >/dev/null
 

@@ -1,6 +1,7 @@
 package chart
 
 import (
+	"fmt"
 	"reflect"
 	"slices"
 	"strings"
@@ -281,16 +282,7 @@ func TestNotes(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, w := range c.want {
-			if !strings.Contains(notes, w) {
-				t.Errorf("%q: NOTES.txt does not say %q:\n%s", c.values, w, notes)
-			}
-		}
-		for _, a := range c.avoid {
-			if strings.Contains(notes, a) {
-				t.Errorf("%q: NOTES.txt says %q:\n%s", c.values, a, notes)
-			}
-		}
+		checkSays(t, fmt.Sprintf("%q: NOTES.txt", c.values), notes, c.want, c.avoid)
 		if strings.Contains(notes, "<no value>") || strings.Contains(notes, "%!") {
 			t.Errorf("%q: NOTES.txt has a rendering error:\n%s", c.values, notes)
 		}
