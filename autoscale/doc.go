@@ -5,7 +5,10 @@
 // (annotations, PodDisruptionBudgets, pods without a controller or with local storage,
 // minNodes, node-group minimum sizes, maxParallel, cooldown) and the scheduler core's
 // what-if call that answers whether a node's pods, and the pending gangs that need it,
-// still fit without it. GPUs that are allocated but unused are reported, never drained.
+// still fit without it. GPUs that are allocated but unused are reported, never drained;
+// a Queue's idle reclaim (IdleReclaim: tell a pod idle for idleFor, suspend its workload
+// gracePeriod later, an opt-out that holds within the queue's deserved share) decides
+// here too, and autoscale/idlereclaim does it.
 //
 // Planner.Plan reads a Cluster (the scheduler's snapshot plus per-node state) and
 // returns a Plan; autoscale/actuator carries it out, and the simulator runs the same

@@ -4,6 +4,10 @@ import (
 	"cmp"
 	"slices"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	tesserav1 "github.com/tessera-gpu/tessera/api/v1alpha1"
 )
 
 // IdleGPUs finds pods whose GPUs are allocated but unused: every utilization sample
@@ -65,4 +69,37 @@ func (d *IdleGPUs) Idle(now time.Time) []IdlePod {
 	}
 	slices.SortFunc(out, func(a, b IdlePod) int { return cmp.Compare(a.Pod, b.Pod) })
 	return out
+}
+
+// PodUtilization is the highest last-sampled utilization (percent) of the GPUs the
+// scheduler assigned to p (tessera.dev/gpu-assignment), as gn reports them, and how
+// many they are; ok is false for a pod without an assignment or with a GPU gn does not
+// report. A slice shares its GPU with other pods: it is as busy as the GPU.
+func PodUtilization(p *corev1.Pod, gn *tesserav1.GPUNode) (util float64, gpus int, ok bool) {
+	v := p.Annotations[tesserav1.AnnotationGPUAssign]
+	if v == "" {
+		return 0, 0, false
+	}
+	a, err := tesserav1.ParseGPUAssignment(v)
+	if err != nil {
+		return 0, 0, false
+	}
+	byUUID := map[string]int32{}
+	for _, dev := range gn.Status.Devices {
+		byUUID[dev.UUID] = dev.UtilizationPercent
+	}
+	seen := map[string]bool{}
+	for _, c := range a.Containers {
+		for _, u := range c.UUIDs {
+			pct, found := byUUID[u]
+			if !found {
+				return 0, 0, false
+			}
+			if !seen[u] {
+				seen[u] = true
+				util = max(util, float64(pct))
+			}
+		}
+	}
+	return util, len(seen), len(seen) > 0
 }

@@ -134,6 +134,7 @@ type Agent struct {
 	broken     map[string]string // sticky: UUID -> reason (Xid, fallen off the bus)
 	lastActive *metav1.Time
 	overused   map[types.UID]bool
+	usage      usageHistory
 	lastNode   *publish.NodeFields
 	refusal    string // why GPUs are not handed out, "" when they are
 }
@@ -339,9 +340,24 @@ func (a *Agent) sample(ctx context.Context) error {
 	a.metrics.SetGPUs(readings)
 	a.setPluginGPUs(devs)
 	if pods, err := a.deps.Pods.List(ctx); err != nil {
-		a.deps.Log.Error(err, "List pods for GPU slice accounting")
+		a.deps.Log.Error(err, "List pods for GPU memory accounting")
 	} else {
-		a.slices(pods, samples)
+		if !a.usage.seeded {
+			if prev, err := a.pub.Pods(ctx); err != nil {
+				a.deps.Log.Error(err, "Read the pods' GPU memory a previous agent published; retried next sample")
+			} else {
+				a.usage.seed(prev)
+			}
+		}
+		assigned, use := assignedPods(pods, a.cfg.NodeName), a.podGPUUse(samples)
+		a.slices(assigned, use)
+		gpuMiB := map[string]int64{}
+		for _, d := range devs {
+			if d.MemoryMiB > 1 { // 1: unreadable (see devices)
+				gpuMiB[d.UUID] = d.MemoryMiB
+			}
+		}
+		a.usage.observe(assigned, use, gpuMiB, now.Time)
 	}
 	a.write(ctx, devs, a.healthCondition(devs))
 	return nil
@@ -434,7 +450,7 @@ func (a *Agent) write(ctx context.Context, devs []tesserav1.GPUDevice, cond meta
 	status := tesserav1.GPUNodeStatus{
 		Devices: devs, DriverVersion: a.inv.DriverVersion, CUDAVersion: a.inv.CUDAVersion,
 		SharesPerGPU: int32(a.cfg.SharesPerGPU), LastActiveTime: a.lastActive, ObservedTime: &now,
-		Conditions: []metav1.Condition{cond},
+		Conditions: []metav1.Condition{cond}, Pods: a.usage.entries(),
 	}
 	for _, l := range a.inv.Links {
 		status.Links = append(status.Links, tesserav1.GPULink{A: int32(l.A), B: int32(l.B), NVLinks: int32(l.NVLinks), PCIe: l.PCIe})

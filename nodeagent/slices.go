@@ -7,8 +7,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	tesserav1 "github.com/tessera-gpu/tessera/api/v1alpha1"
-	"github.com/tessera-gpu/tessera/nodeagent/gpu"
 	"github.com/tessera-gpu/tessera/nodeagent/metrics"
 )
 
@@ -20,45 +18,29 @@ type podSlice struct {
 	gpus     []string
 }
 
-// slices maps GPU processes to pods through their cgroups, exports each sliced pod's
-// limit and use, and records an Event when a pod goes above its slice.
-func (a *Agent) slices(pods []corev1.Pod, samples []gpu.Sample) {
+// slices exports each running sliced pod's limit and use (use: bytes by pod UID and
+// GPU UUID, see podGPUUse), and records an Event when a pod goes above its slice.
+func (a *Agent) slices(pods map[types.UID]assignedPod, use map[types.UID]map[string]uint64) {
 	byUID := map[types.UID]*podSlice{}
-	for i := range pods {
-		p := &pods[i]
-		if p.Spec.NodeName != a.cfg.NodeName || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+	for uid, ap := range pods {
+		if ended(ap.pod) {
 			continue
 		}
-		ann, ok := p.Annotations[tesserav1.AnnotationGPUAssign]
-		if !ok {
+		s := &podSlice{pod: ap.pod}
+		for u, mib := range ap.limitMiB {
+			if mib > 0 {
+				s.limitMiB += mib
+				s.gpus = append(s.gpus, u)
+			}
+		}
+		if s.limitMiB == 0 {
 			continue
 		}
-		as, err := tesserav1.ParseGPUAssignment(ann)
-		if err != nil || as.Node != a.cfg.NodeName {
-			continue // the device plugin refuses such pods, with the reason
+		sort.Strings(s.gpus)
+		for _, b := range use[uid] {
+			s.usedB += b
 		}
-		s := &podSlice{pod: p}
-		for _, c := range as.Containers {
-			if c.MemoryMiB > 0 {
-				s.limitMiB += c.MemoryMiB
-				s.gpus = append(s.gpus, c.UUIDs...)
-			}
-		}
-		if s.limitMiB > 0 {
-			byUID[p.UID] = s
-		}
-	}
-	for _, smp := range samples {
-		for _, proc := range smp.Processes {
-			owner, ok, err := a.cgroups.Owner(proc.PID)
-			if err != nil {
-				a.deps.Log.V(1).Info("Cannot map GPU process to a pod", "pid", proc.PID, "err", err.Error())
-				continue
-			}
-			if s := byUID[types.UID(owner.PodUID)]; ok && s != nil {
-				s.usedB += proc.MemoryUsedBytes
-			}
-		}
+		byUID[uid] = s
 	}
 	out := make([]metrics.Slice, 0, len(byUID))
 	for uid, s := range byUID {

@@ -85,3 +85,13 @@ func (h *Histogram) Percentile(p float64) (int64, bool) {
 	}
 	return bucketEnd(last), true
 }
+
+// Rebase moves Reference to at, scaling every weight so that percentiles are kept. A
+// checkpoint rebased to its latest run holds weights no larger than its run count.
+func (h *Histogram) Rebase(at time.Time, halfLife time.Duration) {
+	if h.Reference.IsZero() {
+		h.Reference = at
+		return
+	}
+	h.rebase(at, halfLife)
+}

@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 
@@ -141,7 +142,7 @@ func (backfill) Execute(s *Session) {
 			// One reservation at a time, for the most important starving job that can use
 			// one: its gang's pods all exist and some node could hold them.
 			if !j.WaitingSince.IsZero() && s.Snap.Now.Sub(j.WaitingSince) >= after && j.Count(framework.TaskPending) > 0 &&
-				waitsForCapacity(j) && len(j.Tasks) >= s.minAvailable(j) && s.reserve(j) {
+				waitsForCapacity(j) && len(j.Tasks) >= s.minAvailable(j) && s.withinDeserved(j) && s.reserve(j) {
 				if d := s.cfg.ReservationDeadline.Duration; d > 0 && s.Snap.Now.Sub(j.WaitingSince) >= d {
 					s.clearReserved(j)
 				}
@@ -155,4 +156,15 @@ func (backfill) Execute(s *Session) {
 			s.tryJob(j, false)
 		}
 	}
+}
+
+// withinDeserved reports whether the job's queue holds no more than its deserved
+// share (its share by weight when it has none): holding nodes for a queue that
+// borrows would keep the other queues out of what they are owed.
+func (s *Session) withinDeserved(j *framework.Job) bool {
+	if s.shares == nil || j.Queue == nil {
+		return true
+	}
+	deserved, entitled := s.shares.Share(j.Queue)
+	return j.Queue.Allocated.GPU <= cmp.Or(deserved.GPU, entitled.GPU)
 }

@@ -28,6 +28,9 @@ type Config struct {
 	// (as kube-scheduler), 100 scores every node.
 	PercentageOfNodesToScore int `json:"percentageOfNodesToScore,omitempty"`
 	// ReservationAfter is how long a gang waits before backfill reserves nodes for it.
+	// Work whose runtime estimate (Job.ExpectedRuntime, else its class's history) has
+	// it end before the gang is expected to start (when the work on the reserved nodes
+	// is expected to end, or the deadline) runs on them too: EASY backfill.
 	ReservationAfter Duration `json:"reservationAfter,omitempty"`
 	// ReservationDeadline, when set, is the wait by which a gang holding a reservation
 	// starts. Work that yields to the gang (of lower priority, or of its priority and

@@ -1,6 +1,7 @@
 package scheduler_test
 
 import (
+	"cmp"
 	"fmt"
 	"math/rand/v2"
 	"strconv"
@@ -187,7 +188,11 @@ func (w *apiWorld) checkReservation(t *testing.T, label string, snap *framework.
 		default:
 			continue
 		}
-		if snap.Now.Sub(start) > w.after && len(j.Tasks) >= j.MinMember && !j.Ready() { // a running gang's extra pods get no reservation
+		// A running gang's extra pods get no reservation, nor does a gang whose queue
+		// holds more than its deserved share (its share by weight when it has none).
+		share, _ := w.sched.Share(j.Queue)
+		if snap.Now.Sub(start) > w.after && len(j.Tasks) >= j.MinMember && !j.Ready() &&
+			(j.Queue == nil || j.Queue.Allocated.GPU <= cmp.Or(share.Deserved.GPU, share.Entitled.GPU)) {
 			starving = true
 			fitsSomewhere = fitsSomewhere && fitsEmptyNode(j, snap)
 		}

@@ -162,7 +162,7 @@ func (s *Session) podLike(j *framework.Job) (podLike, bool) {
 	}
 	k, ok := keyOf(j.Tasks[0])
 	if s.reservedFor != nil {
-		k.yields, k.holder = yields(j, s.reservedFor), j == s.reservedFor
+		k.yields, k.holder, k.ends = yields(j, s.reservedFor), j == s.reservedFor, s.endsBefore(j, s.reservedFor)
 	}
 	return podLike{queue: j.Queue, priority: j.Priority, shape: k}, ok
 }

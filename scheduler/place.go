@@ -113,8 +113,8 @@ type shapeKey struct {
 	models                        string
 	// tolerations is tolerationsKey of the task's tolerations.
 	tolerations string
-	// yields and holder are set while nodes are reserved (see Session.fits).
-	yields, holder bool
+	// yields, holder and ends are set while nodes are reserved (see Session.fits).
+	yields, holder, ends bool
 }
 
 func keyOf(t *framework.Task) (shapeKey, bool) {
@@ -164,7 +164,7 @@ func (s *Session) placeTasks(j *framework.Job, st *Statement, candidates []*fram
 		key, cacheable := keyOf(t)
 		if s.reservedFor != nil {
 			// Reserved nodes take some jobs and not others.
-			key.yields, key.holder = yields(j, s.reservedFor), j == s.reservedFor
+			key.yields, key.holder, key.ends = yields(j, s.reservedFor), j == s.reservedFor, s.endsBefore(j, s.reservedFor)
 		}
 		if cacheable && all && s.unfit[key] {
 			if firstFail == nil {

@@ -37,7 +37,7 @@ func (s *Session) reserve(j *framework.Job) bool {
 		n.Reserved = nil
 	}
 	clear(s.reservations)
-	s.reservedFor = j
+	s.reservedFor, s.shadowFor = j, nil
 	need := j.Count(framework.TaskPending)
 	type cand struct {
 		n    *framework.Node
@@ -80,11 +80,30 @@ func (s *Session) reserve(j *framework.Job) bool {
 	return true
 }
 
-// mayUseReserved reports whether job j may run on nodes reserved for r: only work that
-// yields to r, which r preempts at its deadline, and only until the drain before it.
+// mayUseReserved reports whether job j may run on nodes reserved for r: work expected
+// to end before r starts, at the end of the work on its nodes or at its deadline,
+// whichever comes first (EASY backfill); and work without an estimate that yields to r,
+// which r preempts at its deadline, until the drain before it.
 func (s *Session) mayUseReserved(j, r *framework.Job) bool {
+	if s.endsBefore(j, r) {
+		return true
+	}
 	d := s.cfg.ReservationDeadline.Duration
-	return d > 0 && yields(j, r) && s.Snap.Now.Sub(r.WaitingSince) < d-s.cfg.ReservationDrain.Duration
+	return d > 0 && s.estimate(j) == 0 && yields(j, r) && s.Snap.Now.Sub(r.WaitingSince) < d-s.cfg.ReservationDrain.Duration
+}
+
+// endsBefore reports whether job j, started now, is expected to end before r, which
+// nodes are reserved for, is expected to start.
+func (s *Session) endsBefore(j, r *framework.Job) bool {
+	e := s.estimate(j)
+	if e == 0 {
+		return false
+	}
+	start := s.reservedStart(r)
+	if d := s.cfg.ReservationDeadline.Duration; d > 0 && (start.IsZero() || r.WaitingSince.Add(d).Before(start)) {
+		start = r.WaitingSince.Add(d)
+	}
+	return !start.IsZero() && !s.Snap.Now.Add(e).After(start)
 }
 
 // yields reports whether v makes way for a starving job j: v is of j's queue (a
@@ -112,7 +131,16 @@ func (s *Session) clearReserved(j *framework.Job) {
 			inQueue = append(inQueue, v)
 		}
 	}
-	slices.SortStableFunc(onNodes, s.compareVictims)
+	// Work that runs past its estimate goes first: the reservation counted on its end.
+	slices.SortStableFunc(onNodes, func(a, b *framework.Job) int {
+		if oa, ob := s.overran(a), s.overran(b); oa != ob {
+			if oa {
+				return -1
+			}
+			return 1
+		}
+		return s.compareVictims(a, b)
+	})
 	slices.SortStableFunc(inQueue, s.compareVictims)
 	reclaimable := s.reclaimable()
 	s.evictFor(j, append(onNodes, inQueue...), func(j, v *framework.Job) bool {

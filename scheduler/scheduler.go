@@ -54,6 +54,11 @@ type Scheduler struct {
 	// jobs is what the scheduler remembers of each job between sessions, keyed by job
 	// UID, so that a snapshot rebuilt from API objects every session loses nothing.
 	jobs map[string]jobMemory
+	// runs are the jobs making progress, by UID, and history the recent runtimes of
+	// each class, for runtime estimates (estimate.go); gen counts the sessions.
+	runs    map[string]run
+	history map[string]*history
+	gen     uint64
 }
 
 // jobMemory is the state of a job that outlives one session.
@@ -71,7 +76,7 @@ func New(cfg Config) (*Scheduler, error) {
 	}
 	pcg := rand.NewPCG(uint64(cfg.Seed), 0x7e55e7a)
 	s := &Scheduler{cfg: cfg, rng: rand.New(pcg), pcg: pcg, reservations: map[string]string{},
-		jobs: map[string]jobMemory{}, firstTie: cfg.TieBreak == TieBreakFirst}
+		jobs: map[string]jobMemory{}, firstTie: cfg.TieBreak == TieBreakFirst, runs: map[string]run{}, history: map[string]*history{}}
 	for _, name := range cfg.actionNames() {
 		a, ok := actionRegistry[name]
 		if !ok {
@@ -223,6 +228,9 @@ func (s *Session) open() {
 			continue
 		}
 		n.Reserved, s.reservedFor = j, j
+	}
+	if s.runs != nil {
+		s.learnRuns()
 	}
 	for _, o := range s.observers {
 		o.OnSessionOpen(snap)

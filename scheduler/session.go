@@ -3,6 +3,7 @@ package scheduler
 import (
 	"math/rand/v2"
 	"slices"
+	"time"
 
 	"github.com/tessera-gpu/tessera/scheduler/framework"
 )
@@ -43,6 +44,11 @@ type Session struct {
 	failed []*framework.Job
 	// reservedFor is the job nodes are reserved for, if any.
 	reservedFor *framework.Job
+	// shadow is when shadowFor, the job nodes are reserved for, is expected to start.
+	shadowFor *framework.Job
+	shadow    time.Time
+	// estimates are the runtime estimates of the session's jobs, as asked.
+	estimates map[*framework.Job]time.Duration
 	// blocked queues stop allocating after their head job fails (backfill takes over).
 	blocked map[*framework.Queue]bool
 	// evicted are the tasks evicted in this session; they are not placed again in it.

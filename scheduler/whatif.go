@@ -34,6 +34,7 @@ func (s *Scheduler) scratch() *Scheduler {
 	c := *s
 	c.reservations = maps.Clone(s.reservations)
 	c.jobs = maps.Clone(s.jobs)
+	c.runs = nil // a what-if session learns no runtimes
 	c.evictedBy = make(map[string]map[string]bool, len(s.evictedBy))
 	for k, v := range s.evictedBy {
 		c.evictedBy[k] = maps.Clone(v)

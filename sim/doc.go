@@ -15,5 +15,12 @@
 // and with the always-on cluster, in GPU-node-hours, lost work and waits, against the
 // ceiling of a re-packer free to move every pod.
 //
+// A replay with RightSizing runs one GPU right-sizing arm: every job carries GPU memory
+// and utilisation curves of real pods (package curves), jobs of one GPU ask for a whole
+// GPU, a user's slice, the recommender's (package rightsize, fed only with finished
+// runs) or their true peak; a run whose memory passes its slice fails and restarts with
+// a larger one, and with idle reclaim an idle run is suspended until its curve turns
+// busy.
+//
 // Inputs come from package trace and results go to package report.
 package sim

@@ -151,6 +151,9 @@ type Replay struct {
 	// costs more than the rest of the replay on large clusters, so it is done only
 	// when the savings are asked for.
 	Bounds bool
+	// RightSizing runs the replay as a right-sizing arm; nil: the jobs ask for what
+	// the input says.
+	RightSizing *RightSizing
 }
 
 // recordWait adds a job's wait, its seconds waiting to start and to restart after

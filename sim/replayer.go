@@ -58,6 +58,8 @@ type replayer struct {
 	// tasks onto them as they start, for the savings bounds.
 	allNodes    []*framework.Node
 	noMigration *noMigration
+	// rs runs a right-sizing arm (Replay.RightSizing); nil otherwise.
+	rs *rightSizer
 
 	out *report.Replay
 	// waitCount counts the active jobs that wait to start or to resume.
@@ -101,7 +103,7 @@ func newReplayer(rp Replay) (*replayer, error) {
 	}
 	in := rp.Input
 	r := &replayer{rp: rp, cfg: cfg, sched: s, queues: map[string]*framework.Queue{}, active: map[*framework.Job]*running{}, out: &report.Replay{}}
-	nodes := buildNodes(in.Nodes)
+	nodes, spare := splitSpare(buildNodes(in.Nodes), rp)
 	r.allNodes, r.noMigration = slices.Clone(nodes), newNoMigration(nodes)
 	r.snap = &framework.Snapshot{Nodes: nodes, TopologyLevels: []string{"tessera.dev/rack", "topology.kubernetes.io/zone"}}
 	for _, q := range in.Queues {
@@ -141,6 +143,12 @@ func newReplayer(rp Replay) (*replayer, error) {
 		if r.fleet, err = newFleet(*rp.Autoscale, s, nodes); err != nil {
 			return nil, err
 		}
+		r.fleet.addRemoved(spare)
+	}
+	if rp.RightSizing != nil {
+		if r.rs, err = newRightSizer(*rp.RightSizing, rp.Seed, r.refMemoryMiB, cfg.WholeGPUs); err != nil {
+			return nil, err
+		}
 	}
 	return r, nil
 }
@@ -164,6 +172,7 @@ func (r *replayer) run() {
 		r.joinReady()
 		r.arrive()
 		r.complete()
+		r.interruptions()
 		r.schedule()
 		r.autoscale()
 	}
@@ -188,6 +197,10 @@ func (r *replayer) nextInstant() (t int64, more bool) {
 	if waiting {
 		t = min(t, r.now+retryEvery)
 	}
+	if at, ok := r.rs.next(); ok {
+		t = min(t, at)
+		waiting = true
+	}
 	more = r.next < len(r.rp.Input.Jobs) || r.ends.Len() > 0 || waiting
 	if r.fleet != nil && more {
 		t = min(t, r.now+autoscaleEvery)
@@ -211,6 +224,7 @@ func (r *replayer) arrive() {
 		r.waitCount++
 		i, _ := slices.BinarySearchFunc(r.order, spec.Name, byName)
 		r.order = slices.Insert(r.order, i, a)
+		r.rs.arrive(r, a)
 		r.next++
 		if r.rp.OnJob != nil {
 			r.rp.OnJob()
@@ -231,6 +245,7 @@ func (r *replayer) complete() {
 			}
 			t.Status = framework.TaskSucceeded
 		}
+		r.rs.completed(r, c.r)
 		recordWait(r.out, c.r.spec, c.r.waited, r.refMemoryMiB)
 		r.out.WorkGPUHours += float64(c.r.spec.Duration) * float64(c.r.milli) / framework.MilliPerGPU / 3600
 		r.out.JCTSeconds = append(r.out.JCTSeconds, float64(r.now-c.r.spec.Arrival))
@@ -312,8 +327,10 @@ func (r *replayer) startProgress(a *running) {
 	}
 	if !a.started {
 		a.started, a.startedAt = true, r.now
+		r.out.Estimates.Add(r.sched.Estimate(a.job).Seconds(), float64(a.spec.Duration))
 	}
 	heap.Push(&r.ends, completion{at: r.now + a.spec.Duration - a.done, r: a, epoch: a.epoch})
+	r.rs.started(r, a)
 }
 
 // stopProgress stops a job's progress: it keeps the work up to its last checkpoint,
@@ -322,6 +339,7 @@ func (r *replayer) stopProgress(a *running) {
 	if a.since < 0 {
 		return
 	}
+	r.rs.stopped(r, a)
 	elapsed := r.now - a.since
 	kept := a.spec.kept(elapsed)
 	a.done += kept
@@ -366,6 +384,7 @@ func (r *replayer) measure(to int64) {
 	if to <= r.lastT && r.lastT > 0 {
 		return // no time passed: nothing to record
 	}
+	r.rs.measureWhole(r, to)
 	out := r.out
 	a, u := r.held()
 	qa, qp := r.perQueue()
@@ -481,6 +500,7 @@ func (r *replayer) queueIndex(q *framework.Queue) int {
 // close counts the starved jobs, records the censored waits of the jobs that never
 // started, measures up to the end of the window and takes the means.
 func (r *replayer) close() {
+	r.out.RightSizing = r.rs.close(r)
 	out := r.out
 	for _, w := range out.WaitSeconds {
 		if w > starvedAfter {
@@ -512,7 +532,7 @@ func (r *replayer) close() {
 	out.MeanUtilPct = 100 * r.utilInt / float64(r.horizon) / float64(r.capacity)
 	out.GPUNodeHours = r.nodeInt / 3600
 	out.CeilingNodeHours, out.NoMigrationNodeHours = r.ceilingInt/3600, r.noMigrationInt/3600
-	out.GPUsPerNode = float64(r.capacity) / framework.MilliPerGPU / float64(len(r.rp.Input.Nodes))
+	out.GPUsPerNode = float64(r.capacity) / framework.MilliPerGPU / float64(len(r.allNodes))
 	if r.fleet != nil {
 		out.NodesRemoved, out.ScaleDownEvictions = r.fleet.removals, r.fleet.evictions
 	}

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tessera-gpu/tessera/rightsize"
 	"github.com/tessera-gpu/tessera/scheduler"
 	"github.com/tessera-gpu/tessera/sim/report"
 	"github.com/tessera-gpu/tessera/sim/trace"
@@ -61,6 +62,9 @@ type Options struct {
 	// Variant changes the scenario's nodes, load or arrival window; the zero value
 	// keeps the scenario as it is.
 	Variant trace.Variant
+	// RightSizing runs each replay as every right-sizing arm (RightSizingArms),
+	// autoscaled, and reports them (replay mode only; implies Autoscale).
+	RightSizing bool
 }
 
 // replay runs one replay, autoscaled when the options say so.
@@ -68,10 +72,14 @@ func (o Options) replay(rp Replay) (report.Result, error) {
 	if o.ProtectedShare != nil {
 		rp.Input = rp.Input.WithProtectedShare(*o.ProtectedShare, rp.Seed)
 	}
-	if !o.Autoscale {
+	a := Autoscaling{BootDelay: o.BootDelay, UnderusedShare: o.UnderusedShare}
+	switch {
+	case rp.RightSizing != nil:
+		return runRightSizing(rp, a)
+	case !o.Autoscale:
 		return RunReplay(rp)
 	}
-	return RunAutoscaled(rp, Autoscaling{BootDelay: o.BootDelay, UnderusedShare: o.UnderusedShare})
+	return RunAutoscaled(rp, a)
 }
 
 // replayUnits is the progress units of a profile's replay of jobs: one per job and run.
@@ -102,6 +110,16 @@ type run struct {
 	profile string
 	cfg     *scheduler.Config
 	seed    int64
+	// arm is the right-sizing arm; "" for none.
+	arm string
+}
+
+// rightSizing is the run's right-sizing arm; nil for none.
+func (r run) rightSizing() *RightSizing {
+	if r.arm == "" {
+		return nil
+	}
+	return &RightSizing{Arm: r.arm, Config: rightsize.DefaultConfig(), Idle: DefaultIdleRule}
 }
 
 // Run performs every (profile, seed) run of the options, two at a time per core, and
@@ -141,6 +159,13 @@ func Run(o Options) ([]report.Result, error) {
 	}
 	if len(runs) == 0 {
 		return nil, fmt.Errorf("no profile to run; name one with --profile (%s)", strings.Join(scheduler.ProfileNames(), ", "))
+	}
+	if o.RightSizing {
+		if o.Mode == ModeFillUp {
+			return nil, fmt.Errorf("--rightsizing runs in --mode replay; fill-up pods never end, so no run is ever measured")
+		}
+		o.Autoscale = true
+		runs = withArms(runs)
 	}
 	one, units, label, err := o.runner()
 	if err != nil {
@@ -194,7 +219,7 @@ func (o Options) runner() (func(run, func()) (report.Result, error), func(run) i
 			if err != nil {
 				return report.Result{}, err
 			}
-			return o.replay(Replay{Input: ScenarioInput(s), Profile: r.profile, Config: r.cfg, Seed: r.seed, OnJob: tick})
+			return o.replay(Replay{Input: ScenarioInput(s), Profile: r.profile, Config: r.cfg, Seed: r.seed, OnJob: tick, RightSizing: r.rightSizing()})
 		}
 		units := func(r run) int {
 			s, _ := trace.BuildVariant(o.Scenario, r.seed, o.Variant)
@@ -221,7 +246,7 @@ func (o Options) runner() (func(run, func()) (report.Result, error), func(run) i
 				return nil, nil, "", err
 			}
 			return func(r run, tick func()) (report.Result, error) {
-				return o.replay(Replay{Input: rin, Profile: r.profile, Config: r.cfg, Seed: r.seed, OnJob: tick})
+				return o.replay(Replay{Input: rin, Profile: r.profile, Config: r.cfg, Seed: r.seed, OnJob: tick, RightSizing: r.rightSizing()})
 			}, func(r run) int { return o.replayUnits(r.profile, len(rin.Jobs)) }, "pods", nil
 		}
 		if o.Autoscale {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	admissionv1 "k8s.io/api/admission/v1"
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/tessera-gpu/tessera/internal/apitest"
 )
@@ -20,7 +21,18 @@ import (
 func BenchmarkAdmission(b *testing.B) {
 	mut, _ := handlers(b)
 	mut.ValidateOnMutate = map[string]bool{KindPod: true}
-	body, err := json.Marshal(admissionv1.AdmissionReview{TypeMeta: reviewTypeMeta, Request: request(b, admissionv1.Create, apitest.MakePod("bench", "team").NvidiaGPU(2).Obj())})
+	benchAdmission(b, mut, apitest.MakePod("bench", "team").NvidiaGPU(2).Obj())
+}
+
+// BenchmarkAdmissionRightSized is BenchmarkAdmission for a one-GPU pod of a queue in
+// right-sizing mode Auto whose workload has a recommendation: the profile lookup, the
+// pod right-sized before the policies decide, the patch with its slice.
+func BenchmarkAdmissionRightSized(b *testing.B) {
+	benchAdmission(b, rightSizingHandler(b), jobPod("auto", "train", 1).Obj())
+}
+
+func benchAdmission(b *testing.B, mut *Handler, pod *corev1.Pod) {
+	body, err := json.Marshal(admissionv1.AdmissionReview{TypeMeta: reviewTypeMeta, Request: request(b, admissionv1.Create, pod)})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -37,6 +37,30 @@ type Cluster struct {
 	Shared *policy.Shared
 	// PriorityClasses maps a PriorityClass name to its value.
 	PriorityClasses map[string]int32
+	// RightSizing maps the name of each queue whose spec.gpuRightSizing.mode is not Off
+	// to its mode.
+	RightSizing map[string]tesserav1.RightSizingMode
+	// MaxGPUMemoryMiB is the largest GPU's memory over all GPUNodes (0: none known).
+	MaxGPUMemoryMiB int64
+}
+
+// newCluster is the Cluster of the document ClusterDoc built from queues.
+func newCluster(doc map[string]any, classes map[string]int32, queues []tesserav1.Queue) (*Cluster, error) {
+	shared, err := policy.NewShared(doc)
+	if err != nil {
+		return nil, err
+	}
+	c := &Cluster{Shared: shared, PriorityClasses: classes}
+	c.MaxGPUMemoryMiB, _ = doc["maxGPUMemoryMiB"].(int64)
+	for i := range queues {
+		if rs := queues[i].Spec.GPURightSizing; rs != nil && rs.Mode != "" && rs.Mode != tesserav1.RightSizingOff {
+			if c.RightSizing == nil {
+				c.RightSizing = map[string]tesserav1.RightSizingMode{}
+			}
+			c.RightSizing[queues[i].Name] = rs.Mode
+		}
+	}
+	return c, nil
 }
 
 // Settings are the operator's admission settings, at input.cluster.settings.
@@ -189,11 +213,11 @@ var _ ClusterSource = (*StaticCluster)(nil)
 // NewStaticCluster builds a StaticCluster from API objects.
 func NewStaticCluster(queues []tesserav1.Queue, nodes []tesserav1.GPUNode, classes []schedulingv1.PriorityClass, namespaces ...*Namespace) (*StaticCluster, error) {
 	doc, pcs := ClusterDoc(queues, nodes, classes)
-	shared, err := policy.NewShared(doc)
+	data, err := newCluster(doc, pcs, queues)
 	if err != nil {
 		return nil, err
 	}
-	s := &StaticCluster{Data: &Cluster{Shared: shared, PriorityClasses: pcs}, Namespaces: map[string]*Namespace{}}
+	s := &StaticCluster{Data: data, Namespaces: map[string]*Namespace{}}
 	for _, ns := range namespaces {
 		s.Namespaces[ns.Name] = ns
 	}
@@ -258,11 +282,11 @@ func (c *CachedCluster) Cluster(ctx context.Context) (*Cluster, error) {
 	}
 	doc, pcs := ClusterDoc(queues.Items, nodes.Items, classes.Items)
 	doc["settings"] = c.Settings.doc()
-	shared, err := policy.NewShared(doc)
+	current, err := newCluster(doc, pcs, queues.Items)
 	if err != nil {
 		return nil, err
 	}
-	c.current = &Cluster{Shared: shared, PriorityClasses: pcs}
+	c.current = current
 	c.built = time.Now()
 	return c.current, nil
 }

@@ -8,6 +8,8 @@
 // podTemplates) go through the Rego policies; AdmissionPolicies are compiled and their tests run before they are accepted
 // (PolicyController), and the controller writes their status. Cluster data the
 // policies need (queues, GPU sizes, priority classes) comes from a ClusterSource
-// fed by informers. Local makes the same decisions without an API server, for the
-// simulator.
+// fed by informers. A GPU pod created in a queue with spec.gpuRightSizing is
+// right-sized from its workload's GPUProfile (ProfileSource) before the policies decide
+// on it: they see input.recommendation and, in mode Auto, the pod with its slice.
+// Local makes the same decisions without an API server, for the simulator.
 package webhooks

@@ -11,8 +11,10 @@ import (
 
 	"github.com/go-logr/logr"
 	admissionv1 "k8s.io/api/admission/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	tesserav1 "github.com/tessera-gpu/tessera/api/v1alpha1"
 	"github.com/tessera-gpu/tessera/policy"
 )
 
@@ -47,6 +49,9 @@ type Handler struct {
 	// Policies validates AdmissionPolicies (validating handler only); nil admits them.
 	Policies PolicyChecker
 	Metrics  *Metrics
+	// Profiles, when set, finds the GPUProfiles by which a pod created in a queue with
+	// spec.gpuRightSizing is right-sized (mutating handler only); nil right-sizes nothing.
+	Profiles ProfileSource
 	// Guards refuse, before any policy runs, what no AdmissionPolicy may allow: scheduling
 	// state written by anybody but the scheduler (StateGuard), GPU delivery env (EnvGuard),
 	// a workload's queue and gang changed after creation (ImmutableGuard). They also see
@@ -177,10 +182,6 @@ func (h *Handler) decide(ctx context.Context, req *admissionv1.AdmissionRequest)
 	if err != nil {
 		return fail(http.StatusInternalServerError, err)
 	}
-	doc, err := BuildInput(req, ns)
-	if err != nil {
-		return fail(http.StatusBadRequest, err)
-	}
 	phase := policy.PhaseValidate
 	validateHere := h.Mutating && h.ValidateOnMutate[req.Kind.Kind]
 	switch {
@@ -191,12 +192,39 @@ func (h *Handler) decide(ctx context.Context, req *admissionv1.AdmissionRequest)
 	case h.Mutating:
 		phase = policy.PhaseMutate
 	}
-	dec, err = h.Evaluator.Evaluate(ctx, policy.Input{Phase: phase, Kind: req.Kind.Kind, Document: doc, Shared: cluster.Shared})
+	pod, err := h.rightSizingCandidate(req, cluster)
 	if err != nil {
-		return fail(http.StatusInternalServerError, fmt.Errorf("policy evaluation failed (policy set %s): %w", h.Evaluator.Version(), err))
+		return fail(http.StatusBadRequest, err)
+	}
+	var sizing *rightSizing
+	evaluate := func(queue string) (int32, error) {
+		doc, s, err := h.input(ctx, req, ns, cluster, pod, queue)
+		if err != nil {
+			return http.StatusBadRequest, err
+		}
+		sizing = s
+		if dec, err = h.Evaluator.Evaluate(ctx, policy.Input{Phase: phase, Kind: req.Kind.Kind, Document: doc, Shared: cluster.Shared}); err != nil {
+			return http.StatusInternalServerError, fmt.Errorf("policy evaluation failed (policy set %s): %w", h.Evaluator.Version(), err)
+		}
+		return 0, nil
+	}
+	if code, err := evaluate(""); err != nil {
+		return fail(code, err)
+	}
+	// Right-sizing followed the default queue policy; where the policies put the pod in
+	// another queue, and either right-sizes, it follows theirs.
+	if q := decidedQueue(pod, dec); q != "" && q != guessQueue(pod, ns) &&
+		(cluster.RightSizing[q] != "" || cluster.RightSizing[guessQueue(pod, ns)] != "") {
+		if code, err := evaluate(q); err != nil {
+			return fail(code, err)
+		}
 	}
 	if h.Mutating {
-		ops, ignored, err := BuildPatch(req.Kind.Kind, req.Object.Raw, dec.Mutations, cluster.PriorityClasses)
+		var edit func(map[string]any)
+		if sizing != nil && sizing.changesPod() {
+			edit = sizing.edit
+		}
+		ops, ignored, err := buildPatch(req.Kind.Kind, req.Object.Raw, dec.Mutations, cluster.PriorityClasses, edit)
 		if err != nil {
 			return fail(http.StatusInternalServerError, err)
 		}
@@ -229,6 +257,67 @@ func (h *Handler) decide(ctx context.Context, req *admissionv1.AdmissionRequest)
 	}
 	resp, result := validationResponse(dec)
 	return resp, dec, result, nil
+}
+
+// rightSizingCandidate is the pod of req when it may be right-sized: a GPU pod being
+// created, seen by the mutating handler, with GPUProfiles to read and a queue that
+// right-sizes; nil otherwise. Running pods are never resized.
+func (h *Handler) rightSizingCandidate(req *admissionv1.AdmissionRequest, cluster *Cluster) (*corev1.Pod, error) {
+	if !h.Mutating || h.Profiles == nil || req.Kind.Kind != KindPod || req.Operation != admissionv1.Create || len(cluster.RightSizing) == 0 {
+		return nil, nil
+	}
+	var pod corev1.Pod
+	if err := decodeObject(req.Object.Raw, &pod); err != nil {
+		return nil, fmt.Errorf("decode Pod %s/%s: %w", req.Namespace, req.Name, err)
+	}
+	if !asksGPU(&pod) {
+		return nil, nil
+	}
+	return &pod, nil
+}
+
+// input is the policy input of req. For a right-sizing candidate (pod not nil) it is
+// the pod as right-sizing in queue (the guessed one when "") leaves it, so that the
+// gang and capability checks see the slice, with input.recommendation.
+func (h *Handler) input(ctx context.Context, req *admissionv1.AdmissionRequest, ns *Namespace, cluster *Cluster, pod *corev1.Pod, queue string) (map[string]any, *rightSizing, error) {
+	if pod == nil {
+		doc, err := BuildInput(req, ns)
+		return doc, nil, err
+	}
+	if queue == "" {
+		queue = guessQueue(pod, ns)
+	}
+	s := h.planRightSizing(ctx, pod, ns, cluster, queue)
+	in := req
+	if s != nil && s.container >= 0 {
+		raw, err := s.editRaw(req.Object.Raw)
+		if err != nil {
+			return nil, nil, err
+		}
+		sized := *req
+		sized.Object.Raw = raw
+		in = &sized
+	}
+	doc, err := BuildInput(in, ns)
+	if err != nil {
+		return nil, nil, err
+	}
+	if s != nil {
+		doc["recommendation"] = s.doc(pod)
+	}
+	return doc, s, nil
+}
+
+// decidedQueue is the queue the policies put pod in: their queue mutation, else its
+// label; "" for no pod.
+func decidedQueue(pod *corev1.Pod, dec policy.Decision) string {
+	if pod == nil {
+		return ""
+	}
+	if q, ok := dec.Mutations[MutateQueue].(string); ok && q != "" {
+		return q
+	}
+	return pod.Labels[tesserav1.LabelQueue]
 }
 
 // validationResponse turns a validation decision into a response and its result label.

@@ -61,7 +61,8 @@ type Namespace struct {
 // what its templates say (customWorkload).
 //
 // Quantities become numbers (int64 when whole, else float64; GPU memory in MiB).
-// Fields a workload does not have are left out. ns may be nil.
+// Fields a workload does not have are left out. ns may be nil. The mutating handler
+// adds recommendation for a GPU pod of a queue that right-sizes (rightSizing.doc).
 func BuildInput(req *admissionv1.AdmissionRequest, ns *Namespace) (map[string]any, error) {
 	if req == nil {
 		return nil, fmt.Errorf("no admission request")

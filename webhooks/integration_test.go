@@ -361,3 +361,58 @@ func TestBadAdmissionPolicyRejectedAndPreviousServes(t *testing.T) {
 		t.Fatalf("a pod the policy allows was denied: %v", err)
 	}
 }
+
+// A pod asking one whole GPU, created in a queue that right-sizes automatically, whose
+// workload has a recommendation, is admitted with a slice of that size.
+func TestPodRightSizedIntoSlice(t *testing.T) {
+	e := webhookEnv(t)
+	ctx := testenv.Context(t, 60*time.Second)
+	q := apitest.MakeQueue("right-sized").Obj()
+	q.Spec.AllowedPriorityClasses = []string{"batch-normal"}
+	q.Spec.GPURightSizing = &tesserav1.GPURightSizing{Mode: tesserav1.RightSizingAuto}
+	if err := e.Client.Create(ctx, q); err != nil {
+		t.Fatal(err)
+	}
+	namespace(t, e.Client, "team-rs", map[string]string{tesserav1.AnnotationQueue: q.Name})
+	profile := &tesserav1.GPUProfile{ObjectMeta: metav1.ObjectMeta{Namespace: "team-rs", Name: "finetune"},
+		Spec: tesserav1.GPUProfileSpec{Workload: "finetune"}}
+	if err := e.Client.Create(ctx, profile); err != nil {
+		t.Fatal(err)
+	}
+	profile.Status = tesserav1.GPUProfileStatus{Runs: 12, MaxPeakMiB: 18120, GPUMemoryMiB: 81920, RecommendedMiB: 20480,
+		Reason: "p95 of 12 runs' peaks (17612 MiB) + 15%, rounded up"}
+	if err := e.Client.Status().Update(ctx, profile); err != nil {
+		t.Fatal(err)
+	}
+	var pod *corev1.Pod
+	eventually(t, "a one-GPU pod right-sized", func() error {
+		pod = apitest.MakePod("", "team-rs").GenerateName("finetune-").Label(tesserav1.LabelWorkload, "finetune").
+			Limit(tesserav1.ResourceGPU, "1").Obj()
+		if err := e.Client.Create(ctx, pod); err != nil {
+			return err
+		}
+		if pod.Annotations[tesserav1.AnnotationRightSizedFrom] == "" {
+			return fmt.Errorf("pod %s admitted as it was: annotations %v", pod.Name, pod.Annotations)
+		}
+		return nil
+	})
+	c := pod.Spec.Containers[0]
+	for what, l := range map[string]corev1.ResourceList{"requests": c.Resources.Requests, "limits": c.Resources.Limits} {
+		mem, slice := l[tesserav1.ResourceGPUMemory], l[tesserav1.ResourceGPUSlice]
+		if _, whole := l[tesserav1.ResourceGPU]; whole || mem.Value() != 20480 || slice.Value() != 1 {
+			t.Errorf("%s %v, want %s 20480 and %s 1 in place of %s", what, l, tesserav1.ResourceGPUMemory, tesserav1.ResourceGPUSlice, tesserav1.ResourceGPU)
+		}
+	}
+	if got, want := pod.Annotations[tesserav1.AnnotationRightSizedFrom], apitest.Container+": tessera.dev/gpu=1"; got != want {
+		t.Errorf("annotation %s = %q, want %q", tesserav1.AnnotationRightSizedFrom, got, want)
+	}
+	if got := pod.Annotations[tesserav1.AnnotationGPUMemoryRecommendation]; !strings.HasPrefix(got, "20480 MiB: p95 of 12 runs") {
+		t.Errorf("annotation %s = %q", tesserav1.AnnotationGPUMemoryRecommendation, got)
+	}
+	if c.TerminationMessagePolicy != corev1.TerminationMessageFallbackToLogsOnError {
+		t.Errorf("terminationMessagePolicy %q, want %s", c.TerminationMessagePolicy, corev1.TerminationMessageFallbackToLogsOnError)
+	}
+	if pod.Labels[tesserav1.LabelQueue] != q.Name || pod.Spec.SchedulerName != tesserav1.SchedulerName {
+		t.Errorf("queue %q, scheduler %q", pod.Labels[tesserav1.LabelQueue], pod.Spec.SchedulerName)
+	}
+}

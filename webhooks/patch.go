@@ -86,7 +86,13 @@ func targets(kind, key string) (own []target, inTemplates []target) {
 // also sets a Pod's spec.priority to match (the Priority admission plugin ran before
 // the webhook).
 func BuildPatch(kind string, raw []byte, mutations map[string]any, classes map[string]int32) (ops []jsonpatch.Operation, ignored []string, err error) {
-	asksSlice := podTemplates[kind] != nil && bytes.Contains(raw, []byte(tesserav1.ResourceGPUMemory))
+	return buildPatch(kind, raw, mutations, classes, nil)
+}
+
+// buildPatch is BuildPatch with edit, when not nil, applied to the object before the
+// mutations (the right-sizing of a pod).
+func buildPatch(kind string, raw []byte, mutations map[string]any, classes map[string]int32, edit func(obj map[string]any)) (ops []jsonpatch.Operation, ignored []string, err error) {
+	asksSlice := podTemplates[kind] != nil && (edit != nil || bytes.Contains(raw, []byte(tesserav1.ResourceGPUMemory)))
 	if len(mutations) == 0 && !asksSlice {
 		return nil, nil, nil
 	}
@@ -95,6 +101,9 @@ func BuildPatch(kind string, raw []byte, mutations map[string]any, classes map[s
 	dec.UseNumber() // numbers the mutations leave alone stay as they were
 	if err := dec.Decode(&obj); err != nil || obj == nil {
 		return nil, nil, fmt.Errorf("decode %s for patching: not a JSON object (%v)", kind, err)
+	}
+	if edit != nil {
+		edit(obj)
 	}
 	templates := templatesOf(kind, obj, false)
 	keys := make([]string, 0, len(mutations))

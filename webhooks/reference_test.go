@@ -2,6 +2,7 @@ package webhooks
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -107,7 +108,8 @@ Where each key of ` + "`mutate`" + ` lands, per kind; ` + "`T`" + ` is each pod 
 
 	b.WriteString("\n## The input document\n\n" +
 		"`input` holds `operation` (CREATE, UPDATE), `kind`, `namespace` (name, labels, annotations), " +
-		"`user` (the requester's username and groups), `workload` (the object, by kind, below) and " +
+		"`user` (the requester's username and groups), `workload` (the object, by kind, below), " +
+		"`recommendation` (a GPU pod of a queue that right-sizes, section input.recommendation) and " +
 		"`cluster` (shared by all requests, last section). Each example is the input the webhook builds " +
 		"for the object shown.\n")
 	for _, ex := range policyInputExamples() {
@@ -118,6 +120,8 @@ Where each key of ` + "`mutate`" + ` lands, per kind; ` + "`T`" + ` is each pod 
 		}
 		fmt.Fprintf(&b, "\n### %s\n\n%s\n\n```json\n%s\n```\n", ex.title, ex.note, indentJSON(t, doc))
 	}
+
+	writeRecommendationReference(t, &b)
 
 	cluster, _ := ClusterDoc(
 		[]tesserav1.Queue{*apitest.MakeQueue("train").Deserved(tesserav1.ResourceGPU, "16").Capability(tesserav1.ResourceGPU, "32").
@@ -132,6 +136,48 @@ Where each key of ` + "`mutate`" + ` lands, per kind; ` + "`T`" + ` is each pod 
 		"`--allowed-scheduler`, `--scheduler-name-alias`). One queue and one 8-GPU node:\n\n```json\n%s\n```\n",
 		AnnotationPriorityClass, AnnotationRuntime, indentJSON(t, cluster))
 	return b.String()
+}
+
+// writeRecommendationReference describes input.recommendation, with the document
+// the webhook builds for a one-GPU pod of an Auto queue whose workload has a
+// recommendation.
+func writeRecommendationReference(t *testing.T, b *bytes.Buffer) {
+	queue := apitest.MakeQueue("train").Obj()
+	queue.Spec.GPURightSizing = &tesserav1.GPURightSizing{Mode: tesserav1.RightSizingAuto}
+	cluster, err := NewStaticCluster([]tesserav1.Queue{*queue}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &Handler{Mutating: true, Cluster: cluster, Profiles: StaticProfiles{{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "vision", Name: "job-resnet"},
+		Spec:       tesserav1.GPUProfileSpec{Workload: "Job/resnet"},
+		Status: tesserav1.GPUProfileStatus{Runs: 12, MaxPeakMiB: 18120, RecommendedMiB: 20480,
+			Reason: "p95 of 12 runs' peaks (17612 MiB) + 15%, rounded up"},
+	}}}
+	pod := apitest.MakePod("resnet-0", "vision").Queue("train").ControlledBy("Job", "resnet").GPU(1).Obj()
+	pod.Spec.Containers[0].Name = "trainer"
+	req := referenceRequest(t, pod)
+	data, _ := cluster.Cluster(context.Background())
+	candidate, err := h.rightSizingCandidate(req, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, _, err := h.input(context.Background(), req, &Namespace{Name: "vision"}, data, candidate, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintf(b, "\n## input.recommendation\n\n"+
+		"A GPU pod created in a queue whose `spec.gpuRightSizing.mode` is `Recommend` or `Auto` also has "+
+		"`recommendation`: the queue and its `mode`, the pod's `workload` (its `%s` label, else its owner's kind and "+
+		"name), the `profile` (the GPUProfile of the workload in the pod's namespace; absent while there is none) with "+
+		"its `runs`, the recommended `gpuMemoryMiB` (0: none) and the `reason`. In `Auto`, `container` names the "+
+		"container whose one whole GPU became a slice of that size and `from` the request it replaced; `input.workload` "+
+		"is then the pod as right-sized, so that the gang and capability checks see the slice. Where `Auto` keeps the "+
+		"request of a pod with a recommendation, `kept` says why. Pods of other queues have no `recommendation`. The "+
+		"pod also gets the annotations `%s` (the recommendation and its reason) and, when right-sized, `%s`. A one-GPU "+
+		"pod of Job `resnet` in an `Auto` queue:\n\n```json\n%s\n```\n",
+		tesserav1.LabelWorkload, tesserav1.AnnotationGPUMemoryRecommendation, tesserav1.AnnotationRightSizedFrom,
+		indentJSON(t, doc["recommendation"]))
 }
 
 type policyInputExample struct {

@@ -53,7 +53,8 @@ type Webhooks struct {
 
 // Setup wires the policy engine, the AdmissionPolicy controller and both handlers into
 // mgr: the handlers on mgr's webhook server at MutatePath and ValidatePath, cluster
-// data read from mgr's cache and refreshed on Queue, GPUNode and PriorityClass events.
+// data read from mgr's cache and refreshed on Queue, GPUNode and PriorityClass events,
+// GPUProfiles read from it by workload (IndexProfiles) to right-size pods.
 func Setup(ctx context.Context, mgr manager.Manager, opts Options) (*Webhooks, error) {
 	users := opts.SchedulerUsers
 	if len(users) == 0 {
@@ -86,9 +87,15 @@ func Setup(ctx context.Context, mgr manager.Manager, opts Options) (*Webhooks, e
 	if err := invalidateOn(ctx, mgr, cc, &tesserav1.Queue{}, &tesserav1.GPUNode{}, &schedulingv1.PriorityClass{}); err != nil {
 		return nil, err
 	}
-	// Namespaces are read per request; start their informer now, not on the first request.
-	if _, err := mgr.GetCache().GetInformer(ctx, &corev1.Namespace{}); err != nil {
-		return nil, fmt.Errorf("namespace informer: %w", err)
+	// Namespaces and GPUProfiles are read per request; start their informers now, not on
+	// the first request.
+	if err := IndexProfiles(ctx, mgr.GetFieldIndexer()); err != nil {
+		return nil, fmt.Errorf("index GPUProfiles by workload: %w", err)
+	}
+	for _, o := range []client.Object{&corev1.Namespace{}, &tesserav1.GPUProfile{}} {
+		if _, err := mgr.GetCache().GetInformer(ctx, o); err != nil {
+			return nil, fmt.Errorf("informer for %T: %w", o, err)
+		}
 	}
 	if err := ctrl.NewControllerManagedBy(mgr).
 		Named("admissionpolicy").
@@ -104,7 +111,7 @@ func Setup(ctx context.Context, mgr manager.Manager, opts Options) (*Webhooks, e
 		Cluster:    cc,
 		Controller: pc,
 		Mutating: &Handler{Mutating: true, ValidateOnMutate: map[string]bool{KindPod: true}, Evaluator: engine, Cluster: cc,
-			Metrics: wm, Guards: guards, Log: log.WithName("mutating")},
+			Profiles: CachedProfiles{Reader: mgr.GetCache()}, Metrics: wm, Guards: guards, Log: log.WithName("mutating")},
 		Validating: &Handler{Evaluator: engine, Cluster: cc, Policies: pc, Metrics: wm, Guards: guards, Log: log.WithName("validating")},
 	}
 	srv := mgr.GetWebhookServer()

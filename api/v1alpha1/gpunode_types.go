@@ -84,6 +84,44 @@ type GPULink struct {
 	PCIe PCIeRelation `json:"pcie,omitempty"`
 }
 
+// GPUPodMemory is the GPU memory one pod holding Tessera-assigned GPUs used on the
+// node, for right-sizing its workload's next runs (see GPUProfile). The node agent
+// keeps a pod's entry a few minutes after the pod ends, with its final peak.
+type GPUPodMemory struct {
+	// +kubebuilder:validation:MaxLength=63
+	Namespace string `json:"namespace"`
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+	// +kubebuilder:validation:MaxLength=36
+	UID string `json:"uid"`
+	// Workload is the key of the pod's workload (rightsize.WorkloadKey).
+	// +kubebuilder:validation:MaxLength=512
+	// +optional
+	Workload string `json:"workload,omitempty"`
+	// PeakMiB is the most GPU memory the pod's processes held at once on one GPU
+	// (the largest per-GPU use of a multi-GPU pod).
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	PeakMiB int64 `json:"peakMiB,omitempty"`
+	// FirstMiB is its use at the first sample that saw any, telling preallocating
+	// frameworks apart.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	FirstMiB int64 `json:"firstMiB,omitempty"`
+	// GPUMemoryMiB is the total memory of the GPU the peak was on.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	GPUMemoryMiB int64 `json:"gpuMemoryMiB,omitempty"`
+	// LimitMiB is the pod's slice of that GPU; 0 for a whole GPU.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	LimitMiB int64 `json:"limitMiB,omitempty"`
+	// EndedTime is when the agent saw the pod end (terminated or gone); its peak is
+	// final from then on.
+	// +optional
+	EndedTime *metav1.Time `json:"endedTime,omitempty"`
+}
+
 // GPUNodeStatus is the GPU inventory and activity of one node.
 type GPUNodeStatus struct {
 	// +kubebuilder:validation:MaxItems=64
@@ -110,6 +148,13 @@ type GPUNodeStatus struct {
 	// ObservedTime is when the agent last sampled the devices.
 	// +optional
 	ObservedTime *metav1.Time `json:"observedTime,omitempty"`
+	// Pods is the GPU memory used by the pods holding Tessera-assigned GPUs, running or
+	// ended in the last few minutes.
+	// +kubebuilder:validation:MaxItems=256
+	// +listType=map
+	// +listMapKey=uid
+	// +optional
+	Pods []GPUPodMemory `json:"pods,omitempty"`
 	// +listType=map
 	// +listMapKey=type
 	// +optional

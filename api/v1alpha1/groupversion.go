@@ -22,6 +22,7 @@ func addKnownTypes(s *runtime.Scheme) error {
 		&GPUNode{}, &GPUNodeList{},
 		&ScaleDownPolicy{}, &ScaleDownPolicyList{},
 		&AdmissionPolicy{}, &AdmissionPolicyList{},
+		&GPUProfile{}, &GPUProfileList{},
 	)
 	metav1AddToGroupVersion(s)
 	return nil

@@ -48,6 +48,11 @@ const (
 	// AnnotationGPUAssign on a pod is the GPUs (and slice) the scheduler assigned it,
 	// written through the Binding; only the scheduler may write it.
 	AnnotationGPUAssign = "tessera.dev/gpu-assignment"
+	// AnnotationExpectedRuntime on a pod, PodGroup or Job is how long one run is
+	// expected to take (a Go duration such as "90m"): the scheduler lets it run on nodes
+	// held for a waiting gang when it should end before the gang starts. Unset, the
+	// Job's activeDeadlineSeconds or the history of its class stands in.
+	AnnotationExpectedRuntime = "tessera.dev/expected-runtime"
 	// AnnotationQueue on a Namespace names the default queue of its workloads.
 	AnnotationQueue = "tessera.dev/queue"
 	// AnnotationBoundPodUID is written by the scheduler with the GPU assignment, through
@@ -56,6 +61,21 @@ const (
 	// annotations forged is refused even if admission let it through: the API server
 	// picks the UID when it stores the pod.
 	AnnotationBoundPodUID = "tessera.dev/bound-pod-uid"
+	// LabelWorkload on a pod names the workload whose runs share a GPU-memory history
+	// (GPUProfile); unset, the pod's owner (kind and name) is its workload.
+	LabelWorkload = "tessera.dev/workload"
+	// AnnotationGPUMemoryPeak on a pod is the most GPU memory its processes used at
+	// once, in MiB, written by the node agent as it grows.
+	AnnotationGPUMemoryPeak = "tessera.dev/gpu-memory-peak"
+	// AnnotationGPUMemoryRecommendation on a pod is the GPU-memory recommendation
+	// admission found for its workload, in MiB, with how it was made.
+	AnnotationGPUMemoryRecommendation = "tessera.dev/gpu-memory-recommendation"
+	// AnnotationRightSizedFrom on a pod is the GPU request admission replaced with a
+	// recommended slice (Queue spec.gpuRightSizing.mode Auto).
+	AnnotationRightSizedFrom = "tessera.dev/right-sized-from"
+	// AnnotationIdleReclaim set to "false" on a pod or its workload spares it from its
+	// queue's idle reclaim while the queue holds no more than its deserved share.
+	AnnotationIdleReclaim = "tessera.dev/idle-reclaim"
 )
 
 // SchedulingStateAnnotations are the pod annotations only the scheduler writes (through

@@ -83,6 +83,73 @@ type QueueSpec struct {
 	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1s') && duration(self) <= duration('24h')",message="spec.maxMinRuntime must be between 1s and 24h"
 	// +optional
 	MaxMinRuntime *metav1.Duration `json:"maxMinRuntime,omitempty"`
+	// GPURightSizing sizes the GPU-memory requests of the queue's pods from what their
+	// workload's earlier runs used (GPUProfiles).
+	// +optional
+	GPURightSizing *GPURightSizing `json:"gpuRightSizing,omitempty"`
+	// IdleReclaim takes back GPUs that the queue's running pods hold but leave idle.
+	// +optional
+	IdleReclaim *IdleReclaim `json:"idleReclaim,omitempty"`
+}
+
+// RightSizingMode says what admission does with a workload's GPU-memory recommendation.
+// +kubebuilder:validation:Enum=Off;Recommend;Auto
+type RightSizingMode string
+
+// Right-sizing modes.
+const (
+	// RightSizingOff leaves requests as they are and shows policies no recommendation.
+	RightSizingOff RightSizingMode = "Off"
+	// RightSizingRecommend shows policies the recommendation (input.recommendation) and
+	// records it on the pod (tessera.dev/gpu-memory-recommendation), changing nothing.
+	RightSizingRecommend RightSizingMode = "Recommend"
+	// RightSizingAuto also turns a container's request for one whole GPU into a slice
+	// of the recommended size when the pod is created; running pods are never resized.
+	RightSizingAuto RightSizingMode = "Auto"
+)
+
+// GPURightSizing is a queue's use of GPU-memory recommendations.
+type GPURightSizing struct {
+	// Mode is Off, Recommend or Auto.
+	// +kubebuilder:default=Off
+	// +optional
+	Mode RightSizingMode `json:"mode,omitempty"`
+}
+
+// IdleReclaim is a queue's policy for allocated GPUs left idle: the pod is told (an
+// Event and the tessera_gpu_idle_reclaim_pending_gpus metric) once every GPU it holds
+// stayed at or below UtilizationThreshold for IdleFor, and its workload is suspended
+// GracePeriod later unless the GPUs were used again. A pod or workload annotated
+// tessera.dev/idle-reclaim: "false" is spared while its queue holds no more than its
+// deserved share.
+type IdleReclaim struct {
+	// UtilizationThreshold is the GPU utilization, in percent, at or below which a GPU
+	// counts as idle.
+	// +kubebuilder:default=1
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=100
+	// +optional
+	UtilizationThreshold int32 `json:"utilizationThreshold,omitempty"`
+	// IdleFor is how long a pod's GPUs must stay idle before it is told.
+	// +kubebuilder:default="1h"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('5m')",message="spec.idleReclaim.idleFor must be at least 5m"
+	// +optional
+	IdleFor *metav1.Duration `json:"idleFor,omitempty"`
+	// GracePeriod is how long after being told an idle pod's workload is suspended.
+	// +kubebuilder:default="30m"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
+	// +optional
+	GracePeriod *metav1.Duration `json:"gracePeriod,omitempty"`
+	// DryRun tells and reports what would be suspended, and suspends nothing. Start
+	// with it, as with ScaleDownPolicies.
+	// +kubebuilder:default=true
+	// +optional
+	DryRun *bool `json:"dryRun,omitempty"`
 }
 
 // QueueStatus reports what the queue holds and how many jobs wait in it.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/tessera-gpu/tessera/autoscale/idlereclaim"
 	"github.com/tessera-gpu/tessera/internal/controller"
 	"github.com/tessera-gpu/tessera/scheduler/cache"
 
@@ -30,9 +31,11 @@ type Config struct {
 	Registerer prometheus.Registerer
 }
 
-// Controller runs the actuator every period on the elected leader.
+// Controller runs the actuator, then the Queues' idle reclaim, every period on the
+// elected leader.
 type Controller struct {
 	actuator *Actuator
+	reclaim  *idlereclaim.Reclaimer
 	period   time.Duration
 	log      logr.Logger
 }
@@ -58,6 +61,11 @@ func (c *Controller) Start(ctx context.Context) error {
 				c.log.Error(err, "scale-down round failed; retried next round")
 			}
 		}
+		if c.reclaim != nil {
+			if err := c.reclaim.RunOnce(ctx); err != nil && ctx.Err() == nil && !onlyConflicts(err) {
+				c.log.Error(err, "idle reclaim round failed; retried next round")
+			}
+		}
 		select {
 		case <-ctx.Done():
 			return nil
@@ -67,7 +75,8 @@ func (c *Controller) Start(ctx context.Context) error {
 }
 
 // NewManager builds a manager for the workload cluster in restCfg that runs the
-// actuator every period over an informer cache, with leader election, /healthz and
+// actuator and the Queues' idle reclaim (autoscale/idlereclaim) every period over an
+// informer cache, with leader election, /healthz and
 // /readyz. scheme must know the built-in kinds and Tessera's.
 func NewManager(restCfg *rest.Config, scheme *runtime.Scheme, cfg Config) (manager.Manager, *Controller, error) {
 	if cfg.Serving.LeaderElectionID == "" {
@@ -85,7 +94,12 @@ func NewManager(restCfg *rest.Config, scheme *runtime.Scheme, cfg Config) (manag
 	log := cfg.Serving.Log
 	ev := controller.NewEventSink(mgr.GetEventRecorder("tessera-autoscaler"), cfg.Actuator.Clock.Now)
 	act := NewActuator(mgr.GetCache(), mgr.GetClient(), cfg.Infrastructure, ev, NewMetrics(cfg.Registerer), log, cfg.Actuator)
-	c := &Controller{actuator: act, period: cfg.Period, log: log}
+	rec, err := idlereclaim.New(mgr.GetCache(), mgr.GetAPIReader(), mgr.GetClient(), ev, idlereclaim.NewMetrics(cfg.Registerer), log.WithName("idle-reclaim"),
+		idlereclaim.Options{Scheduler: cfg.Actuator.Scheduler, Workloads: cfg.Actuator.Workloads, Clock: cfg.Actuator.Clock})
+	if err != nil {
+		return nil, nil, err
+	}
+	c := &Controller{actuator: act, reclaim: rec, period: cfg.Period, log: log}
 	return mgr, c, mgr.Add(c)
 }
 

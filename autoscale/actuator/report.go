@@ -89,7 +89,7 @@ func (r *idleReporter) report(name string, pol autoscale.Policy, st *cache.State
 		if node == nil || gn == nil || gn.Status.ObservedTime == nil || !pol.Selector.Matches(labels.Set(node.Labels)) || p.Status.Phase != corev1.PodRunning {
 			continue
 		}
-		util, gpus, ok := podUtilization(p, gn)
+		util, gpus, ok := autoscale.PodUtilization(p, gn)
 		if !ok {
 			continue
 		}
@@ -109,7 +109,7 @@ func (r *idleReporter) report(name string, pol autoscale.Policy, st *cache.State
 		idle[ip.Pod] = true
 		p := pods[ip.Pod]
 		m.AllocatedIdleGPUs.WithLabelValues(p.Namespace, p.Name).Set(float64(ip.GPUs))
-		ev.Warn(p, "GPUsIdle", "Report", "%d allocated GPUs at or below %d%% utilization since %s; Tessera never evicts it: release the GPUs if they are not needed",
+		ev.Warn(p, "GPUsIdle", "Report", "%d allocated GPUs at or below %d%% utilization since %s; the ScaleDownPolicy never evicts it (only its Queue's spec.idleReclaim may): release the GPUs if they are not needed",
 			ip.GPUs, pol.UtilizationThreshold, ip.Since.UTC().Format(time.RFC3339))
 	}
 	for k := range pods {
@@ -118,35 +118,4 @@ func (r *idleReporter) report(name string, pol autoscale.Policy, st *cache.State
 			m.AllocatedIdleGPUs.DeleteLabelValues(ns, name)
 		}
 	}
-}
-
-// podUtilization is the highest utilization of the GPUs the scheduler assigned to p,
-// and how many they are; ok is false for a pod without an assignment.
-func podUtilization(p *corev1.Pod, gn *tesserav1.GPUNode) (util float64, gpus int, ok bool) {
-	v := p.Annotations[tesserav1.AnnotationGPUAssign]
-	if v == "" {
-		return 0, 0, false
-	}
-	a, err := tesserav1.ParseGPUAssignment(v)
-	if err != nil {
-		return 0, 0, false
-	}
-	byUUID := map[string]int32{}
-	for _, dev := range gn.Status.Devices {
-		byUUID[dev.UUID] = dev.UtilizationPercent
-	}
-	seen := map[string]bool{}
-	for _, c := range a.Containers {
-		for _, u := range c.UUIDs {
-			pct, found := byUUID[u]
-			if !found {
-				return 0, 0, false
-			}
-			if !seen[u] {
-				seen[u] = true
-				util = max(util, float64(pct))
-			}
-		}
-	}
-	return util, len(seen), len(seen) > 0
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/tessera-gpu/tessera/internal/controller"
 
 	"github.com/go-logr/logr/testr"
+	"github.com/prometheus/client_golang/prometheus"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -31,6 +32,7 @@ import (
 	"github.com/tessera-gpu/tessera/autoscale/capi"
 	"github.com/tessera-gpu/tessera/internal/apitest"
 	"github.com/tessera-gpu/tessera/internal/kubeclient/kubeclienttest"
+	"github.com/tessera-gpu/tessera/rightsize/recommender"
 	"github.com/tessera-gpu/tessera/test/testenv"
 )
 
@@ -80,7 +82,9 @@ func granted(rules []rbacv1.PolicyRule) []string {
 // TestDeployRBACGrantsExactlyWhatItUses runs `tessera autoscaler`'s manager (leader
 // election, health and metrics endpoints) as the ServiceAccount of the kustomize base
 // (rendered from the chart) through two scale-downs, one of a MachineDeployment and one
-// of a lone MachineSet, and records every request: each must be granted, and each
+// of a lone MachineSet, and the idle reclaim of a workload of every kind it suspends
+// (idleWorkloads), and the GPU-profile recommender's recording of one ended run
+// (endedGPURun), and records every request: each must be granted, and each
 // granted verb must have been used, so removing any verb from the chart's
 // autoscaler/rbac.yaml fails this test. Two exceptions: patching events (the event
 // recorders patch only an event that repeats) and listing what is watched (informers
@@ -119,6 +123,8 @@ func TestDeployRBACGrantsExactlyWhatItUses(t *testing.T) {
 	h.pod("web", "a", 0)
 	h.pod("train-c", "c", 8)
 	h.policy(tesserav1.ScaleDownPolicySpec{MaxParallel: 2, Cooldown: &metav1.Duration{}})
+	idle := newIdleWorkloads(h)
+	profile := h.endedGPURun("c")
 
 	rec := &requests{seen: map[string]bool{}}
 	sa := rest.CopyConfig(env.Config)
@@ -138,6 +144,9 @@ func TestDeployRBACGrantsExactlyWhatItUses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if _, err := recommender.Setup(mgr, recommender.Options{Registerer: prometheus.NewRegistry(), Log: testr.New(t)}); err != nil {
+		t.Fatal(err)
+	}
 	stop := testenv.RunManager(t, h.ctx, mgr)
 	get := func(addr, path string) (int, string) {
 		resp, err := http.Get("http://" + addr + path)
@@ -152,14 +161,17 @@ func TestDeployRBACGrantsExactlyWhatItUses(t *testing.T) {
 	deadline := time.Now().Add(90 * time.Second)
 	for {
 		h.kubelet()
+		idle.sample()
 		pa, _, _ := h.phase("a")
 		pb, _, _ := h.phase("b")
 		code, body := get(metricsAddr, "/metrics")
-		if pa == autoscale.PhaseRemoved && pb == autoscale.PhaseRemoved && code == http.StatusOK && strings.Contains(body, want) {
+		left := idle.left()
+		runs := profile()
+		if pa == autoscale.PhaseRemoved && pb == autoscale.PhaseRemoved && code == http.StatusOK && strings.Contains(body, want) && len(left) == 0 && runs == 1 {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("a %q, b %q; /metrics %d lacks %q", pa, pb, code, want)
+			t.Fatalf("a %q, b %q; /metrics %d lacks %q; not reclaimed: %v; GPUProfile runs %d, want 1", pa, pb, code, want, left, runs)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
@@ -200,4 +212,29 @@ func TestDeployRBACGrantsExactlyWhatItUses(t *testing.T) {
 		}
 	}
 	t.Logf("requests: %s", strings.Join(used, "; "))
+}
+
+// endedGPURun publishes, in node n's GPUNode, a pod of this namespace that ended with a
+// peak of GPU memory; the returned function reads the runs its workload's GPUProfile
+// recorded.
+func (h *harness) endedGPURun(n string) func() int32 {
+	h.t.Helper()
+	pod := h.pod("gpu-run", n, 0)
+	var gn tesserav1.GPUNode
+	if err := h.c.Get(h.ctx, client.ObjectKey{Name: h.name(n)}, &gn); err != nil {
+		h.t.Fatal(err)
+	}
+	ended := metav1.NewTime(h.clock.Now())
+	gn.Status.Pods = []tesserav1.GPUPodMemory{{Namespace: h.ns, Name: pod.Name, UID: string(pod.UID), Workload: "Pod/gpu-run",
+		PeakMiB: 20000, FirstMiB: 1000, GPUMemoryMiB: 81920, EndedTime: &ended}}
+	if err := h.c.Status().Update(h.ctx, &gn); err != nil {
+		h.t.Fatal(err)
+	}
+	return func() int32 {
+		var list tesserav1.GPUProfileList
+		if err := h.c.List(h.ctx, &list, client.InNamespace(h.ns)); err != nil || len(list.Items) == 0 {
+			return 0
+		}
+		return list.Items[0].Status.Runs
+	}
 }

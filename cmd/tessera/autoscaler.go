@@ -22,6 +22,7 @@ import (
 
 	"github.com/tessera-gpu/tessera/autoscale"
 	"github.com/tessera-gpu/tessera/autoscale/capi"
+	"github.com/tessera-gpu/tessera/rightsize/recommender"
 	"github.com/tessera-gpu/tessera/scheduler"
 )
 
@@ -35,6 +36,7 @@ type autoscalerFlags struct {
 	period               time.Duration
 	revalidateAfter      time.Duration
 	stepTimeout          time.Duration
+	rightSizing          bool
 	serving              controller.Serving
 }
 
@@ -62,6 +64,7 @@ or newly elected replica carries on. "tessera autoscaler plan" shows the decisio
 	fs.DurationVar(&f.period, "period", 10*time.Second, "time between planning rounds")
 	fs.DurationVar(&f.revalidateAfter, "revalidate-after", 30*time.Second, "wait between tainting a candidate and planning again before cordoning it")
 	fs.DurationVar(&f.stepTimeout, "step-timeout", 10*time.Minute, "a drain or Machine removal step that has not completed by then fails and is undone")
+	fs.BoolVar(&f.rightSizing, "gpu-right-sizing", true, "record the peak GPU memory of ended pods (from the node agents' GPUNodes) into their workloads' GPUProfiles, with a recommended GPU-memory request for the next run")
 	f.serving.AddFlags(fs, "tessera-autoscaler")
 	cmd.AddCommand(newAutoscalerPlanCommand())
 	return cmd
@@ -103,7 +106,12 @@ func prepareAutoscaler(f autoscalerFlags) (func(context.Context) error, error) {
 		if err != nil {
 			return err
 		}
-		log.Info("starting autoscaler", "period", f.period, "clusterAPI", infra != nil, "leaderElect", f.serving.LeaderElect)
+		if f.rightSizing {
+			if _, err := recommender.Setup(mgr, recommender.Options{Registerer: crmetrics.Registry, Log: log.WithName("gpuprofile-recommender")}); err != nil {
+				return err
+			}
+		}
+		log.Info("starting autoscaler", "period", f.period, "gpuRightSizing", f.rightSizing, "clusterAPI", infra != nil, "leaderElect", f.serving.LeaderElect)
 		return startManager(ctx, mgr, cacheSyncTimeout)
 	}, nil
 }

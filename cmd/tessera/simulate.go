@@ -60,6 +60,9 @@ pending pod is placed or told why not.
 --autoscale (replay) runs each replay also under Tessera's autoscaler and under a
 Cluster-Autoscaler-like rule, removed nodes coming back after --boot-delay when jobs
 wait, and reports GPU-node-hours and waits against the always-on cluster;
+--rightsizing (replay) runs each replay as every GPU right-sizing arm, autoscaled, with
+GPU memory and utilisation curves of real pods, and reports GPU-hours, out-of-memory
+restarts and idle GPU-hours returned (docs/simulator.md);
 --scenario diurnal is a week of openb pods whose GPU demand swings between about 30%
 of the cluster at night and 90% by day. --scenario-nodes, --scenario-load and
 --scenario-hours vary a scenario: its nodes (the queues' shares and the arrival rates
@@ -176,6 +179,7 @@ AdmissionPolicies do not compile; a --report that cannot be written).`,
 	cli.DeprecatedAlias(cmd, "output", "format")
 	f.StringVar(&htmlPath, "report", "", "write a self-contained HTML report with charts to this file")
 	f.BoolVar(&o.Autoscale, "autoscale", false, "replay: run each replay also under the autoscalers its scheduler is paired with (kube-default: ca; volcano: ca, karpenter; tessera: tessera) and report GPU-node-hours saved, lost work and waits against always-on, and the ceiling")
+	f.BoolVar(&o.RightSizing, "rightsizing", false, "replay: run each replay as every GPU right-sizing arm (whole-GPU requests, user-chosen slices, Tessera right-sized, right-sized with idle reclaim, and perfect knowledge), each with jobs carrying GPU memory and utilisation curves of the genai2026 pods, autoscaled; report GPU-hours, OOM restarts and idle GPU-hours returned")
 	f.DurationVar(&o.BootDelay, "boot-delay", sim.DefaultBootDelay, "with --autoscale: how long a GPU node added back takes before pods can use it")
 	f.Float64("underused-share", autoscale.DefaultUnderusedGPUPercent/100.0, "with --autoscale: Tessera's autoscaler also removes nodes whose allocated GPU share stayed at or below this (0 to 1) when the scheduler places their pods elsewhere; 0 removes empty nodes only (a ScaleDownPolicy's spec.underusedGPUPercent / 100; the default is the policy's)")
 	f.Float64Var(&protectedShare, "non-evictable-share", -1, "replay: instead of the scenario's rule (jobs without checkpoints are protected from eviction), protect a random share of the jobs (0 to 1) and let the others checkpoint every 30 minutes; -1 keeps the rule")
@@ -218,7 +222,7 @@ func checkSimulateFlags(cmd *cobra.Command, o *sim.Options, manifests []string, 
 		return fmt.Errorf("--request-timeout %s: must not be negative (for example 30s; 0 waits forever)", d)
 	}
 	if len(manifests) > 0 || set("from-cluster") {
-		for _, f := range []string{"mode", "arrive", "seeds", "first-seed", "report", "autoscale", "boot-delay", "underused-share", "non-evictable-share", "scenario-nodes", "scenario-load", "scenario-hours"} {
+		for _, f := range []string{"mode", "arrive", "seeds", "first-seed", "report", "autoscale", "rightsizing", "boot-delay", "underused-share", "non-evictable-share", "scenario-nodes", "scenario-load", "scenario-hours"} {
 			if set(f) {
 				return fmt.Errorf("--%s does not apply to --manifests or --from-cluster, which place the pending pods once", f)
 			}
@@ -249,9 +253,11 @@ func checkSimulateFlags(cmd *cobra.Command, o *sim.Options, manifests []string, 
 		return fmt.Errorf("--mode %q: use fillup or replay", o.Mode)
 	case o.Mode == sim.ModeReplay && set("arrive"):
 		return fmt.Errorf("--arrive applies to --mode fillup only")
+	case o.Mode != sim.ModeReplay && o.RightSizing:
+		return fmt.Errorf("--rightsizing applies to --mode replay only: fill-up pods never end, so no run is ever measured")
 	case o.Mode != sim.ModeReplay && o.Autoscale:
 		return fmt.Errorf("--autoscale applies to --mode replay only: fill-up pods never leave, so no node ever empties")
-	case set("boot-delay") && !o.Autoscale:
+	case set("boot-delay") && !o.Autoscale && !o.RightSizing:
 		return fmt.Errorf("--boot-delay applies with --autoscale only")
 	case o.BootDelay < 0:
 		return fmt.Errorf("--boot-delay %s: must not be negative (for example 5m)", o.BootDelay)

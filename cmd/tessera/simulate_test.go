@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -86,6 +87,8 @@ func TestSimulateRejectsBadFlags(t *testing.T) {
 		"simulate --scenario operator --autoscale --underused-share 2":     "--underused-share 2: must be a share between 0 and 1",
 		"simulate --scenario operator --underused-share 0.5":               "--underused-share applies with --autoscale only",
 		"simulate --manifests m.yaml --autoscale":                          "--autoscale does not apply to --manifests",
+		"simulate --trace default --rightsizing":                           "--rightsizing applies to --mode replay only",
+		"simulate --manifests m.yaml --rightsizing":                        "--rightsizing does not apply to --manifests",
 		"simulate --scenario diurnal --scenario-nodes 0":                   "--scenario-nodes 0: must be a number of nodes from 1 to 20000 (for example 5000)",
 		"simulate --scenario operator --scenario-nodes 100000":             "--scenario-nodes 100000: must be a number of nodes from 1 to 20000",
 		"simulate --scenario operator --scenario-load 0":                   "--scenario-load 0: must be a multiple of the arrival rates above 0 and at most 100",
@@ -313,6 +316,61 @@ func TestSimulateAutoscaleJSON(t *testing.T) {
 	}
 	if want := "tessera+always-on tessera+tessera volcano+always-on volcano+ca volcano+karpenter"; strings.Join(arms, " ") != want {
 		t.Errorf("arms %v, want %s", arms, want)
+	}
+}
+
+// --rightsizing on a small replay: every arm runs autoscaled, and the JSON summary and
+// the table compare them.
+func TestSimulateRightSizing(t *testing.T) {
+	dir := t.TempDir()
+	nodes, pods := filepath.Join(dir, "nodes.csv"), filepath.Join(dir, "pods.csv")
+	writeFile(t, nodes, "sn,cpu_milli,memory_mib,gpu,model\nn0,64000,262144,8,A100\n")
+	csv := "name,cpu_milli,memory_mib,num_gpu,gpu_milli,creation_time,deletion_time\n"
+	for i := range 12 {
+		csv += fmt.Sprintf("p%d,1000,1024,1,1000,%d,%d\n", i, i*1800, i*1800+3600)
+	}
+	writeFile(t, pods, csv)
+	args := []string{"simulate", "--nodes", nodes, "--pods", pods, "--mode", "replay", "--profile", "tessera", "--rightsizing"}
+	out, err := execute(append(args, "-o", "json")...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Summary []struct {
+			Policy      string    `json:"policy"`
+			Autoscale   *struct{} `json:"autoscale"`
+			RightSizing *struct {
+				Arms []struct {
+					Arm           string   `json:"arm"`
+					GPUHours      float64  `json:"gpu_hours"`
+					SavingVsWhole *float64 `json:"saving_vs_whole"`
+				} `json:"arms"`
+			} `json:"rightsizing"`
+		} `json:"summary"`
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if len(doc.Summary) != 6 || doc.Summary[0].RightSizing == nil || doc.Summary[0].Autoscale == nil {
+		t.Fatalf("summary: %s", out)
+	}
+	var arms []string
+	for _, a := range doc.Summary[0].RightSizing.Arms {
+		arms = append(arms, a.Arm)
+		if a.GPUHours <= 0 || a.SavingVsWhole == nil {
+			t.Errorf("%s: %g GPU-hours, saving %v", a.Arm, a.GPUHours, a.SavingVsWhole)
+		}
+	}
+	if want := "tessera/whole tessera/user tessera/rightsized tessera/rightsized+reclaim tessera/rightsized+reclaim-optout tessera/perfect"; strings.Join(arms, " ") != want {
+		t.Errorf("arms %v, want %s", arms, want)
+	}
+	if _, err := execute("simulate", "--nodes", nodes, "--pods", pods, "--mode", "replay", "--profile", "kube-default", "--rightsizing"); err == nil ||
+		!strings.Contains(err.Error(), "right-sizing needs a scheduler that places GPU-memory slices") {
+		t.Errorf("kube-default, which gives slices whole GPUs: %v", err)
+	}
+	table, err := execute(args...)
+	if err != nil || !strings.Contains(table, "GPU right-sizing and idle reclaim") || !strings.Contains(table, "tessera/rightsized+reclaim") {
+		t.Fatalf("table (%v):\n%s", err, table)
 	}
 }
 

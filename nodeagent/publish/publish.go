@@ -116,6 +116,23 @@ func (p *Publisher) GPUNode(ctx context.Context, status tesserav1.GPUNodeStatus)
 	return nil
 }
 
+// Pods are the pods' GPU memory the GPUNode's status holds (a previous agent's), none
+// when there is no GPUNode yet.
+func (p *Publisher) Pods(ctx context.Context) ([]tesserav1.GPUPodMemory, error) {
+	cur, err := p.Dynamic.Resource(GPUNodes).Get(ctx, p.NodeName, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get GPUNode %s: %w", p.NodeName, err)
+	}
+	var gn tesserav1.GPUNode
+	if err := runtimeFromUnstructured(cur, &gn); err != nil {
+		return nil, fmt.Errorf("read GPUNode %s: %w", p.NodeName, err)
+	}
+	return gn.Status.Pods, nil
+}
+
 func runtimeFromUnstructured(u *unstructured.Unstructured, into *tesserav1.GPUNode) error {
 	b, err := u.MarshalJSON()
 	if err != nil {

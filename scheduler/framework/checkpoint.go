@@ -54,7 +54,7 @@ var checkpointFields = map[string]map[string]checkpointRule{
 	"Job": {
 		"Name": immutable, "Namespace": immutable, "UID": immutable, "Queue": immutable, "Priority": immutable,
 		"MinMember": immutable, "Created": immutable, "Tasks": restored, "MinResources": immutable,
-		"MinRuntime": immutable, "Topology": immutable, "Inqueue": restored, "WaitingSince": restored,
+		"MinRuntime": immutable, "ExpectedRuntime": immutable, "Class": immutable, "Topology": immutable, "Inqueue": restored, "WaitingSince": restored,
 		"Pending": reassigned, "Refused": immutable, "Held": immutable,
 	},
 	"Queue": {

@@ -194,7 +194,13 @@ type Job struct {
 	// MinResources must be admissible by the queue before the job is enqueued.
 	MinResources Resources
 	MinRuntime   time.Duration
-	Topology     TopologySpec
+	// ExpectedRuntime is how long the job says one run takes (its expected-runtime
+	// annotation, else its activeDeadlineSeconds); 0 when it says nothing.
+	ExpectedRuntime time.Duration
+	// Class is the job's runtime class (its tessera.dev/runtime label), which with its
+	// queue and shape groups the runs whose history estimates its runtime.
+	Class    string
+	Topology TopologySpec
 	// Inqueue is set by the enqueue action once the queue admits the job.
 	Inqueue bool
 	// WaitingSince is when the job last started waiting for placement.

@@ -125,6 +125,7 @@ func (s *build) assemble(key string) *jobMemo {
 			s.foreignJob(e)
 		} else {
 			s.jobOf(e)
+			expectedRuntime(e)
 			s.gangSize(e)
 			s.finishJob(e)
 		}
@@ -240,6 +241,33 @@ func (s *build) jobOf(e *jobMemo) {
 	default:
 		j.Name = p.Name
 		j.UID = ta.task.UID
+	}
+}
+
+// expectedRuntime fills the job's runtime class and its declared runtime: the
+// expected-runtime annotation of its pod, PodGroup or Job, else the activeDeadlineSeconds
+// of its Job or pod. An annotation that does not parse is ignored.
+func expectedRuntime(e *jobMemo) {
+	j, p := &e.tmpl, e.tasks[0].pod
+	j.Class = p.Labels["tessera.dev/runtime"] // the workload's runtime class (webhooks.AnnotationRuntime)
+	annotations := []map[string]string{p.Annotations}
+	if e.group != nil {
+		annotations = append(annotations, e.group.Annotations)
+	}
+	if e.owner != nil {
+		annotations = append(annotations, e.owner.Annotations)
+	}
+	for _, a := range annotations {
+		if d, err := time.ParseDuration(a[tesserav1.AnnotationExpectedRuntime]); err == nil && d > 0 {
+			j.ExpectedRuntime = d
+			return
+		}
+	}
+	switch {
+	case e.owner != nil && e.owner.Spec.ActiveDeadlineSeconds != nil && *e.owner.Spec.ActiveDeadlineSeconds > 0:
+		j.ExpectedRuntime = time.Duration(*e.owner.Spec.ActiveDeadlineSeconds) * time.Second
+	case p.Spec.ActiveDeadlineSeconds != nil && *p.Spec.ActiveDeadlineSeconds > 0:
+		j.ExpectedRuntime = time.Duration(*p.Spec.ActiveDeadlineSeconds) * time.Second
 	}
 }
 

@@ -73,6 +73,24 @@ func TestJobIdentity(t *testing.T) {
 			b.AddPod(testPod("bj-a", "ns").ControlledBy("Job", "bj").Annotation(tesserav1.AnnotationMinAvailable, "2").Obj(), 0)
 			b.AddPod(testPod("bj-b", "ns").ControlledBy("Job", "bj").Obj(), 0)
 		}, job: "bj", tasks: "bj-a,bj-b", min: 2, uid: "uid-bj"},
+		{name: "expected runtime from the PodGroup's annotation, class from the label", add: func(b *Builder) {
+			b.AddPodGroup(testPodGroup("er", "ns", "", 1).Obj())
+			b.podGroups["ns/er"].Annotations = map[string]string{tesserav1.AnnotationExpectedRuntime: "90m"}
+			b.AddPod(testPod("er-0", "ns").Group("er").Label("tessera.dev/runtime", "short").Obj(), 0)
+		}, job: "er", tasks: "er-0", min: 1, uid: "uid-pg-er", setting: func(t *testing.T, j *framework.Job) {
+			if j.ExpectedRuntime != 90*time.Minute || j.Class != "short" {
+				t.Errorf("expected runtime %s, class %q; want 1h30m, short", j.ExpectedRuntime, j.Class)
+			}
+		}},
+		{name: "expected runtime from the Job's activeDeadlineSeconds", add: func(b *Builder) {
+			b.AddJob(testJob("ad", "ns", 1).Obj())
+			b.jobs["ns/ad"].Spec.ActiveDeadlineSeconds = new(int64(7200))
+			b.AddPod(testPod("ad-0", "ns").ControlledBy("Job", "ad").Annotation(tesserav1.AnnotationExpectedRuntime, "soon").Obj(), 0)
+		}, job: "ad", tasks: "ad-0", min: 1, uid: "uid-ad", setting: func(t *testing.T, j *framework.Job) {
+			if j.ExpectedRuntime != 2*time.Hour {
+				t.Errorf("expected runtime %s, want 2h (an annotation that does not parse is ignored)", j.ExpectedRuntime)
+			}
+		}},
 		{name: "batch Job sized by parallelism", add: func(b *Builder) {
 			b.AddJob(testJob("bj", "ns", 4).Obj())
 			b.AddPod(testPod("bj-a", "ns").ControlledBy("Job", "bj").Obj(), 0)

@@ -44,6 +44,9 @@ type Result struct {
 	Autoscaled map[string]*Replay `json:"-"`
 	// Autoscale compares this run's autoscalers (the policy's arms only).
 	Autoscale *Autoscale `json:"autoscale,omitempty"`
+	// RightSizing is the run's right-sizing arm, measured under the policy's first
+	// autoscaler; nil unless right-sizing arms ran.
+	RightSizing *RightSizingRun `json:"rightsizing,omitempty"`
 }
 
 // Point is one sample of a fill-up run: arrived GPU request, allocated GPUs and
@@ -123,6 +126,11 @@ type Replay struct {
 	// so its waits, its runs and the work evictions threw away, which it ran again; for
 	// a job not done at the end of the run, arrival to the end (censored).
 	JCTSeconds []float64 `json:"jct_seconds"`
+	// Estimates compares the scheduler's runtime estimates with the true runtimes.
+	Estimates RuntimeEstimates `json:"runtime_estimates"`
+	// RightSizing is set when the replay ran a right-sizing arm (in the JSON as the
+	// result's rightsizing, of the autoscaled replay).
+	RightSizing *RightSizingRun `json:"-"`
 }
 
 // QueueSeries is one queue of a replay over time: what it holds against what it
@@ -164,6 +172,9 @@ type Summary struct {
 	// autoscalers paired with it on this trace, all policies of the run together (the
 	// same in each summary of the trace); nil when not autoscaled.
 	Autoscale *Autoscale `json:"autoscale,omitempty"`
+	// RightSizing compares the right-sizing arms of the trace (the same in each
+	// summary of the trace); nil when none ran.
+	RightSizing *RightSizing `json:"rightsizing,omitempty"`
 }
 
 // ReplaySummary aggregates replay runs.
@@ -307,6 +318,7 @@ func Summarize(results []Result) []Summary {
 		out = append(out, summarizeGroup(k.policy, k.trace, groups[k]))
 	}
 	autoscaleByTrace(results, out)
+	rightSizingByTrace(results, out)
 	return out
 }
 

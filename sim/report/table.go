@@ -175,6 +175,7 @@ func writeTables(l layout, results []Result, summaries []Summary) {
 			writeTail(l, replay)
 			writeGroupWaits(l, replay)
 			writeSavings(l, replay)
+			writeRightSizing(l, replay)
 		}
 	}
 	if across != nil {

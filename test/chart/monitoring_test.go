@@ -23,8 +23,10 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/tessera-gpu/tessera/autoscale/actuator"
+	"github.com/tessera-gpu/tessera/autoscale/idlereclaim"
 	agentmetrics "github.com/tessera-gpu/tessera/nodeagent/metrics"
 	"github.com/tessera-gpu/tessera/policy"
+	"github.com/tessera-gpu/tessera/rightsize/recommender"
 	schedk8s "github.com/tessera-gpu/tessera/scheduler/daemon"
 	"github.com/tessera-gpu/tessera/webhooks"
 )
@@ -353,7 +355,11 @@ var metricComponents = []struct {
 }{
 	{"scheduler", func(r prometheus.Registerer) { schedk8s.NewMetrics(r) }},
 	{"webhook", func(r prometheus.Registerer) { webhooks.NewMetrics(r); policy.NewMetrics(r) }},
-	{"autoscaler", func(r prometheus.Registerer) { actuator.NewMetrics(r) }},
+	{"autoscaler", func(r prometheus.Registerer) {
+		actuator.NewMetrics(r)
+		idlereclaim.NewMetrics(r)
+		recommender.NewMetrics(r)
+	}},
 	{"node agent", func(r prometheus.Registerer) { agentmetrics.New(r, "node") }},
 }
 

@@ -56,11 +56,13 @@ var allowedRBAC = []grant{
 	g("tessera-scheduler", inTessera, "coordination.k8s.io", "leases", "get,create,update"),
 	g("tessera-scheduler", inTessera, "", "events", "create,patch"),
 
-	// The webhook: reads policy data, reports AdmissionPolicy status; with its own
-	// certificate, updates Tessera's two webhook configurations and its one Secret.
+	// The webhook: reads policy data and the GPUProfiles it right-sizes pods by, reports
+	// AdmissionPolicy status; with its own certificate, updates Tessera's two webhook
+	// configurations and its one Secret.
 	g("tessera-webhook", clusterWide, "tessera.dev", "queues,gpunodes,admissionpolicies", "get,list,watch"),
 	g("tessera-webhook", clusterWide, "scheduling.k8s.io", "priorityclasses", "get,list,watch"),
 	g("tessera-webhook", clusterWide, "", "namespaces", "get,list,watch"),
+	g("tessera-webhook", clusterWide, "tessera.dev", "gpuprofiles", "get,list,watch"),
 	g("tessera-webhook", clusterWide, "tessera.dev", "admissionpolicies/status", "get,update,patch"),
 	g("tessera-webhook", clusterWide, "admissionregistration.k8s.io", "mutatingwebhookconfigurations,validatingwebhookconfigurations", "list,watch"),
 	g("tessera-webhook", clusterWide, "admissionregistration.k8s.io", "mutatingwebhookconfigurations,validatingwebhookconfigurations", "update", "tessera"),
@@ -69,7 +71,9 @@ var allowedRBAC = []grant{
 	g("tessera-webhook", inTessera, "", "secrets", "update", "tessera-webhook-tls"),
 
 	// The autoscaler: the scheduler's view for its what-if, taints/cordons/drains nodes,
-	// records scale-downs; Cluster API when this is the management cluster; its Lease.
+	// records scale-downs, suspends the workloads of idle pods (Queue idle reclaim);
+	// keeps the GPUProfiles of ended pods' workloads (GPU right-sizing);
+	// Cluster API when this is the management cluster; its Lease.
 	g("tessera-autoscaler", clusterWide, "", "pods,nodes,namespaces", "list,watch"),
 	g("tessera-autoscaler", clusterWide, "batch", "jobs", "list,watch"),
 	g("tessera-autoscaler", clusterWide, "scheduling.k8s.io", "podgroups", "list,watch"),
@@ -83,6 +87,16 @@ var allowedRBAC = []grant{
 	g("tessera-autoscaler", clusterWide, "tessera.dev", "gpunodes,queues,podgroups,scaledownpolicies", "list,watch"),
 	g("tessera-autoscaler", clusterWide, "", "nodes", "patch"),
 	g("tessera-autoscaler", clusterWide, "", "pods/eviction", "create"),
+	g("tessera-autoscaler", clusterWide, "apps", "replicasets", "get"),
+	g("tessera-autoscaler", clusterWide, "apps", "deployments,statefulsets", "get,patch"),
+	g("tessera-autoscaler", clusterWide, "batch", "jobs", "get,patch"),
+	g("tessera-autoscaler", clusterWide, "jobset.x-k8s.io", "jobsets", "get,patch"),
+	g("tessera-autoscaler", clusterWide, "ray.io", "rayclusters,rayjobs", "get,patch"),
+	g("tessera-autoscaler", clusterWide, "leaderworkerset.x-k8s.io", "leaderworkersets", "get,patch"),
+	g("tessera-autoscaler", clusterWide, "kubeflow.org", "mpijobs,pytorchjobs", "get,patch"),
+	g("tessera-autoscaler", clusterWide, "", "pods", "get"),
+	g("tessera-autoscaler", clusterWide, "tessera.dev", "gpuprofiles", "get,create"),
+	g("tessera-autoscaler", clusterWide, "tessera.dev", "gpuprofiles/status", "update"),
 	g("tessera-autoscaler", clusterWide, "tessera.dev", "scaledownpolicies/status", "patch"),
 	g("tessera-autoscaler", clusterWide, "events.k8s.io", "events", "create,patch"),
 	g("tessera-autoscaler", clusterWide, "cluster.x-k8s.io", "machines", "list,patch"),
