@@ -21,11 +21,6 @@ import (
 func TestGPUDeliveryRefusedUntilToolkitLockedDown(t *testing.T) {
 	dir := t.TempDir()
 	config := filepath.Join(dir, "config.toml")
-	write := func(data string) {
-		if err := os.WriteFile(config, []byte(data), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
 	var log strings.Builder
 	a, err := New(Config{NodeName: "n1", DevicePluginDir: dir, SlicesPerGPU: 4, ToolkitConfig: config},
 		Deps{Registry: prometheus.NewRegistry(), Pods: deviceplugin.KubePods{},
@@ -36,36 +31,35 @@ func TestGPUDeliveryRefusedUntilToolkitLockedDown(t *testing.T) {
 	if len(a.plugins) != 2 {
 		t.Fatalf("%d device plugins, want tessera.dev/gpu and tessera.dev/gpu-slice", len(a.plugins))
 	}
-	devs := []tesserav1.GPUDevice{{UUID: "GPU-a", MemoryMiB: 81920, Healthy: true}}
-	advertised := func() (n int) {
+	// deliver writes the toolkit's configuration, hands the agent one GPU and checks
+	// how many GPUs its plugins advertise and what the gauge says; when names the case.
+	deliver := func(toolkitConfig, when string, wantAdvertised int, wantRefused float64) {
+		t.Helper()
+		if err := os.WriteFile(config, []byte(toolkitConfig), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		a.setPluginGPUs([]tesserav1.GPUDevice{{UUID: "GPU-a", MemoryMiB: 81920, Healthy: true}})
+		n := 0
 		for _, p := range a.plugins {
 			n += len(p.GPUs())
 		}
-		return n
+		if n != wantAdvertised {
+			t.Fatalf("%d GPUs advertised %s, want %d", n, when, wantAdvertised)
+		}
+		if v := testutil.ToFloat64(a.metrics.DeliveryRefusedGauge()); v != wantRefused {
+			t.Fatalf("tessera_node_agent_gpu_delivery_refused = %v %s, want %v", v, when, wantRefused)
+		}
 	}
 
-	write("disable-require = false\n")
-	a.setPluginGPUs(devs)
-	if n := advertised(); n != 0 {
-		t.Fatalf("%d GPUs advertised while the toolkit takes env", n)
-	}
-	if v := testutil.ToFloat64(a.metrics.DeliveryRefusedGauge()); v != 1 {
-		t.Fatalf("tessera_node_agent_gpu_delivery_refused = %v, want 1", v)
-	}
+	deliver("disable-require = false\n", "while the toolkit takes env", 0, 1)
 	for _, w := range []string{config, "accept-nvidia-visible-devices-envvar-when-unprivileged", "ACCEPT_NVIDIA_VISIBLE_DEVICES_ENVVAR_WHEN_UNPRIVILEGED=false"} {
 		if !strings.Contains(log.String(), w) {
 			t.Errorf("log does not say %q:\n%s", w, log.String())
 		}
 	}
 
-	write("accept-nvidia-visible-devices-envvar-when-unprivileged = false\naccept-nvidia-visible-devices-as-volume-mounts = true\n")
-	a.setPluginGPUs(devs)
-	if n := advertised(); n != 2 {
-		t.Fatalf("%d GPUs advertised once locked down, want 1 per plugin", n)
-	}
-	if v := testutil.ToFloat64(a.metrics.DeliveryRefusedGauge()); v != 0 {
-		t.Fatalf("tessera_node_agent_gpu_delivery_refused = %v, want 0", v)
-	}
+	deliver("accept-nvidia-visible-devices-envvar-when-unprivileged = false\naccept-nvidia-visible-devices-as-volume-mounts = true\n",
+		"once locked down (1 per plugin)", 2, 0)
 }
 
 // --unsafe-skip-toolkit-check hands GPUs out without a toolkit configuration.

@@ -51,6 +51,11 @@ func (r *usageRig) pod(name string, sliceMiB int64, gpus []int, pids ...int) *co
 	return p
 }
 
+// use has process pid hold mib MiB of GPU i, all the memory used on it.
+func (r *usageRig) use(i int, pid uint32, mib uint64) {
+	r.gpus.SetUsage(i, nvidiatest.Usage{MemoryUsedMiB: mib, Processes: map[uint32]uint64{pid: mib}})
+}
+
 // sample reads the GPUs with the pods listed on the node, a sample interval later.
 func (r *usageRig) sample(h *usageHistory, pods ...*corev1.Pod) map[types.UID]tesserav1.GPUPodMemory {
 	r.t.Helper()
@@ -80,7 +85,7 @@ func TestUsagePeakOfMultiGPUPodIsItsLargestGPU(t *testing.T) {
 	var h usageHistory
 	train := r.pod("train", 0, []int{0, 1}, 100, 101, 102)
 	// GPU 0: 10000 MiB; GPU 1: two processes, 12000 + 1000 MiB; pid 7 is a host process.
-	r.gpus.SetUsage(0, nvidiatest.Usage{MemoryUsedMiB: 10000, Processes: map[uint32]uint64{100: 10000}})
+	r.use(0, 100, 10000)
 	r.gpus.SetUsage(1, nvidiatest.Usage{MemoryUsedMiB: 13000, Processes: map[uint32]uint64{101: 12000, 102: 1000, 7: 500}})
 	got := r.sample(&h, train)[train.UID]
 	want := tesserav1.GPUPodMemory{Namespace: "team", Name: "train", UID: string(train.UID), Workload: "Job/train",
@@ -97,7 +102,7 @@ func TestUsagePeakStepsAndFinalPeak(t *testing.T) {
 	idle := r.pod("idle", 0, []int{3}) // holds a GPU, never uses it: no entry
 	step := func(mib uint64, wantPeak int64, pods ...*corev1.Pod) tesserav1.GPUPodMemory {
 		t.Helper()
-		r.gpus.SetUsage(2, nvidiatest.Usage{MemoryUsedMiB: mib, Processes: map[uint32]uint64{200: mib}})
+		r.use(2, 200, mib)
 		entries := r.sample(&h, pods...)
 		if _, ok := entries[idle.UID]; ok {
 			t.Fatalf("a pod that used no GPU memory has an entry")
@@ -139,7 +144,7 @@ func TestUsageGonePodEnds(t *testing.T) {
 	r := newUsageRig(t)
 	var h usageHistory
 	p := r.pod("serve", 20480, []int{4}, 300)
-	r.gpus.SetUsage(4, nvidiatest.Usage{MemoryUsedMiB: 9000, Processes: map[uint32]uint64{300: 9000}})
+	r.use(4, 300, 9000)
 	r.sample(&h, p)
 	r.gpus.SetUsage(4, nvidiatest.Usage{})
 	e := r.sample(&h)[p.UID] // deleted: not listed any more
@@ -223,12 +228,12 @@ func TestUsageSeededFromAPreviousAgent(t *testing.T) {
 	r := newUsageRig(t)
 	var before usageHistory
 	p := r.pod("serve", 20480, []int{4}, 300)
-	r.gpus.SetUsage(4, nvidiatest.Usage{MemoryUsedMiB: 9000, Processes: map[uint32]uint64{300: 9000}})
+	r.use(4, 300, 9000)
 	r.sample(&before, p)
 	// The agent restarts while the pod uses less: the peak so far is kept.
 	var after usageHistory
 	after.seed(before.entries())
-	r.gpus.SetUsage(4, nvidiatest.Usage{MemoryUsedMiB: 5000, Processes: map[uint32]uint64{300: 5000}})
+	r.use(4, 300, 5000)
 	if e := r.sample(&after, p)[p.UID]; e.PeakMiB != 9000 || e.FirstMiB != 9000 || e.LimitMiB != 20480 || e.EndedTime != nil {
 		t.Fatalf("entry after a restart %+v", e)
 	}

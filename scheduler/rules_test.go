@@ -461,20 +461,29 @@ func TestTopology(t *testing.T) {
 	})
 }
 
+// newReserving is Tessera's profile that reserves nodes for a gang waiting longer than
+// after, preempts what overtook it once the gang waited deadline, and drains the nodes
+// from drain before that.
+func newReserving(t *testing.T, after, deadline, drain time.Duration) *scheduler.Scheduler {
+	t.Helper()
+	cfg, _ := scheduler.Profile("tessera")
+	cfg.ReservationAfter = scheduler.Duration{Duration: after}
+	cfg.ReservationDeadline = scheduler.Duration{Duration: deadline}
+	cfg.ReservationDrain = scheduler.Duration{Duration: drain}
+	s, err := scheduler.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
 // backfillWorld: four 8-GPU nodes each run a 1-GPU job; a 4 x 8-GPU gang waits behind
 // them while 1-GPU jobs keep arriving. Every running job lasts two sessions (10 minutes
 // each). Reservations have their deadline at 3 x reservationAfter, after a drain of
 // reservationAfter.
 func runBackfill(t *testing.T, reservationAfter time.Duration, sessions int) (big *framework.Job, smallRan int, bigAt int) {
 	t.Helper()
-	cfg, _ := scheduler.Profile("tessera")
-	cfg.ReservationAfter = scheduler.Duration{Duration: reservationAfter}
-	cfg.ReservationDeadline = scheduler.Duration{Duration: 3 * reservationAfter}
-	cfg.ReservationDrain = scheduler.Duration{Duration: reservationAfter}
-	s, err := scheduler.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := newReserving(t, reservationAfter, 3*reservationAfter, reservationAfter)
 	ns := nodes(4, 8)
 	q := testutil.MakeQueue("q").Obj()
 	big = testutil.MakeJob("big").Tasks(4).GPU(8).Queue(q).Obj()
@@ -535,14 +544,7 @@ func TestBackfillAndReservation(t *testing.T) {
 // submitted later) until the drain before the deadline, and at the deadline that work
 // on them is preempted so that the gang starts.
 func TestReservationDeadline(t *testing.T) {
-	cfg, _ := scheduler.Profile("tessera")
-	cfg.ReservationAfter = scheduler.Duration{Duration: time.Hour}
-	cfg.ReservationDeadline = scheduler.Duration{Duration: 3 * time.Hour}
-	cfg.ReservationDrain = scheduler.Duration{Duration: time.Hour}
-	s, err := scheduler.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := newReserving(t, time.Hour, 3*time.Hour, time.Hour)
 	ns := nodes(2, 8)
 	// Work of the gang's queue that overtook it (its priority, submitted later), which
 	// the preempt action leaves alone: only the deadline evicts it.
@@ -595,14 +597,7 @@ func TestReservationDeadline(t *testing.T) {
 // work of another queue from its reserved nodes unless its queue may reclaim it; here
 // that queue is not reclaimable, so the gang waits for the work to end.
 func TestReservationNeverPreemptsAcrossQueues(t *testing.T) {
-	cfg, _ := scheduler.Profile("tessera")
-	cfg.ReservationAfter = scheduler.Duration{Duration: time.Hour}
-	cfg.ReservationDeadline = scheduler.Duration{Duration: 2 * time.Hour}
-	cfg.ReservationDrain = scheduler.Duration{Duration: 30 * time.Minute}
-	s, err := scheduler.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := newReserving(t, time.Hour, 2*time.Hour, 30*time.Minute)
 	ns := nodes(2, 8)
 	qa, qb := testutil.MakeQueue("qa").Obj(), testutil.MakeQueue("qb").NotReclaimable().Obj()
 	big := testutil.MakeJob("big").Tasks(2).GPU(8).Priority(10).Queue(qa).Obj()

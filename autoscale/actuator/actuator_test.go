@@ -233,6 +233,22 @@ func (w *actWorld) podExists(name string) bool {
 	return err == nil
 }
 
+// expectEvent fails the test unless a recorded event contains event.
+func (w *actWorld) expectEvent(event string) {
+	w.t.Helper()
+	if !w.rec.Has(event) {
+		w.t.Fatalf("no event %q in %v", event, w.rec)
+	}
+}
+
+// expectEvicted fails the test unless pod is gone and an event says it was evicted.
+func (w *actWorld) expectEvicted(pod string) {
+	w.t.Helper()
+	if w.podExists(pod) || !w.rec.Has("Evicted "+pod) {
+		w.t.Fatalf("%s not evicted: %v", pod, w.rec)
+	}
+}
+
 // An idle node is tainted, cordoned only after the re-validation delay, drained,
 // its Machine marked and its group lowered once; the policy records it; a metric and
 // an event report it; later rounds change nothing.
@@ -241,17 +257,13 @@ func TestActuatorRemovesIdleNode(t *testing.T) {
 	w.round(0)
 	w.expectPhase("a", autoscale.PhaseCandidate, true, false)
 	w.expectPhase("b", "", false, false)
-	if !w.rec.Has("ScaleDownCandidate a: Empty for 2h0m0s") {
-		t.Fatalf("events %v", w.rec)
-	}
+	w.expectEvent("ScaleDownCandidate a: Empty for 2h0m0s")
 	w.round(10 * time.Second)
 	w.expectPhase("a", autoscale.PhaseCandidate, true, false)
 	w.round(21 * time.Second)
 	w.expectPhase("a", autoscale.PhaseDraining, true, true)
 	w.round(time.Second)
-	if w.podExists("web") || !w.rec.Has("Evicted web") {
-		t.Fatalf("web not evicted: %v", w.rec)
-	}
+	w.expectEvicted("web")
 	w.expectPhase("a", autoscale.PhaseDraining, true, true)
 	w.round(time.Second)
 	w.expectPhase("a", autoscale.PhaseDrained, true, true)
@@ -275,9 +287,7 @@ func TestActuatorRemovesIdleNode(t *testing.T) {
 	if got := testutil.ToFloat64(w.metrics.ScaledDownNodes.WithLabelValues("Empty", "A100-80GB")); got != 1 {
 		t.Fatalf("scaled_down_nodes_total = %v", got)
 	}
-	if !w.rec.Has("ScaledDown a: Empty with 8 GPUs (A100-80GB) removed: Machine capi/m-a") {
-		t.Fatalf("events %v", w.rec)
-	}
+	w.expectEvent("ScaledDown a: Empty with 8 GPUs (A100-80GB) removed: Machine capi/m-a")
 	// The node goes (Cluster API deletes the Machine): an hour later 8 GPU-hours are saved.
 	if err := w.c.Delete(w.ctx, w.node("a")); err != nil {
 		t.Fatal(err)
@@ -565,9 +575,7 @@ func TestActuatorKeepsAnEarlierCordon(t *testing.T) {
 	}
 	w.round(time.Second)
 	w.expectPhase("a", "", false, true)
-	if !w.rec.Has("ScaleDownCancelled a: the ScaleDownPolicy is in dryRun; scale-down undone: taint removed, node left cordoned") {
-		t.Fatalf("events %v", w.rec)
-	}
+	w.expectEvent("ScaleDownCancelled a: the ScaleDownPolicy is in dryRun; scale-down undone: taint removed, node left cordoned")
 }
 
 // With the policy's defaults, a node with at most half its GPUs allocated (and those
@@ -594,15 +602,11 @@ func TestActuatorRemovesUnderusedNode(t *testing.T) {
 	w.round(0)
 	w.expectPhase("a", autoscale.PhaseCandidate, true, false)
 	w.expectPhase("c", "", false, false)
-	if !w.rec.Has("ScaleDownCandidate a: Underused for 2h0m0s") {
-		t.Fatalf("events %v", w.rec)
-	}
+	w.expectEvent("ScaleDownCandidate a: Underused for 2h0m0s")
 	w.round(31 * time.Second)
 	w.expectPhase("a", autoscale.PhaseDraining, true, true)
 	w.round(time.Second)
-	if w.podExists("notebook") || !w.rec.Has("Evicted notebook") {
-		t.Fatalf("notebook not evicted: %v", w.rec)
-	}
+	w.expectEvicted("notebook")
 
 	for _, tc := range []struct {
 		name    string

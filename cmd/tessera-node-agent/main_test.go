@@ -214,13 +214,7 @@ func TestBinaryStarts(t *testing.T) {
 		api := kubeclienttest.NewBlackHole(t)
 		cmd := exec.Command(bin, "--node-name", "n1", "--fake-gpus", "dgxa100", "--device-plugin-dir=", "--kubeconfig", kubeclienttest.WriteKubeconfig(t, api.URL),
 			"--metrics-bind-address", kubeclienttest.FreeAddr(t))
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		done := make(chan error, 1)
-		go func() { done <- cmd.Wait() }()
+		stderr, done := kubeclienttest.Start(t, cmd)
 		select {
 		case err := <-done:
 			t.Fatalf("exited before the signal: %v\n%s", err, stderr.String())

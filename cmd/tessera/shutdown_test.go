@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -215,13 +214,7 @@ func TestSignalStopsEveryCommand(t *testing.T) {
 					t.Parallel()
 					api := newAPIServer(t, blackHole)
 					cmd := exec.Command(bin, append(args, "--kubeconfig", kubeclienttest.WriteKubeconfig(t, api.url))...)
-					var stderr bytes.Buffer
-					cmd.Stderr = &stderr
-					if err := cmd.Start(); err != nil {
-						t.Fatal(err)
-					}
-					done := make(chan error, 1)
-					go func() { done <- cmd.Wait() }()
+					stderr, done := kubeclienttest.Start(t, cmd)
 					// Signal once the command waits for the API server (past discovery,
 					// when that answers), and a moment later.
 					deadline := time.Now().Add(20 * time.Second)
@@ -296,14 +289,8 @@ func TestRequestTimeoutEveryCommand(t *testing.T) {
 			t.Parallel()
 			api := newAPIServer(t, true)
 			cmd := exec.Command(bin, append(args, "--kubeconfig", kubeclienttest.WriteKubeconfig(t, api.url), "--request-timeout=1s")...)
-			var stderr bytes.Buffer
-			cmd.Stderr = &stderr
 			start := time.Now()
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			done := make(chan error, 1)
-			go func() { done <- cmd.Wait() }()
+			stderr, done := kubeclienttest.Start(t, cmd)
 			select {
 			case err := <-done:
 				var exit *exec.ExitError

@@ -235,20 +235,20 @@ func (s *Source) links(devs []gpu.Device, handles []nvml.Device) []gpu.Link {
 	return out
 }
 
+// relations are the PCIe relations of NVML's topology levels.
+var relations = map[nvml.GpuTopologyLevel]tesserav1.PCIeRelation{
+	nvml.TOPOLOGY_INTERNAL:   tesserav1.PCIeSameBoard,
+	nvml.TOPOLOGY_SINGLE:     tesserav1.PCIeSingleSwitch,
+	nvml.TOPOLOGY_MULTIPLE:   tesserav1.PCIeMultiSwitch,
+	nvml.TOPOLOGY_HOSTBRIDGE: tesserav1.PCIeHostBridge,
+	nvml.TOPOLOGY_NODE:       tesserav1.PCIeSameCPU,
+	nvml.TOPOLOGY_SYSTEM:     tesserav1.PCIeCrossCPU,
+}
+
+// relation is the PCIe relation of topology level l; PCIeUnknown for any other level.
 func relation(l nvml.GpuTopologyLevel) tesserav1.PCIeRelation {
-	switch l {
-	case nvml.TOPOLOGY_INTERNAL:
-		return tesserav1.PCIeSameBoard
-	case nvml.TOPOLOGY_SINGLE:
-		return tesserav1.PCIeSingleSwitch
-	case nvml.TOPOLOGY_MULTIPLE:
-		return tesserav1.PCIeMultiSwitch
-	case nvml.TOPOLOGY_HOSTBRIDGE:
-		return tesserav1.PCIeHostBridge
-	case nvml.TOPOLOGY_NODE:
-		return tesserav1.PCIeSameCPU
-	case nvml.TOPOLOGY_SYSTEM:
-		return tesserav1.PCIeCrossCPU
+	if r, ok := relations[l]; ok {
+		return r
 	}
 	return tesserav1.PCIeUnknown
 }

@@ -46,6 +46,26 @@ func jobSetPod(name, js, rjob, attempt string) *apitest.PodWrapper {
 	return w.ControlledBy("Job", js+"-"+rjob+"-0").Annotation(tesserav1.AnnotationMinAvailable, "2")
 }
 
+// kubeflowPod is a pod of Kubeflow training job job, labelled by operator.
+func kubeflowPod(name, job, operator string) *apitest.PodWrapper {
+	return testPod(name, "ns").Label(workloads.LabelKubeflowJobName, job).Label(workloads.LabelKubeflowOperator, operator)
+}
+
+// lwsPod is worker worker of group group of LeaderWorkerSet lws, groups of 4 pods, as
+// the LeaderWorkerSet controller labels it.
+func lwsPod(name, group, worker string) *apitest.PodWrapper {
+	return testPod(name, "ns").Label(workloads.LabelLWSName, "lws").Label(workloads.LabelLWSGroupIndex, group).
+		Label(workloads.LabelLWSWorkerIndex, worker).Annotation(workloads.AnnotationLWSSize, "4")
+}
+
+// workloadAPIPod is a pod of the Workload API's PodGroup group, named in its
+// spec.schedulingGroup.
+func workloadAPIPod(name, group string) *corev1.Pod {
+	p := testPod(name, "ns").Obj()
+	p.Spec.SchedulingGroup = &corev1.PodSchedulingGroup{PodGroupName: &group}
+	return p
+}
+
 const jobSetYAML = `
 apiVersion: jobset.x-k8s.io/v1alpha2
 kind: JobSet
@@ -141,25 +161,21 @@ spec:
 		{name: "LeaderWorkerSet: one gang per group, sized by the pods", add: func(t *testing.T, b *Builder) {
 			b.AddWorkload(object(t, `{apiVersion: leaderworkerset.x-k8s.io/v1, kind: LeaderWorkerSet, metadata: {name: lws, namespace: ns}, spec: {replicas: 2}}`))
 			for _, p := range []struct{ name, group, worker string }{{"lws-0", "0", "0"}, {"lws-0-1", "0", "1"}, {"lws-1", "1", "0"}} {
-				b.AddPod(testPod(p.name, "ns").Label(workloads.LabelLWSName, "lws").Label(workloads.LabelLWSGroupIndex, p.group).
-					Label(workloads.LabelLWSWorkerIndex, p.worker).Annotation(workloads.AnnotationLWSSize, "4").Obj(), 0)
+				b.AddPod(lwsPod(p.name, p.group, p.worker).Obj(), 0)
 			}
 		}, job: "lws-0", tasks: "lws-0,lws-0-1", min: 4},
 		{name: "LeaderWorkerSet LeaderReady: the leader alone first", add: func(t *testing.T, b *Builder) {
 			b.AddWorkload(object(t, `{apiVersion: leaderworkerset.x-k8s.io/v1, kind: LeaderWorkerSet, metadata: {name: lws, namespace: ns}, spec: {startupPolicy: LeaderReady}}`))
-			b.AddPod(testPod("lws-0", "ns").Label(workloads.LabelLWSName, "lws").Label(workloads.LabelLWSGroupIndex, "0").
-				Label(workloads.LabelLWSWorkerIndex, "0").Annotation(workloads.AnnotationLWSSize, "4").Obj(), 0)
+			b.AddPod(lwsPod("lws-0", "0", "0").Obj(), 0)
 		}, job: "lws-0", tasks: "lws-0", min: 1},
 		{name: "LeaderWorkerSet LeaderReady: the leader placed, alone until its workers are made", add: func(t *testing.T, b *Builder) {
 			b.AddWorkload(object(t, `{apiVersion: leaderworkerset.x-k8s.io/v1, kind: LeaderWorkerSet, metadata: {name: lws, namespace: ns}, spec: {startupPolicy: LeaderReady}}`))
-			b.AddPod(testPod("lws-0", "ns").Label(workloads.LabelLWSName, "lws").Label(workloads.LabelLWSGroupIndex, "0").
-				Label(workloads.LabelLWSWorkerIndex, "0").Annotation(workloads.AnnotationLWSSize, "4").RunningOn("n1", time.Unix(0, 0)).Obj(), 0)
+			b.AddPod(lwsPod("lws-0", "0", "0").RunningOn("n1", time.Unix(0, 0)).Obj(), 0)
 		}, job: "lws-0", tasks: "lws-0", min: 1},
 		{name: "LeaderWorkerSet LeaderReady: the whole group once its workers are made", add: func(t *testing.T, b *Builder) {
 			b.AddWorkload(object(t, `{apiVersion: leaderworkerset.x-k8s.io/v1, kind: LeaderWorkerSet, metadata: {name: lws, namespace: ns}, spec: {startupPolicy: LeaderReady}}`))
 			for _, p := range []struct{ name, worker string }{{"lws-0", "0"}, {"lws-0-1", "1"}} {
-				b.AddPod(testPod(p.name, "ns").Label(workloads.LabelLWSName, "lws").Label(workloads.LabelLWSGroupIndex, "0").
-					Label(workloads.LabelLWSWorkerIndex, p.worker).Annotation(workloads.AnnotationLWSSize, "4").Obj(), 0)
+				b.AddPod(lwsPod(p.name, "0", p.worker).Obj(), 0)
 			}
 		}, job: "lws-0", tasks: "lws-0,lws-0-1", min: 4},
 		{name: "PyTorchJob: Σ replicas", add: func(t *testing.T, b *Builder) {
@@ -172,8 +188,7 @@ spec:
     Master: {replicas: 1}
     Worker: {replicas: 3}
 `))
-			b.AddPod(controlledBy(testPod("pt-master-0", "ns").Label(workloads.LabelKubeflowJobName, "pt").
-				Label(workloads.LabelKubeflowOperator, "pytorchjob-controller").Label("training.kubeflow.org/replica-type", "master"),
+			b.AddPod(controlledBy(kubeflowPod("pt-master-0", "pt", "pytorchjob-controller").Label("training.kubeflow.org/replica-type", "master"),
 				"kubeflow.org/v1", "PyTorchJob", "pt", "uid-pt").Obj(), 0)
 		}, job: "pt", tasks: "pt-master-0", min: 4, uid: "uid-pt"},
 		{name: "PyTorchJob: schedulingPolicy.minAvailable", add: func(t *testing.T, b *Builder) {
@@ -185,7 +200,7 @@ spec:
   runPolicy: {schedulingPolicy: {minAvailable: 2}}
   pytorchReplicaSpecs: {Master: {replicas: 1}, Worker: {replicas: 3}}
 `))
-			b.AddPod(testPod("pt-worker-0", "ns").Label(workloads.LabelKubeflowJobName, "pt").Label(workloads.LabelKubeflowOperator, "pytorchjob-controller").Obj(), 0)
+			b.AddPod(kubeflowPod("pt-worker-0", "pt", "pytorchjob-controller").Obj(), 0)
 		}, job: "pt", tasks: "pt-worker-0", min: 2},
 		{name: "MPIJob: workers and the launcher's Job pod", add: func(t *testing.T, b *Builder) {
 			b.AddWorkload(object(t, `
@@ -196,15 +211,14 @@ spec:
   mpiReplicaSpecs: {Launcher: {replicas: 1}, Worker: {replicas: 4}}
 `))
 			mpi := func(name, role string) *apitest.PodWrapper {
-				return testPod(name, "ns").Label(workloads.LabelKubeflowJobName, "mpi").Label(workloads.LabelKubeflowOperator, "mpi-operator").
-					Label("training.kubeflow.org/job-role", role)
+				return kubeflowPod(name, "mpi", "mpi-operator").Label("training.kubeflow.org/job-role", role)
 			}
 			b.AddPod(controlledBy(mpi("mpi-worker-0", "worker"), "kubeflow.org/v2beta1", "MPIJob", "mpi", "uid-mpi").Obj(), 0)
 			b.AddPod(mpi("mpi-launcher-x", "launcher").ControlledBy("Job", "mpi-launcher").Obj(), 0)
 		}, job: "mpi", tasks: "mpi-launcher-x,mpi-worker-0", min: 5},
 		{name: "MPIJob: a Worker's replicas default to none", add: func(t *testing.T, b *Builder) {
 			b.AddWorkload(object(t, `{apiVersion: kubeflow.org/v2beta1, kind: MPIJob, metadata: {name: mpi, namespace: ns}, spec: {mpiReplicaSpecs: {Launcher: {}, Worker: {}}}}`))
-			b.AddPod(testPod("mpi-launcher-x", "ns").Label(workloads.LabelKubeflowJobName, "mpi").Label(workloads.LabelKubeflowOperator, "mpi-operator").Obj(), 0)
+			b.AddPod(kubeflowPod("mpi-launcher-x", "mpi", "mpi-operator").Obj(), 0)
 		}, job: "mpi", tasks: "mpi-launcher-x", min: 1},
 		{name: "MPIJob WaitForWorkersReady: the workers", add: func(t *testing.T, b *Builder) {
 			b.AddWorkload(object(t, `
@@ -215,7 +229,7 @@ spec:
   launcherCreationPolicy: WaitForWorkersReady
   mpiReplicaSpecs: {Launcher: {replicas: 1}, Worker: {replicas: 4}}
 `))
-			b.AddPod(testPod("mpi-worker-0", "ns").Label(workloads.LabelKubeflowJobName, "mpi").Label(workloads.LabelKubeflowOperator, "mpi-operator").Obj(), 0)
+			b.AddPod(kubeflowPod("mpi-worker-0", "mpi", "mpi-operator").Obj(), 0)
 		}, job: "mpi", tasks: "mpi-worker-0", min: 4},
 		{name: "Workload API: gang.minCount, apart from a Tessera PodGroup of the same name", add: func(t *testing.T, b *Builder) {
 			b.AddWorkload(object(t, `
@@ -225,18 +239,12 @@ metadata: {name: pg, namespace: ns, uid: uid-kpg}
 spec: {schedulingPolicy: {gang: {minCount: 3}}}
 `))
 			b.AddPodGroup(testPodGroup("pg", "ns", "", 7).Obj())
-			name := "pg"
-			p := testPod("pg-0", "ns").Obj()
-			p.Spec.SchedulingGroup = &corev1.PodSchedulingGroup{PodGroupName: &name}
-			b.AddPod(p, 0)
+			b.AddPod(workloadAPIPod("pg-0", "pg"), 0)
 			b.AddPod(testPod("tessera-0", "ns").Group("pg").Obj(), 0)
 		}, job: "pg", tasks: "pg-0", min: 3, uid: "uid-kpg"},
 		{name: "Workload API: a basic policy is no gang", add: func(t *testing.T, b *Builder) {
 			b.AddWorkload(object(t, `{apiVersion: scheduling.k8s.io/v1alpha3, kind: PodGroup, metadata: {name: pg, namespace: ns}, spec: {schedulingPolicy: {basic: {}}}}`))
-			name := "pg"
-			p := testPod("pg-0", "ns").Obj()
-			p.Spec.SchedulingGroup = &corev1.PodSchedulingGroup{PodGroupName: &name}
-			b.AddPod(p, 0)
+			b.AddPod(workloadAPIPod("pg-0", "pg"), 0)
 		}, job: "pg", tasks: "pg-0", min: 1},
 		{name: "coscheduling PodGroup: minMember", add: func(t *testing.T, b *Builder) {
 			b.AddWorkload(object(t, `{apiVersion: scheduling.x-k8s.io/v1alpha1, kind: PodGroup, metadata: {name: cs, namespace: ns}, spec: {minMember: 3}}`))

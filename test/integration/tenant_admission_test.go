@@ -109,10 +109,7 @@ func patchMeta(ctx context.Context, t *testing.T, c client.Client, obj client.Ob
 // updates pass, without reaching the webhook. A PodGroup's queue and size are fixed the
 // same way.
 func TestTenantRelabelPendingPod(t *testing.T) {
-	e := tenantEnv(t)
-	tenantQueues(t, e)
-	ctx := testenv.Context(t, 60*time.Second)
-	tenant := asTenant(t, e)
+	e, ctx, tenant := tenantWithQueues(t)
 	fix := "delete the Pod and create it again with the new value"
 
 	pod := inQueue(tenantPod("relabel-pending", 1), "team-a")
@@ -172,10 +169,7 @@ func TestTenantRelabelPendingPod(t *testing.T) {
 // TestTenantRelabelToMissingQueue: a running pod relabelled to a queue that does not
 // exist would leave every queue's accounting; the update is refused.
 func TestTenantRelabelToMissingQueue(t *testing.T) {
-	e := tenantEnv(t)
-	tenantQueues(t, e)
-	ctx := testenv.Context(t, 60*time.Second)
-	tenant := asTenant(t, e)
+	e, ctx, tenant := tenantWithQueues(t)
 	pod := inQueue(tenantPod("relabel-running", 1), "team-a")
 	must(t, "create", tenant.Create(ctx, pod))
 	must(t, "scheduler binds", bind(ctx, asScheduler(t, e), pod, "n1", nil))

@@ -558,6 +558,15 @@ func tenantQueues(t *testing.T, e *testenv.Env) {
 	}
 }
 
+// tenantWithQueues is the tenant environment with tenantQueues' objects, a context of a
+// minute and a client acting as the tenant.
+func tenantWithQueues(t *testing.T) (*testenv.Env, context.Context, client.Client) {
+	t.Helper()
+	e := tenantEnv(t)
+	tenantQueues(t, e)
+	return e, testenv.Context(t, 60*time.Second), asTenant(t, e)
+}
+
 func inQueue(p *corev1.Pod, queue string) *corev1.Pod {
 	if p.Labels == nil {
 		p.Labels = map[string]string{}
@@ -570,10 +579,7 @@ func inQueue(p *corev1.Pod, queue string) *corev1.Pod {
 // team=b; the tenant of tenant-a (team=a) cannot submit to it, by Tessera's label or by
 // Volcano's or Kueue's queue names, as a pod, a Job or a PodGroup. Its own queue works.
 func TestTenantQueueFromOtherNamespace(t *testing.T) {
-	e := tenantEnv(t)
-	tenantQueues(t, e)
-	ctx := testenv.Context(t, 60*time.Second)
-	tenant := asTenant(t, e)
+	e, ctx, tenant := tenantWithQueues(t)
 	want := []string{`queue "team-b" does not take workloads from namespace "` + tenantNS + `"`, "spec.namespaceSelector", "[team-a]"}
 
 	refused(t, "tenant pod in another team's queue", tenant.Create(ctx, inQueue(tenantPod("other-queue", 1), "team-b")), want...)
@@ -599,10 +605,7 @@ func TestTenantQueueFromOtherNamespace(t *testing.T) {
 // a tenant pod, Job or PodGroup in it asking for production-high (which preempts
 // everybody's work) is refused. The allowed classes and the default work.
 func TestTenantPriorityClassNotAllowed(t *testing.T) {
-	e := tenantEnv(t)
-	tenantQueues(t, e)
-	ctx := testenv.Context(t, 60*time.Second)
-	tenant := asTenant(t, e)
+	_, ctx, tenant := tenantWithQueues(t)
 	want := []string{`priorityClassName "production-high" is not allowed in queue "team-a"`, "[batch-normal, offline-low]"}
 
 	high := inQueue(tenantPod("high", 1), "team-a")

@@ -1,9 +1,11 @@
 package kubeclienttest
 
 import (
+	"bytes"
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -98,4 +100,18 @@ func NoCluster(t testing.TB) {
 	t.Setenv("KUBECONFIG", "")
 	t.Setenv("KUBERNETES_SERVICE_HOST", "")
 	t.Setenv("KUBERNETES_SERVICE_PORT", "")
+}
+
+// Start starts cmd, collecting its standard error in stderr; done receives what Wait
+// returns once cmd exits.
+func Start(t testing.TB, cmd *exec.Cmd) (stderr *bytes.Buffer, done <-chan error) {
+	t.Helper()
+	stderr = &bytes.Buffer{}
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	return stderr, exited
 }
