@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"encoding/json"
 	"fmt"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	"net"
 	"os"
 	"path/filepath"
@@ -251,6 +252,26 @@ func grantScheduler(t *testing.T, e *testenv.Env) {
 	for _, o := range []client.Object{role, rb} {
 		if err := e.Client.Create(ctx, o); err != nil && !apierrors.IsAlreadyExists(err) {
 			t.Fatal(err)
+		}
+	}
+	// The API server's RBAC authorizer learns of new bindings from its informers: wait
+	// until it allows what the binding grants.
+	review := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+		User:               "system:serviceaccount:" + tessNS + ":" + webhooks.SchedulerServiceAccount,
+		ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: tenantNS, Verb: "create", Resource: "pods"},
+	}}
+	for !review.Status.Allowed {
+		review.Status = authorizationv1.SubjectAccessReviewStatus{}
+		review.ResourceVersion, review.Name = "", ""
+		if err := e.Client.Create(ctx, review); err != nil {
+			t.Fatal(err)
+		}
+		if !review.Status.Allowed {
+			select {
+			case <-ctx.Done():
+				t.Fatal("the scheduler's pod grant never took effect")
+			case <-time.After(50 * time.Millisecond):
+			}
 		}
 	}
 }
