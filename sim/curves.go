@@ -30,7 +30,12 @@ func (j jobCurve) step(pos int64) int {
 
 // memoryAt is the GPU memory used at pos, in MiB of the cluster's GPU.
 func (j jobCurve) memoryAt(pos int64) int64 {
-	return int64(math.Ceil(float64(j.c.MemoryMiB[j.step(pos)]) * j.scale))
+	return j.scaled(j.c.MemoryMiB[j.step(pos)])
+}
+
+// scaled is mib of the curve's GPU in MiB of the cluster's GPU.
+func (j jobCurve) scaled(mib int64) int64 {
+	return int64(math.Ceil(float64(mib) * j.scale))
 }
 
 // busyAt reports whether the GPU is used above threshold (percent) at pos.

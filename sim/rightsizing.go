@@ -30,12 +30,16 @@ const (
 	// are already marked safe-to-evict: "false", also carry idle-reclaim: "false" and
 	// are never suspended.
 	ArmReclaimOptOut = "rightsized+reclaim-optout"
+	// ArmWorkloadPeak: each workload's slice is the most its curve ever uses, from its
+	// first run (perfect knowledge of the workload, none of the run): about the best a
+	// recommender that sizes a workload, not a run, can do without running out of memory.
+	ArmWorkloadPeak = "workload-peak"
 	// ArmPerfect: each run's slice is its own true peak (perfect knowledge), the ceiling.
 	ArmPerfect = report.ArmPerfect
 )
 
 // RightSizingArms lists the arms in report order.
-var RightSizingArms = []string{ArmWhole, ArmUser, ArmRightSized, ArmReclaim, ArmReclaimOptOut, ArmPerfect}
+var RightSizingArms = []string{ArmWhole, ArmUser, ArmRightSized, ArmReclaim, ArmReclaimOptOut, ArmWorkloadPeak, ArmPerfect}
 
 // IdleRule is when idle reclaim suspends a job: its GPUs stayed at or below Threshold
 // (percent) for IdleFor seconds, and GracePeriod more after its owner was told.
@@ -180,6 +184,8 @@ func (s *rightSizer) arrive(r *replayer, a *running) {
 		j.slice = s.user[w]
 	case ArmRightSized, ArmReclaim, ArmReclaimOptOut:
 		j.slice = s.recommend(w)
+	case ArmWorkloadPeak:
+		j.slice = s.perfect(j.curve.scaled(c.Peak()))
 	case ArmPerfect:
 		j.slice = s.perfect(j.curve.peak(0, spec.Duration))
 	}
@@ -416,7 +422,7 @@ func (r *replayer) outOfMemory(j *sizedJob) {
 	case ArmRightSized, ArmReclaim, ArmReclaimOptOut:
 		j.slice = s.recommend(j.workload)
 	default:
-		j.slice = 0 // perfect knowledge never fails; a whole GPU in any case
+		j.slice = 0 // the knowing arms never fail; a whole GPU in any case
 	}
 	j.oomAt = r.now
 	s.request(j)

@@ -106,13 +106,19 @@ func steady(mib int64, steps int) []curves.Curve {
 }
 
 // Runs of a workload using 10-11 GiB: whole GPUs take a GPU each; after three runs the
-// recommender gives slices that share GPUs, and perfect knowledge does at least as well.
+// recommender gives slices that share GPUs; knowing the workload's peak does at least as
+// well, and knowing each run's does at least as well again.
 func TestRightSizingSavesGPUHours(t *testing.T) {
 	in := oneWorkload(24, 900, 3600, 1800)
 	cs := steady(10000, 12)
 	whole := sizedReplay(t, in, ArmWhole, cs, nil)
 	sized := sizedReplay(t, in, ArmRightSized, cs, nil)
+	workloadPeak := sizedReplay(t, in, ArmWorkloadPeak, cs, nil)
 	perfect := sizedReplay(t, in, ArmPerfect, cs, nil)
+	if workloadPeak.GPUHours > sized.GPUHours || perfect.GPUHours > workloadPeak.GPUHours || workloadPeak.OOMRestarts != 0 || workloadPeak.WholeJobs != 0 {
+		t.Errorf("GPU-hours: right-sized %.2f, workload peak %.2f (%d OOM restarts, %d whole), perfect %.2f",
+			sized.GPUHours, workloadPeak.GPUHours, workloadPeak.OOMRestarts, workloadPeak.WholeJobs, perfect.GPUHours)
+	}
 	if whole.GPUHours < 23.9 || whole.GPUHours > 24.1 || whole.AllocGPUHours != whole.GPUHours {
 		t.Errorf("whole GPUs: %.2f GPU-hours (%.2f allocated), want 24, one per run-hour", whole.GPUHours, whole.AllocGPUHours)
 	}

@@ -65,6 +65,9 @@ type Options struct {
 	// RightSizing runs each replay as every right-sizing arm (RightSizingArms),
 	// autoscaled, and reports them (replay mode only; implies Autoscale).
 	RightSizing bool
+	// IdleReclaim is the reclaim arms' rule (a Queue's spec.idleReclaim); the zero
+	// value is DefaultIdleRule.
+	IdleReclaim IdleRule
 }
 
 // replay runs one replay, autoscaled when the options say so.
@@ -115,11 +118,11 @@ type run struct {
 }
 
 // rightSizing is the run's right-sizing arm; nil for none.
-func (r run) rightSizing() *RightSizing {
+func (r run) rightSizing(idle IdleRule) *RightSizing {
 	if r.arm == "" {
 		return nil
 	}
-	return &RightSizing{Arm: r.arm, Config: rightsize.DefaultConfig(), Idle: DefaultIdleRule}
+	return &RightSizing{Arm: r.arm, Config: rightsize.DefaultConfig(), Idle: idle}
 }
 
 // Run performs every (profile, seed) run of the options, two at a time per core, and
@@ -219,7 +222,7 @@ func (o Options) runner() (func(run, func()) (report.Result, error), func(run) i
 			if err != nil {
 				return report.Result{}, err
 			}
-			return o.replay(Replay{Input: ScenarioInput(s), Profile: r.profile, Config: r.cfg, Seed: r.seed, OnJob: tick, RightSizing: r.rightSizing()})
+			return o.replay(Replay{Input: ScenarioInput(s), Profile: r.profile, Config: r.cfg, Seed: r.seed, OnJob: tick, RightSizing: r.rightSizing(o.IdleReclaim)})
 		}
 		units := func(r run) int {
 			s, _ := trace.BuildVariant(o.Scenario, r.seed, o.Variant)
@@ -246,7 +249,7 @@ func (o Options) runner() (func(run, func()) (report.Result, error), func(run) i
 				return nil, nil, "", err
 			}
 			return func(r run, tick func()) (report.Result, error) {
-				return o.replay(Replay{Input: rin, Profile: r.profile, Config: r.cfg, Seed: r.seed, OnJob: tick, RightSizing: r.rightSizing()})
+				return o.replay(Replay{Input: rin, Profile: r.profile, Config: r.cfg, Seed: r.seed, OnJob: tick, RightSizing: r.rightSizing(o.IdleReclaim)})
 			}, func(r run) int { return o.replayUnits(r.profile, len(rin.Jobs)) }, "pods", nil
 		}
 		if o.Autoscale {

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	schedulingv1 "k8s.io/api/scheduling/v1"
@@ -179,7 +180,9 @@ AdmissionPolicies do not compile; a --report that cannot be written).`,
 	cli.DeprecatedAlias(cmd, "output", "format")
 	f.StringVar(&htmlPath, "report", "", "write a self-contained HTML report with charts to this file")
 	f.BoolVar(&o.Autoscale, "autoscale", false, "replay: run each replay also under the autoscalers its scheduler is paired with (kube-default: ca; volcano: ca, karpenter; tessera: tessera) and report GPU-node-hours saved, lost work and waits against always-on, and the ceiling")
-	f.BoolVar(&o.RightSizing, "rightsizing", false, "replay: run each replay as every GPU right-sizing arm (whole-GPU requests, user-chosen slices, Tessera right-sized, right-sized with idle reclaim, and perfect knowledge), each with jobs carrying GPU memory and utilisation curves of the genai2026 pods, autoscaled; report GPU-hours, OOM restarts and idle GPU-hours returned")
+	f.BoolVar(&o.RightSizing, "rightsizing", false, "replay: run each replay as every GPU right-sizing arm (whole-GPU requests, user-chosen slices, Tessera right-sized, right-sized with idle reclaim, each workload's peak known, and each run's peak known), each with jobs carrying GPU memory and utilisation curves of the genai2026 pods, autoscaled; report GPU-hours, OOM restarts and idle GPU-hours returned")
+	f.Duration("idle-for", time.Duration(sim.DefaultIdleRule.IdleFor)*time.Second, "with --rightsizing: how long a job's GPUs stay at or below 1% before its owner is told (a Queue's spec.idleReclaim.idleFor); idle GPU-hours count stretches longer than this")
+	f.Duration("idle-grace", time.Duration(sim.DefaultIdleRule.Grace)*time.Second, "with --rightsizing: how long after the notice an idle job is suspended (a Queue's spec.idleReclaim.gracePeriod)")
 	f.DurationVar(&o.BootDelay, "boot-delay", sim.DefaultBootDelay, "with --autoscale: how long a GPU node added back takes before pods can use it")
 	f.Float64("underused-share", autoscale.DefaultUnderusedGPUPercent/100.0, "with --autoscale: Tessera's autoscaler also removes nodes whose allocated GPU share stayed at or below this (0 to 1) when the scheduler places their pods elsewhere; 0 removes empty nodes only (a ScaleDownPolicy's spec.underusedGPUPercent / 100; the default is the policy's)")
 	f.Float64Var(&protectedShare, "non-evictable-share", -1, "replay: instead of the scenario's rule (jobs without checkpoints are protected from eviction), protect a random share of the jobs (0 to 1) and let the others checkpoint every 30 minutes; -1 keeps the rule")
@@ -222,7 +225,7 @@ func checkSimulateFlags(cmd *cobra.Command, o *sim.Options, manifests []string, 
 		return fmt.Errorf("--request-timeout %s: must not be negative (for example 30s; 0 waits forever)", d)
 	}
 	if len(manifests) > 0 || set("from-cluster") {
-		for _, f := range []string{"mode", "arrive", "seeds", "first-seed", "report", "autoscale", "rightsizing", "boot-delay", "underused-share", "non-evictable-share", "scenario-nodes", "scenario-load", "scenario-hours"} {
+		for _, f := range []string{"mode", "arrive", "seeds", "first-seed", "report", "autoscale", "rightsizing", "idle-for", "idle-grace", "boot-delay", "underused-share", "non-evictable-share", "scenario-nodes", "scenario-load", "scenario-hours"} {
 			if set(f) {
 				return fmt.Errorf("--%s does not apply to --manifests or --from-cluster, which place the pending pods once", f)
 			}
@@ -248,6 +251,8 @@ func checkSimulateFlags(cmd *cobra.Command, o *sim.Options, manifests []string, 
 		}
 	}
 	underused, _ := cmd.Flags().GetFloat64("underused-share")
+	idleFor, _ := cmd.Flags().GetDuration("idle-for")
+	idleGrace, _ := cmd.Flags().GetDuration("idle-grace")
 	switch {
 	case o.Mode != sim.ModeFillUp && o.Mode != sim.ModeReplay:
 		return fmt.Errorf("--mode %q: use fillup or replay", o.Mode)
@@ -257,6 +262,10 @@ func checkSimulateFlags(cmd *cobra.Command, o *sim.Options, manifests []string, 
 		return fmt.Errorf("--rightsizing applies to --mode replay only: fill-up pods never end, so no run is ever measured")
 	case o.Mode != sim.ModeReplay && o.Autoscale:
 		return fmt.Errorf("--autoscale applies to --mode replay only: fill-up pods never leave, so no node ever empties")
+	case (set("idle-for") || set("idle-grace")) && !o.RightSizing:
+		return fmt.Errorf("--idle-for and --idle-grace apply with --rightsizing only")
+	case idleFor < time.Minute || idleGrace < 0:
+		return fmt.Errorf("--idle-for %s, --idle-grace %s: idle-for must be at least 1m and idle-grace not negative (for example --idle-for 1h --idle-grace 30m)", idleFor, idleGrace)
 	case set("boot-delay") && !o.Autoscale && !o.RightSizing:
 		return fmt.Errorf("--boot-delay applies with --autoscale only")
 	case o.BootDelay < 0:
@@ -271,6 +280,7 @@ func checkSimulateFlags(cmd *cobra.Command, o *sim.Options, manifests []string, 
 	if set("underused-share") {
 		o.UnderusedShare = &underused
 	}
+	o.IdleReclaim = sim.IdleRule{Threshold: sim.DefaultIdleRule.Threshold, IdleFor: int64(idleFor / time.Second), Grace: int64(idleGrace / time.Second)}
 	if set("non-evictable-share") {
 		share, _ := cmd.Flags().GetFloat64("non-evictable-share")
 		switch {
