@@ -16,7 +16,9 @@ type Config struct {
 	MinRuns int
 	// HalfLife is the age at which a run's peak counts half (7 days).
 	HalfLife time.Duration
-	// RoundMiB rounds a recommendation up to a multiple of it (1024).
+	// RoundMiB rounds a recommendation up to a multiple of it; 0 (the default) rounds
+	// to a multiple of RoundDivisor-th of the GPU's memory: 1 GiB of an 80 GiB GPU,
+	// 250 MiB of a 20 GB one, so that every GPU is sized as finely.
 	RoundMiB int64
 	// MinMiB is the smallest slice recommended (1024).
 	MinMiB int64
@@ -31,10 +33,14 @@ type Config struct {
 	MaxShare float64
 }
 
+// RoundDivisor is the part of a GPU's memory that a recommendation is rounded up to,
+// unless Config.RoundMiB says otherwise.
+const RoundDivisor = 80
+
 // DefaultConfig is the recommender's shipped configuration.
 func DefaultConfig() Config {
 	return Config{Percentile: 0.95, Margin: 0.15, MinRuns: 3, HalfLife: 7 * 24 * time.Hour,
-		RoundMiB: 1024, MinMiB: 1024, OOMBump: 1.2, MaxOOMs: 2, MaxShare: 0.9}
+		MinMiB: 1024, OOMBump: 1.2, MaxOOMs: 2, MaxShare: 0.9}
 }
 
 func (c Config) withDefaults() Config {
@@ -51,9 +57,6 @@ func (c Config) withDefaults() Config {
 	}
 	if c.HalfLife <= 0 {
 		c.HalfLife = d.HalfLife
-	}
-	if c.RoundMiB <= 0 {
-		c.RoundMiB = d.RoundMiB
 	}
 	if c.MinMiB <= 0 {
 		c.MinMiB = d.MinMiB
@@ -147,7 +150,14 @@ func (p *Profile) Recommend(gpuMiB int64, c Config) Recommendation {
 		return Recommendation{Reason: "no peak recorded"}
 	}
 	mib := max(int64(float64(pct)*(1+c.Margin)+0.5), p.FloorMiB, c.MinMiB)
-	mib = (mib + c.RoundMiB - 1) / c.RoundMiB * c.RoundMiB
+	step := c.RoundMiB
+	if step <= 0 {
+		step = max(gpuMiB/RoundDivisor, 1)
+		if gpuMiB <= 0 {
+			step = 1024
+		}
+	}
+	mib = (mib + step - 1) / step * step
 	if gpuMiB > 0 && float64(mib) > c.MaxShare*float64(gpuMiB) {
 		return Recommendation{Reason: fmt.Sprintf("needs %d MiB, more than %.0f%% of the GPU's %d MiB; keep the whole GPU", mib, c.MaxShare*100, gpuMiB)}
 	}

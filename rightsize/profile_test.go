@@ -28,6 +28,21 @@ func TestRecommendAfterMinRuns(t *testing.T) {
 	}
 }
 
+// A recommendation is rounded up to an 80th of the GPU: 1 GiB of an 80 GiB GPU, 250 MiB
+// of a 20000 MiB one; a configured step replaces it.
+func TestRoundedToTheGPUsMemory(t *testing.T) {
+	var p Profile
+	runs(&p, 5000, 5000, 5000)
+	for _, c := range []struct {
+		gpuMiB, roundMiB, step int64
+	}{{81920, 0, 1024}, {20000, 0, 250}, {20000, 512, 512}} {
+		r := p.Recommend(c.gpuMiB, Config{RoundMiB: c.roundMiB})
+		if r.MiB < 5000*115/100 || r.MiB%c.step != 0 || r.MiB-c.step >= 5250*115/100 {
+			t.Errorf("GPU of %d MiB, RoundMiB %d: %d MiB, want 115%% of the p95 rounded up to %d MiB", c.gpuMiB, c.roundMiB, r.MiB, c.step)
+		}
+	}
+}
+
 func TestRecentRunsWeighMore(t *testing.T) {
 	var p Profile
 	c := Config{HalfLife: time.Hour, Percentile: 0.5}
