@@ -42,6 +42,12 @@ type Config struct {
 	// ReservationDrain is how long before ReservationDeadline reserved nodes stop
 	// taking work, so that most of what runs there ends before the deadline.
 	ReservationDrain Duration `json:"reservationDrain,omitempty"`
+	// ReclaimAfter is how long a job waits for room before its queue takes back what
+	// other queues borrow (the reclaim action). Reclaim evicts running work, all of it
+	// for work that never checkpoints, while in a busy cluster some work ends every few
+	// minutes: a job that waits a little usually gets room without evicting anyone.
+	// 0 reclaims at once, as Volcano does.
+	ReclaimAfter Duration `json:"reclaimAfter,omitempty"`
 	// Seed makes tie-breaking reproducible.
 	Seed int64 `json:"seed,omitempty"`
 	// TieBreak picks among equally scored nodes: "random" (kube-scheduler's reservoir
@@ -132,6 +138,9 @@ func (c *Config) Validate() error {
 	}
 	if c.TieBreak != "" && c.TieBreak != TieBreakRandom && c.TieBreak != TieBreakFirst {
 		return fmt.Errorf("tieBreak: %q is not %q or %q", c.TieBreak, TieBreakRandom, TieBreakFirst)
+	}
+	if c.ReclaimAfter.Duration < 0 {
+		return fmt.Errorf("reclaimAfter: %s is negative", c.ReclaimAfter)
 	}
 	if c.ReservationAfter.Duration < 0 {
 		return fmt.Errorf("reservationAfter: %s is negative", c.ReservationAfter)

@@ -100,6 +100,8 @@ func TestLoadConfigErrors(t *testing.T) {
 			[]string{`unknown field "plugin"`}},
 		{"bad duration", "reservationAfter: later\n",
 			[]string{`"later" is not a duration`}},
+		{"negative reclaim wait", "reclaimAfter: -5m\ntiers:\n- plugins: [{name: gang}]\n",
+			[]string{"reclaimAfter: -5m0s is negative"}},
 		{"deadline before reservation", "reservationAfter: 6h\nreservationDeadline: 2h\ntiers:\n- plugins: [{name: gang}]\n",
 			[]string{"reservationDeadline: 2h0m0s", "below reservationAfter (6h0m0s)"}},
 		{"drain beyond deadline", "reservationAfter: 1h\nreservationDeadline: 2h\nreservationDrain: 3h\ntiers:\n- plugins: [{name: gang}]\n",

@@ -3,6 +3,7 @@ package scheduler
 import (
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/tessera-gpu/tessera/scheduler/framework"
 )
@@ -18,13 +19,14 @@ func (preempt) Name() string { return "preempt" }
 func (preempt) Execute(s *Session) {
 	// Victims of the same queue also free its capability, so jobs held back by their
 	// queue's capability may preempt too.
-	s.evictForFailed(true, func(j, v *framework.Job) bool {
+	s.evictForFailed(true, 0, func(j, v *framework.Job) bool {
 		return v.Queue == j.Queue && v.Priority < j.Priority
 	}, nil, "preempted by higher-priority job %s")
 }
 
 // reclaim lets a job of a queue below its entitlement take back resources from
-// reclaimable queues above theirs, whatever the priorities.
+// reclaimable queues above theirs, whatever the priorities, once it has waited
+// reclaimAfter.
 type reclaim struct{}
 
 func (reclaim) Name() string { return "reclaim" }
@@ -33,7 +35,7 @@ func (reclaim) Execute(s *Session) {
 	if s.reclaim == nil {
 		return
 	}
-	s.evictForFailed(false, func(j, v *framework.Job) bool {
+	s.evictForFailed(false, s.cfg.ReclaimAfter.Duration, func(j, v *framework.Job) bool {
 		return v.Queue != nil && j.Queue != nil && v.Queue != j.Queue
 	}, s.reclaimable(), "reclaimed by queue of job %s")
 }
@@ -55,14 +57,17 @@ func (s *Session) reclaimable() func(j, v *framework.Job) bool {
 	}
 }
 
-// evictForFailed tries, for each job allocate could not place, to make room by evicting
-// candidate victims. eligible is static and depends only on the two jobs' queues and
+// evictForFailed tries, for each job allocate could not place that has waited at
+// least after, to make room by evicting candidate victims. eligible is static and depends only on the two jobs' queues and
 // priorities; check is re-evaluated as victims are evicted.
 // Jobs held back by their queue's capability take part only when sameQueue is set
 // (evicting from other queues cannot make room under it).
-func (s *Session) evictForFailed(sameQueue bool, eligible, check func(j, v *framework.Job) bool, reason string) {
+func (s *Session) evictForFailed(sameQueue bool, after time.Duration, eligible, check func(j, v *framework.Job) bool, reason string) {
+	ready := func(j *framework.Job) bool {
+		return s.starving(j, sameQueue) && (after == 0 || (!j.WaitingSince.IsZero() && s.Snap.Now.Sub(j.WaitingSince) >= after))
+	}
 	// Only evictions change who starves, so when none starves now, none will below.
-	if !slices.ContainsFunc(s.failed, func(j *framework.Job) bool { return s.starving(j, sameQueue) }) {
+	if !slices.ContainsFunc(s.failed, ready) {
 		return
 	}
 	var running []*framework.Job
@@ -88,7 +93,7 @@ func (s *Session) evictForFailed(sameQueue bool, eligible, check func(j, v *fram
 	// evictable jobs only become fewer, so none stays none.
 	none := map[rank]bool{}
 	for _, j := range s.failed {
-		if !s.starving(j, sameQueue) {
+		if !ready(j) {
 			continue
 		}
 		evictedBy := s.evictedBy[j.Key()]

@@ -196,10 +196,21 @@ func TestQueueShares(t *testing.T) {
 				t.Fatalf("idle deserved not lent: borrower holds %g of 16 GPUs", held(snap, borrower))
 			}
 			commitResult(snap)
-			// The owner wants its deserved back.
+			// The owner wants its deserved back: its jobs wait reclaimAfter (10m in the
+			// tessera preset) for room, then reclaim.
 			snap.Jobs = append(snap.Jobs, jobsOf("own", 2, 4, owner)...)
 			snap.Now = snap.Now.Add(time.Hour)
 			r := s.RunSession(snap)
+			checkInvariants(t, "wait before reclaim", true, snap, r)
+			if len(r.Evictions) != 0 {
+				t.Fatalf("reclaimed %d tasks for jobs that had not waited", len(r.Evictions))
+			}
+			snap.Now = snap.Now.Add(9 * time.Minute)
+			if r := s.RunSession(snap); len(r.Evictions) != 0 {
+				t.Fatalf("reclaimed %d tasks for jobs that had waited 9m", len(r.Evictions))
+			}
+			snap.Now = snap.Now.Add(time.Minute)
+			r = s.RunSession(snap)
 			checkInvariants(t, "reclaim", true, snap, r)
 			if !reclaimable {
 				if len(r.Evictions) != 0 {
