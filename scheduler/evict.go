@@ -40,6 +40,38 @@ func (reclaim) Execute(s *Session) {
 	}, s.reclaimable(), "reclaimed by queue of job %s")
 }
 
+// noteReclaimWait tells jobs that wait for room, and whose queue may reclaim once they
+// have waited reclaimAfter, when that is, while some queue borrows.
+func (s *Session) noteReclaimWait() {
+	after := s.cfg.ReclaimAfter.Duration
+	if after == 0 || s.reclaim == nil || !s.anyBorrowing() {
+		return
+	}
+	for _, j := range s.failed {
+		if !s.starving(j, false) || j.Queue == nil || (!j.WaitingSince.IsZero() && s.Snap.Now.Sub(j.WaitingSince) >= after) {
+			continue
+		}
+		at := s.Snap.Now.Add(after)
+		if !j.WaitingSince.IsZero() {
+			at = j.WaitingSince.Add(after)
+		}
+		r := *j.Pending
+		r.Message += fmt.Sprintf("; may reclaim from queues beyond their share at %s (reclaimAfter %s)", at.UTC().Format(time.DateTime), after)
+		j.Pending = &r
+	}
+}
+
+// anyBorrowing reports whether a reclaimable queue holds more GPUs than its entitlement.
+func (s *Session) anyBorrowing() bool {
+	if s.shares == nil {
+		return false
+	}
+	return slices.ContainsFunc(s.Snap.Queues, func(q *framework.Queue) bool {
+		_, entitled := s.shares.Share(q)
+		return q.Reclaimable && q.Allocated.GPU > entitled.GPU
+	})
+}
+
 // reclaimable returns the check that j's queue may take back what v holds now, for
 // victims of other queues; without a reclaim policy none may be taken.
 func (s *Session) reclaimable() func(j, v *framework.Job) bool {

@@ -59,6 +59,7 @@ func TestReclaimPodsAlike(t *testing.T) {
 	own := jobsOf("own", 12, 1, owner)
 	snap.Jobs = append(snap.Jobs, own...)
 	snap.Now = snap.Now.Add(time.Hour)
+	waitedAnHour(snap.Now, own...)
 	r := s.RunSession(snap)
 	checkInvariants(t, "reclaim", true, snap, r)
 	if len(r.Evictions) != 8 || held(snap, owner) != 8 {

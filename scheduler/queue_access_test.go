@@ -49,6 +49,7 @@ func TestUnqueuedWorkReclaimed(t *testing.T) {
 	testutil.Run(relabelled, testutil.Epoch, ns[0])
 	waiting := testutil.MakeJob("waiting").GPU(8).Queue(team).Obj()
 	snap := testutil.Snapshot(time.Minute, ns, []*framework.Job{relabelled, waiting}, u, team)
+	waitedAnHour(snap.Now, waiting)
 	r := newTessera(t).RunSession(snap)
 	checkInvariants(t, "reclaim from the unqueued queue", true, snap, r)
 	if got := evictedJobs(r); !slices.Equal(got, []string{"relabelled"}) || boundTasks(r, waiting) != 1 {
@@ -78,6 +79,7 @@ func TestProtectionWithinDeserved(t *testing.T) {
 			}
 			mine := jobsOf("mine", 3, 8, owner)
 			snap := testutil.Snapshot(time.Minute, ns, append(jobs, mine...), borrower, owner)
+			waitedAnHour(snap.Now, mine...)
 			r := newTessera(t).RunSession(snap)
 			checkInvariants(t, tc.name, true, snap, r)
 			// The borrower deserves 8 of 24 GPUs: two of its three jobs are beyond.

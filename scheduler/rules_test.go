@@ -51,6 +51,14 @@ func jobsOf(prefix string, count, gpus int, q *framework.Queue) []*framework.Job
 	return out
 }
 
+// waitedAnHour marks the jobs as waiting since an hour before now, longer than the
+// tessera profile's reclaimAfter, so that they may reclaim at once.
+func waitedAnHour(now time.Time, jobs ...*framework.Job) {
+	for _, j := range jobs {
+		j.WaitingSince = now.Add(-time.Hour)
+	}
+}
+
 func wantReason(t *testing.T, j *framework.Job, code, msg string) {
 	t.Helper()
 	if j.Pending == nil || j.Pending.Code != code || !strings.Contains(j.Pending.Message, msg) {
@@ -204,6 +212,11 @@ func TestQueueShares(t *testing.T) {
 			checkInvariants(t, "wait before reclaim", true, snap, r)
 			if len(r.Evictions) != 0 {
 				t.Fatalf("reclaimed %d tasks for jobs that had not waited", len(r.Evictions))
+			}
+			for _, j := range snap.Jobs {
+				if j.Queue == owner && reclaimable {
+					wantReason(t, j, framework.ReasonUnschedulable, "may reclaim from queues beyond their share at 2026-01-01 01:10:00 (reclaimAfter 10m0s)")
+				}
 			}
 			snap.Now = snap.Now.Add(9 * time.Minute)
 			if r := s.RunSession(snap); len(r.Evictions) != 0 {

@@ -162,6 +162,7 @@ func (s *Scheduler) RunSession(snap *framework.Snapshot) *Result {
 	for _, a := range s.actions {
 		a.Execute(ssn)
 	}
+	ssn.noteReclaimWait()
 	ssn.close()
 	return &ssn.Result
 }

@@ -70,6 +70,7 @@ func session(ctx context.Context, t *testing.T, e *testenv.Env, c string) (*fram
 	t.Helper()
 	cfg, err := scheduler.Profile("tessera")
 	must(t, "tessera profile", err)
+	cfg.ReclaimAfter = scheduler.Duration{} // what may be reclaimed, not when: at once
 	s, err := scheduler.New(cfg)
 	must(t, "scheduler", err)
 	snap, _, errs, err := cache.New(caseReader{e.Client, c}, snapshot.Options{}).Snapshot(ctx, time.Now())
