@@ -16,6 +16,8 @@ import (
 // the scheduler are as before: the next RunSession decides exactly what it would have
 // decided without the call. The snapshot's objects are only valid for reading inside
 // inspect; a Result's Task and Node pointers still name the same objects afterwards.
+// Reclaim is due at once in the what-if (reclaimAfter does not apply): the question is
+// what the change costs, and a reclaim that would wait is a cost all the same.
 // Like RunSession, it must not run concurrently with another session of s.
 func (s *Scheduler) WhatIf(snap *framework.Snapshot, change func(*framework.Snapshot), inspect func(*framework.Snapshot, *Result)) {
 	restore := snap.Checkpoint()
@@ -29,9 +31,11 @@ func (s *Scheduler) WhatIf(snap *framework.Snapshot, change func(*framework.Snap
 	}
 }
 
-// scratch is a copy of s that shares its plugins but none of its between-session state.
+// scratch is a copy of s that shares its plugins but none of its between-session state,
+// and reclaims at once.
 func (s *Scheduler) scratch() *Scheduler {
 	c := *s
+	c.cfg.ReclaimAfter = Duration{}
 	c.reservations = maps.Clone(s.reservations)
 	c.jobs = maps.Clone(s.jobs)
 	c.runs = nil // a what-if session learns no runtimes

@@ -446,6 +446,7 @@ func TestStopMidBindIsQuiet(t *testing.T) {
 // and says so; another queue's job reclaims GPUs a queue holds beyond its deserved share.
 func TestQueueCapabilityAndReclaim(t *testing.T) {
 	h := newHarness(t)
+	h.reclaimAfter = time.Second // the profile's 10 minutes, shortened
 	h.node("a", 8, nil)
 	for _, q := range []*tesserav1.Queue{
 		apitest.MakeQueue("dev").Weight(1).Deserved(tesserav1.ResourceGPU, "2").Capability(tesserav1.ResourceGPU, "6").Obj(),

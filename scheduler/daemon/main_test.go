@@ -39,6 +39,8 @@ type harness struct {
 	cache  crcache.Cache
 	nodes  []string
 	period time.Duration
+	// reclaimAfter replaces the tessera profile's when set.
+	reclaimAfter time.Duration
 }
 
 var namespaces atomic.Int32
@@ -103,6 +105,9 @@ func (h *harness) daemonRecording(c client.Client, rec events.EventRecorder) *da
 	cfg, err := scheduler.Profile("tessera")
 	if err != nil {
 		h.t.Fatal(err)
+	}
+	if h.reclaimAfter > 0 {
+		cfg.ReclaimAfter = scheduler.Duration{Duration: h.reclaimAfter}
 	}
 	core, err := scheduler.New(cfg)
 	if err != nil {
