@@ -48,7 +48,7 @@ func (s *Session) noteReclaimWait() {
 		return
 	}
 	for _, j := range s.failed {
-		if !s.starving(j, false) || j.Queue == nil || (!j.WaitingSince.IsZero() && s.Snap.Now.Sub(j.WaitingSince) >= after) {
+		if !s.starving(j, false) || j.Queue == nil || s.waited(j, after) {
 			continue
 		}
 		at := s.Snap.Now.Add(after)
@@ -59,6 +59,12 @@ func (s *Session) noteReclaimWait() {
 		r.Message += fmt.Sprintf("; may reclaim from queues beyond their share at %s (reclaimAfter %s)", at.UTC().Format(time.DateTime), after)
 		j.Pending = &r
 	}
+}
+
+// waited reports whether j has waited at least d (a job seen for the first time has
+// not waited at all).
+func (s *Session) waited(j *framework.Job, d time.Duration) bool {
+	return d == 0 || (!j.WaitingSince.IsZero() && s.Snap.Now.Sub(j.WaitingSince) >= d)
 }
 
 // anyBorrowing reports whether a reclaimable queue holds more GPUs than its entitlement.
@@ -90,14 +96,13 @@ func (s *Session) reclaimable() func(j, v *framework.Job) bool {
 }
 
 // evictForFailed tries, for each job allocate could not place that has waited at
-// least after, to make room by evicting candidate victims. eligible is static and depends only on the two jobs' queues and
-// priorities; check is re-evaluated as victims are evicted.
+// least after, to make room by evicting candidate victims. eligible is static and
+// depends only on the two jobs' queues and priorities; check is re-evaluated as
+// victims are evicted.
 // Jobs held back by their queue's capability take part only when sameQueue is set
 // (evicting from other queues cannot make room under it).
 func (s *Session) evictForFailed(sameQueue bool, after time.Duration, eligible, check func(j, v *framework.Job) bool, reason string) {
-	ready := func(j *framework.Job) bool {
-		return s.starving(j, sameQueue) && (after == 0 || (!j.WaitingSince.IsZero() && s.Snap.Now.Sub(j.WaitingSince) >= after))
-	}
+	ready := func(j *framework.Job) bool { return s.starving(j, sameQueue) && s.waited(j, after) }
 	// Only evictions change who starves, so when none starves now, none will below.
 	if !slices.ContainsFunc(s.failed, ready) {
 		return

@@ -24,6 +24,11 @@ var presets = map[string]Config{
 				{Name: "tainttoleration", Weight: 20},
 			}},
 		},
+		// A job waits 10 minutes for room before its queue reclaims what other queues
+		// borrow: on the operator scenario reclaim at once evicted about 320 jobs a day,
+		// most of them experiments minutes old that lost all their work and waited
+		// again, for jobs that work ending nearby would have made room for.
+		ReclaimAfter: Duration{10 * time.Minute},
 		// Reservation is the backstop against starvation, not a routine. A gang that has
 		// waited 9 of the 12 hours the simulator counts as starved gets nodes held for
 		// it. Work runs on them when its runtime estimate (declared, or learnt from its
@@ -36,11 +41,6 @@ var presets = map[string]Config{
 		// Holding the nodes idle from 6 h raised the mean wait by half, and reserving
 		// after 30 minutes tripled it; from 6 h with EASY backfill the mean wait was
 		// about a tenth above the same without reservation, from 9 h a few percent.
-		// A job waits 10 minutes for room before its queue reclaims what other queues
-		// borrow: on the operator scenario reclaim at once evicted about 320 jobs a day,
-		// most of them experiments minutes old that lost all their work and waited
-		// again, for jobs that work ending nearby would have made room for.
-		ReclaimAfter:        Duration{10 * time.Minute},
 		ReservationAfter:    Duration{9 * time.Hour},
 		ReservationDeadline: Duration{11*time.Hour + 30*time.Minute},
 		ReservationDrain:    Duration{90 * time.Minute},
