@@ -340,6 +340,9 @@ func holdingResources(j *framework.Job) framework.Resources {
 // below its minMember because it is evicted whole. Victims whose GPUs the preemptor
 // did not need are then restored, so only the necessary ones are evicted.
 func (s *Session) evictFor(j *framework.Job, victims []*framework.Job, check func(j, v *framework.Job) bool, reason string) bool {
+	if placed, fits := s.fitsWithoutEviction(j); fits {
+		return placed
+	}
 	// Fewest gangs broken: one victim of the lowest priority that makes room on its own
 	// beats several (victims come lowest priority, then youngest, first).
 	for _, v := range victims {
@@ -353,6 +356,7 @@ func (s *Session) evictFor(j *framework.Job, victims []*framework.Job, check fun
 		evictJob(st, v, j, reason)
 		clear(s.unfit)
 		if s.placeJob(j, st, true) {
+			s.restoreUnneeded(st, []*framework.Job{v})
 			st.Commit()
 			return true
 		}
@@ -375,6 +379,30 @@ func (s *Session) evictFor(j *framework.Job, victims []*framework.Job, check fun
 	}
 	st.Discard()
 	return false
+}
+
+// fitsWithoutEviction reports whether j fits in free capacity as things stand, so
+// that no eviction is made for it: a job allocate never tried (waiting behind its
+// queue's head) or one that evictions for other jobs in this session made room for. A
+// job allocate tried fits only after such evictions, and is placed then (placed is
+// true); a job waiting in line is left to backfill, which keeps its queue's order.
+func (s *Session) fitsWithoutEviction(j *framework.Job) (placed, fits bool) {
+	inLine := j.Pending != nil && j.Pending.Code == framework.ReasonWaitingInLine
+	if !inLine && len(s.Result.Evictions) == 0 {
+		return false, false // allocate tried it, and capacity only shrank since
+	}
+	before := j.Pending
+	st := s.NewStatement()
+	if !s.placeJob(j, st, true) {
+		j.Pending = before
+		return false, false
+	}
+	if inLine {
+		st.Discard()
+		return false, true
+	}
+	st.Commit()
+	return true, true
 }
 
 // mayEvict reports whether v may still be evicted for j once the victims before it
