@@ -17,16 +17,45 @@ var actionRegistry = map[string]Action{
 }
 
 // enqueue admits pending jobs whose queue can ever hold their gang, so allocate never
-// works on gangs that cannot fit.
+// works on gangs that cannot fit. Enqueue gates (Volcano's overcommit, a queue's real
+// capability) also count what admitted jobs that do not run yet will take; with gates,
+// jobs are admitted queue by queue in queue order, each queue's in job order.
 type enqueue struct{}
 
 func (enqueue) Name() string { return "enqueue" }
 
 func (enqueue) Execute(s *Session) {
+	candidates := make([]*framework.Job, 0, len(s.Snap.Jobs))
 	for _, j := range s.Snap.Jobs {
-		if j.Inqueue || j.Refused != nil || j.Held != nil || j.Count(framework.TaskPending) == 0 {
+		if j.Refused != nil || j.Held != nil || j.Count(framework.TaskPending) == 0 {
 			continue
 		}
+		if j.Inqueue {
+			if len(s.enqueueGates) > 0 && holding(j) < s.minAvailable(j) {
+				need := s.minRequest(j)
+				held := holdingResources(j)
+				need.Sub(&held)
+				need = need.AtLeastZero()
+				for _, g := range s.enqueueGates {
+					g.Enqueued(j, &need)
+				}
+			}
+			continue
+		}
+		candidates = append(candidates, j)
+	}
+	if len(s.enqueueGates) > 0 {
+		s.sortJobs(candidates)
+		if s.queueOrder != nil {
+			slices.SortStableFunc(candidates, func(a, b *framework.Job) int {
+				if a.Queue == nil || b.Queue == nil || a.Queue == b.Queue {
+					return 0
+				}
+				return s.queueOrder.CompareQueues(a.Queue, b.Queue)
+			})
+		}
+	}
+	for _, j := range candidates {
 		min := s.minRequest(j)
 		if j.Queue != nil {
 			if msg := neverFits(j.Queue, &min); msg != "" {
@@ -39,8 +68,25 @@ func (enqueue) Execute(s *Session) {
 				Message: fmt.Sprintf("gang needs %s GPU, the cluster has %s", framework.FormatGPU(min.GPU), framework.FormatGPU(s.Snap.Total.GPU))}
 			continue
 		}
+		if msg := s.gateRefuses(j, &min); msg != "" {
+			j.Pending = &framework.Reason{Code: framework.ReasonNotEnqueued, Message: msg}
+			continue
+		}
+		for _, g := range s.enqueueGates {
+			g.Enqueued(j, &min)
+		}
 		j.Inqueue = true
 	}
+}
+
+// gateRefuses says why an enqueue gate keeps j out now, or "".
+func (s *Session) gateRefuses(j *framework.Job, min *framework.Resources) string {
+	for _, g := range s.enqueueGates {
+		if ok, msg := g.Enqueueable(j, min); !ok {
+			return msg
+		}
+	}
+	return ""
 }
 
 // minRequest is what the job's first minAvailable tasks (or its minResources) need.
@@ -71,7 +117,8 @@ func neverFits(q *framework.Queue, req *framework.Resources) string {
 }
 
 // allocate serves queues lowest share first and each queue's jobs in order, placing
-// whole gangs. A queue whose head job does not fit stops here; backfill goes on.
+// whole gangs. A queue whose head job does not fit stops here and backfill goes on,
+// unless tryEveryJob is set: then, as in Volcano, every job of the queue is tried.
 type allocate struct{}
 
 func (allocate) Name() string { return "allocate" }
@@ -118,7 +165,7 @@ func (allocate) Execute(s *Session) {
 			continue
 		}
 		s.failed = append(s.failed, j)
-		if q != nil && j.Pending != nil && j.Pending.Code != framework.ReasonQueueCapability {
+		if q != nil && j.Pending != nil && j.Pending.Code != framework.ReasonQueueCapability && !s.cfg.TryEveryJob {
 			s.blocked[q] = true
 		}
 	}

@@ -48,6 +48,10 @@ type Config struct {
 	// minutes: a job that waits a little usually gets room without evicting anyone.
 	// 0 reclaims at once, as Volcano does.
 	ReclaimAfter Duration `json:"reclaimAfter,omitempty"`
+	// TryEveryJob makes allocate try every job of a queue, as Volcano's allocate does,
+	// instead of stopping a queue at its first job that does not fit (smaller jobs
+	// behind it then wait for backfill, which keeps them from starving the head).
+	TryEveryJob bool `json:"tryEveryJob,omitempty"`
 	// Seed makes tie-breaking reproducible.
 	Seed int64 `json:"seed,omitempty"`
 	// TieBreak picks among equally scored nodes: "random" (kube-scheduler's reservoir

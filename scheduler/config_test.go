@@ -142,10 +142,13 @@ func TestLoadConfigErrors(t *testing.T) {
 
 func TestProfiles(t *testing.T) {
 	names := scheduler.ProfileNames()
-	if names[0] != "tessera" || len(names) != 9 {
+	if names[0] != "tessera" || len(names) != 11 {
 		t.Fatalf("profiles %v", names)
 	}
 	for _, name := range names {
+		if scheduler.ProfileDescription(name) == "" {
+			t.Errorf("%s: no description", name)
+		}
 		cfg, err := scheduler.Profile(name)
 		if err != nil {
 			t.Fatal(err)
@@ -160,7 +163,7 @@ func TestProfiles(t *testing.T) {
 			t.Fatalf("%s: job not placed: %v", name, j.Pending)
 		}
 	}
-	if _, err := scheduler.Profile("slurm"); err == nil || !strings.Contains(err.Error(), "known: tessera, volcano, kube-default") {
+	if _, err := scheduler.Profile("slurm"); err == nil || !strings.Contains(err.Error(), "known: tessera, volcano, volcano-seed, volcano-capacity, kube-default") {
 		t.Fatalf("unknown profile: %v", err)
 	}
 }

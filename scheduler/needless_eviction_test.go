@@ -50,9 +50,10 @@ func TestNoEvictionWhenTheJobFits(t *testing.T) {
 				if got := evictedJobs(res); len(got) > 0 {
 					t.Errorf("evicted %v for a job that fits in free capacity", got)
 				}
-				// Allocate stops a queue at its head only where backfill goes on.
+				// Allocate stops a queue at its head only where backfill goes on; an enqueue
+				// gate may keep the job out (Volcano's counts the head's gang as admitted).
 				cfg, _ := scheduler.Profile(profile)
-				if strings.Contains(cfg.Actions, "backfill") && fits.Count(framework.TaskAllocated) != 1 {
+				if strings.Contains(cfg.Actions, "backfill") && fits.Inqueue && fits.Count(framework.TaskAllocated) != 1 {
 					t.Errorf("%s not placed: %v", fits.Name, fits.Pending)
 				}
 			})

@@ -38,6 +38,7 @@ type Scheduler struct {
 	gang         framework.Gang
 	queueOrder   framework.QueueOrder
 	admission    framework.QueueAdmission
+	enqueueGates []framework.EnqueueGate
 	reclaim      framework.ReclaimPolicy
 	observers    []framework.SnapshotObserver
 	shares       framework.QueueShares
@@ -131,6 +132,9 @@ func (s *Scheduler) add(p framework.Plugin, po PluginOption) error {
 	if q, ok := p.(framework.QueueOrder); ok {
 		s.queueOrder = q
 	}
+	if g, ok := p.(framework.EnqueueGate); ok {
+		s.enqueueGates = append(s.enqueueGates, g)
+	}
 	if a, ok := p.(framework.QueueAdmission); ok {
 		s.admission = a
 	}
@@ -138,6 +142,9 @@ func (s *Scheduler) add(p framework.Plugin, po PluginOption) error {
 		s.reclaim = r
 	}
 	if q, ok := p.(framework.QueueShares); ok {
+		if s.shares != nil {
+			return fmt.Errorf("a second queue-share plugin; %s is already configured, enable only one", s.shares.Name())
+		}
 		s.shares = q
 	}
 	if o, ok := p.(framework.SnapshotObserver); ok {

@@ -11,13 +11,15 @@ const DefaultBootDelay = 5 * time.Minute
 
 // AutoscalersOf is, per scheduler profile, the autoscalers its users run it with and
 // that an autoscaled replay pairs it with, besides always on: the default scheduler
-// with Cluster Autoscaler, Volcano with Cluster Autoscaler or Karpenter, Tessera with
-// its own. A profile not listed is paired with Tessera's autoscaler and Cluster
+// with Cluster Autoscaler, each Volcano configuration with Cluster Autoscaler or
+// Karpenter, Tessera with its own. A profile not listed is paired with Tessera's autoscaler and Cluster
 // Autoscaler.
 var AutoscalersOf = map[string][]string{
-	"kube-default": {RuleCA},
-	"volcano":      {RuleCA, RuleKarpenter},
-	"tessera":      {RuleTessera},
+	"kube-default":     {RuleCA},
+	"volcano":          {RuleCA, RuleKarpenter},
+	"volcano-seed":     {RuleCA, RuleKarpenter},
+	"volcano-capacity": {RuleCA, RuleKarpenter},
+	"tessera":          {RuleTessera},
 }
 
 func autoscalersOf(profile string) []string {

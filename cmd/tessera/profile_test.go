@@ -34,7 +34,7 @@ func TestProfileFlagAndDeprecatedPolicyAlias(t *testing.T) {
 		}
 		for _, flag := range []string{"--profile", "--policy"} {
 			_, stderr, err := executeStderr(append(cmd, flag, "nosuch")...)
-			if err == nil || !strings.Contains(err.Error(), `--profile: unknown profile "nosuch"; known: tessera, volcano, kube-default`) {
+			if err == nil || !strings.Contains(err.Error(), `--profile: unknown profile "nosuch"; known: tessera, volcano, volcano-seed, volcano-capacity, kube-default`) {
 				t.Errorf("%s %s nosuch: got %v, want the unknown profile named with --profile", name, flag, err)
 			}
 			if deprecated := strings.Contains(stderr, policyDeprecated); deprecated != (flag == "--policy") {

@@ -82,6 +82,8 @@ Waits and "JCT" (arrival to completion, waits and work lost to evictions include
 the jobs of all runs; "GPU-weighted wait" weighs each job's wait by the GPUs it asks for;
 "waited >6h" and ">12h" count the jobs of the worst run, those still waiting included.
 
+Profiles:
+` + profileList() + `
 Exit codes: 0 success, 1 the command started and failed (the live cluster of
 --from-cluster did not answer), 2 unusable input (bad flags; a trace, node or pod
 list, manifests file or directory, or --config that cannot be read or is refused, such
@@ -193,7 +195,7 @@ AdmissionPolicies do not compile; a --report that cannot be written).`,
 // Default profiles per input.
 const (
 	defaultFillUpProfiles    = "bestfit,fgd,tessera"
-	defaultReplayProfiles    = "kube-default,volcano,tessera"
+	defaultReplayProfiles    = "kube-default,volcano,volcano-seed,volcano-capacity,tessera"
 	defaultManifestsProfiles = "tessera"
 )
 
@@ -455,4 +457,13 @@ func admitManifests(ctx context.Context, m *trace.Manifests) (*trace.Manifests, 
 	admitted, res, err := sim.AdmitManifests(ctx, m, local)
 	res.Warnings = append(slices.Clone(local.Warnings), res.Warnings...)
 	return admitted, res, err
+}
+
+// profileList is one line per built-in profile: its name and what it is.
+func profileList() string {
+	var b strings.Builder
+	for _, name := range scheduler.ProfileNames() {
+		fmt.Fprintf(&b, "  %-17s %s\n", name, scheduler.ProfileDescription(name))
+	}
+	return b.String()
 }

@@ -87,3 +87,14 @@ type VictimFilter interface {
 	Plugin
 	Evictable(j *Job, now time.Time) bool
 }
+
+// EnqueueGate decides whether a pending job may enter Inqueue, as Volcano's
+// JobEnqueueable functions do (overcommit, a queue's real capability). The enqueue
+// action first calls Enqueued for every enqueued job that does not run yet, with what
+// it still needs, then, in queue and job order, Enqueueable for each pending job with
+// its gang's minimum and Enqueued again for each one every gate admits.
+type EnqueueGate interface {
+	Plugin
+	Enqueueable(j *Job, min *Resources) (bool, string)
+	Enqueued(j *Job, need *Resources)
+}

@@ -57,6 +57,20 @@ func (r *Resources) Sub(o *Resources) {
 	}
 }
 
+// AtLeastZero returns r with every negative dimension raised to 0.
+func (r Resources) AtLeastZero() Resources {
+	out := Resources{MilliCPU: max(r.MilliCPU, 0), Memory: max(r.Memory, 0), GPU: max(r.GPU, 0), Pods: max(r.Pods, 0)}
+	for k, v := range r.Scalar {
+		if v > 0 {
+			if out.Scalar == nil {
+				out.Scalar = map[corev1.ResourceName]int64{}
+			}
+			out.Scalar[k] = v
+		}
+	}
+	return out
+}
+
 // Clone returns a deep copy.
 func (r Resources) Clone() Resources {
 	if r.Scalar != nil {
