@@ -55,6 +55,10 @@ func (enqueue) Execute(s *Session) {
 			})
 		}
 	}
+	// Refusals leave the gates as they were, so until a job is admitted, a job of the
+	// same queue and minimum is refused for the same reason: a backlog of thousands
+	// costs one check per shape.
+	refused := map[gateKey]*framework.Reason{}
 	for _, j := range candidates {
 		min := s.minRequest(j)
 		if j.Queue != nil {
@@ -68,15 +72,30 @@ func (enqueue) Execute(s *Session) {
 				Message: fmt.Sprintf("gang needs %s GPU, the cluster has %s", framework.FormatGPU(min.GPU), framework.FormatGPU(s.Snap.Total.GPU))}
 			continue
 		}
-		if msg := s.gateRefuses(j, &min); msg != "" {
-			j.Pending = &framework.Reason{Code: framework.ReasonNotEnqueued, Message: msg}
-			continue
-		}
-		for _, g := range s.enqueueGates {
-			g.Enqueued(j, &min)
+		if len(s.enqueueGates) > 0 {
+			key := gateKey{j.Queue, min.MilliCPU, min.Memory, min.GPU}
+			if r := refused[key]; r != nil && min.Scalar == nil {
+				j.Pending = r
+				continue
+			}
+			if msg := s.gateRefuses(j, &min); msg != "" {
+				j.Pending = &framework.Reason{Code: framework.ReasonNotEnqueued, Message: msg}
+				refused[key] = j.Pending
+				continue
+			}
+			for _, g := range s.enqueueGates {
+				g.Enqueued(j, &min)
+			}
+			clear(refused)
 		}
 		j.Inqueue = true
 	}
+}
+
+// gateKey is what an enqueue gate's answer for a job depends on.
+type gateKey struct {
+	queue            *framework.Queue
+	cpu, memory, gpu int64
 }
 
 // gateRefuses says why an enqueue gate keeps j out now, or "".
@@ -149,6 +168,18 @@ func (allocate) Execute(s *Session) {
 		}
 		q := queues[qi]
 		jobs := perQueue[q]
+		if s.overused != nil && q != nil {
+			if over, msg := s.overused.Overused(q); over {
+				r := &framework.Reason{Code: framework.ReasonQueueCapability, Message: msg}
+				for _, j := range jobs {
+					j.Pending = r
+				}
+				s.failed = append(s.failed, jobs...)
+				delete(perQueue, q)
+				queues = slices.Delete(queues, qi, qi+1)
+				continue
+			}
+		}
 		j := jobs[0]
 		perQueue[q] = jobs[1:]
 		if len(perQueue[q]) == 0 {

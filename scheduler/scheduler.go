@@ -39,6 +39,7 @@ type Scheduler struct {
 	queueOrder   framework.QueueOrder
 	admission    framework.QueueAdmission
 	enqueueGates []framework.EnqueueGate
+	overused     framework.QueueOverused
 	reclaim      framework.ReclaimPolicy
 	observers    []framework.SnapshotObserver
 	shares       framework.QueueShares
@@ -131,6 +132,9 @@ func (s *Scheduler) add(p framework.Plugin, po PluginOption) error {
 	}
 	if q, ok := p.(framework.QueueOrder); ok {
 		s.queueOrder = q
+	}
+	if o, ok := p.(framework.QueueOverused); ok {
+		s.overused = o
 	}
 	if g, ok := p.(framework.EnqueueGate); ok {
 		s.enqueueGates = append(s.enqueueGates, g)

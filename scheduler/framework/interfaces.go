@@ -98,3 +98,10 @@ type EnqueueGate interface {
 	Enqueueable(j *Job, min *Resources) (bool, string)
 	Enqueued(j *Job, need *Resources)
 }
+
+// QueueOverused says that a queue takes nothing more in the open session, and why
+// (Volcano's OverusedFn): allocate then skips all of the queue's jobs.
+type QueueOverused interface {
+	Plugin
+	Overused(q *Queue) (bool, string)
+}

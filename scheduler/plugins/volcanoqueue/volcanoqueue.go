@@ -43,6 +43,7 @@ var (
 	_ framework.SnapshotObserver = (*Queues)(nil)
 	_ framework.QueueShares      = (*Queues)(nil)
 	_ framework.EnqueueGate      = (*Queues)(nil)
+	_ framework.QueueOverused    = (*Queues)(nil)
 )
 
 // New returns the plugin in mode.
@@ -262,4 +263,16 @@ func (p *Queues) CanReclaim(reclaimer *framework.Queue, req *framework.Resources
 		return false
 	}
 	return !free.shares(va.deserved) || of(&victim.Allocated).aboveSome(va.deserved, free.where(va.deserved))
+}
+
+// Overused implements framework.QueueOverused: in proportion mode, a queue that holds
+// at least what it deserves in every resource takes nothing more (OverusedFn); the
+// capacity plugin has no such check.
+func (p *Queues) Overused(q *framework.Queue) (bool, string) {
+	a := p.attrs[q]
+	if p.mode != Proportion || a == nil || !a.deserved.lessEqual(of(&q.Allocated)) {
+		return false, ""
+	}
+	return true, fmt.Sprintf("queue %s holds its deserved share (%s of %s GPUs) and takes nothing more in this session",
+		q.Name, format(2, of(&q.Allocated)[2]), format(2, a.deserved[2]))
 }
