@@ -118,11 +118,11 @@ verify:
 	  if [ "$$before" != "$$after" ]; then \
 	    echo "generated files are stale; run 'make generate' and commit:"; git status --porcelain -- $(GENERATED); exit 1; fi
 
-## demo: the built-in operator scenario (kube-default vs volcano vs tessera) and the Alibaba openb
+## demo: the built-in operator scenario (kube-default vs the three Volcano configurations vs tessera) and the Alibaba openb
 ## trace (bestfit vs fgd vs tessera, 3 seeds), with HTML reports in out/
 demo: build
 	@mkdir -p out
-	./$(BIN) simulate --scenario operator --profile kube-default,volcano,tessera --seeds 3 --report out/demo-operator.html
+	./$(BIN) simulate --scenario operator --profile kube-default,volcano,volcano-seed,volcano-capacity,tessera --seeds 3 --report out/demo-operator.html
 	./$(BIN) simulate --trace default --profile bestfit,fgd,tessera --seeds 3 --report out/demo-openb.html
 
 ## figures: rerun the commands behind the README's measured tables (the simulator's, the
