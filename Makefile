@@ -105,6 +105,7 @@ generate:
 	cd test/chart && $(GO) run ./cmd/render -chart ../../$(CHART) -values ../../deploy/kustomize/values.yaml \
 	  -out ../../deploy/kustomize/base
 	TESSERA_UPDATE_REFERENCE=1 $(GO) test -count=1 -run TestCLIReference ./cmd/tessera ./cmd/tessera-node-agent
+	TESSERA_UPDATE_REFERENCE=1 $(GO) test -count=1 -run TestSchedulerConfigReference ./scheduler
 	TESSERA_UPDATE_REFERENCE=1 $(GO) test -count=1 -run TestCRDReference ./deploy/crds
 	cd test/chart && TESSERA_UPDATE_REFERENCE=1 $(GO) test -count=1 -run TestMetricsReference .
 	TESSERA_UPDATE_REFERENCE=1 $(GO) test -count=1 -run TestPolicyInputReference ./webhooks

@@ -3,6 +3,7 @@ package scheduler
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"slices"
 
 	"github.com/tessera-gpu/tessera/scheduler/framework"
@@ -14,6 +15,17 @@ var actionRegistry = map[string]Action{
 	"preempt":  preempt{},
 	"reclaim":  reclaim{},
 	"backfill": backfill{},
+}
+
+// ActionNames lists the actions: DefaultActions' in its order, then any others by name.
+func ActionNames() []string {
+	names := splitActions(DefaultActions)
+	for _, n := range slices.Sorted(maps.Keys(actionRegistry)) {
+		if !slices.Contains(names, n) {
+			names = append(names, n)
+		}
+	}
+	return names
 }
 
 // enqueue admits pending jobs whose queue can ever hold their gang, so allocate never

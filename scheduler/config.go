@@ -22,8 +22,11 @@ import (
 //	  - name: binpack
 //	    arguments: {binpack.weight: 10, binpack.resources: tessera.dev/gpu, binpack.resources.tessera.dev/gpu: 5}
 type Config struct {
+	// Actions names the actions each session runs, in order, separated by commas;
+	// left out, DefaultActions.
 	Actions string `json:"actions"`
-	Tiers   []Tier `json:"tiers"`
+	// Tiers are the enabled plugins, in groups read in order.
+	Tiers []Tier `json:"tiers"`
 	// PercentageOfNodesToScore bounds the feasible nodes scored per task; 0 is adaptive
 	// (as kube-scheduler), 100 scores every node.
 	PercentageOfNodesToScore int `json:"percentageOfNodesToScore,omitempty"`
@@ -31,23 +34,23 @@ type Config struct {
 	// Work whose runtime estimate (Job.ExpectedRuntime, else its class's history) has
 	// it end before the gang is expected to start (when the work on the reserved nodes
 	// is expected to end, or the deadline) runs on them too: EASY backfill.
-	ReservationAfter Duration `json:"reservationAfter,omitempty"`
+	ReservationAfter Duration `json:"reservationAfter,omitzero"`
 	// ReservationDeadline, when set, is the wait by which a gang holding a reservation
 	// starts. Work that yields to the gang (of lower priority, or of its priority and
 	// submitted after it) may still run on its reserved nodes until ReservationDeadline
 	// minus ReservationDrain; then the nodes take no new work, and at the deadline such
 	// work still on them is preempted. 0 never preempts: reserved nodes keep out all
 	// other work.
-	ReservationDeadline Duration `json:"reservationDeadline,omitempty"`
+	ReservationDeadline Duration `json:"reservationDeadline,omitzero"`
 	// ReservationDrain is how long before ReservationDeadline reserved nodes stop
 	// taking work, so that most of what runs there ends before the deadline.
-	ReservationDrain Duration `json:"reservationDrain,omitempty"`
+	ReservationDrain Duration `json:"reservationDrain,omitzero"`
 	// ReclaimAfter is how long a job waits for room before its queue takes back what
 	// other queues borrow (the reclaim action). Reclaim evicts running work, all of it
 	// for work that never checkpoints, while in a busy cluster some work ends every few
 	// minutes: a job that waits a little usually gets room without evicting anyone.
-	// 0 reclaims at once, as Volcano does.
-	ReclaimAfter Duration `json:"reclaimAfter,omitempty"`
+	// 0 reclaims at once, as Volcano's reclaim action does.
+	ReclaimAfter Duration `json:"reclaimAfter,omitzero"`
 	// TryEveryJob makes allocate try every job of a queue, as Volcano's allocate does,
 	// instead of stopping a queue at its first job that does not fit (smaller jobs
 	// behind it then wait for backfill, which keeps them from starving the head).
@@ -65,14 +68,18 @@ type Config struct {
 
 // Tier is a group of plugins; tiers are kept for Volcano compatibility and read in order.
 type Tier struct {
+	// Plugins are the tier's plugins; each plugin is enabled at most once.
 	Plugins []PluginOption `json:"plugins"`
 }
 
 // PluginOption enables one plugin.
 type PluginOption struct {
+	// Name is the plugin's name.
 	Name string `json:"name"`
 	// Weight multiplies the plugin's score (scorers and GPU placers); default 1.
-	Weight    float64        `json:"weight,omitempty"`
+	Weight float64 `json:"weight,omitempty"`
+	// Arguments are the plugin's own settings, Volcano-style keys to numbers or
+	// strings; a plugin refuses arguments it does not know.
 	Arguments map[string]any `json:"arguments,omitempty"`
 }
 
