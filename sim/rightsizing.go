@@ -140,7 +140,7 @@ func newRightSizer(rs RightSizing, seed, gpuMiB int64, wholeGPUs bool) (*rightSi
 	case !slices.Contains(RightSizingArms, rs.Arm):
 		return nil, fmt.Errorf("right-sizing arm %q: use %s", rs.Arm, strings.Join(RightSizingArms, ", "))
 	case wholeGPUs:
-		return nil, fmt.Errorf("right-sizing needs a scheduler that places GPU-memory slices; this profile gives every slice a whole GPU (use tessera)")
+		return nil, fmt.Errorf("right-sizing needs a scheduler that places GPU-memory slices; a profile with wholeGPUs (volcano, volcano-capacity, kube-default) gives every slice a whole GPU: use tessera or volcano-seed")
 	}
 	if rs.Idle == (IdleRule{}) {
 		rs.Idle = DefaultIdleRule
