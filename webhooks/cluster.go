@@ -42,6 +42,9 @@ type Cluster struct {
 	RightSizing map[string]tesserav1.RightSizingMode
 	// MaxGPUMemoryMiB is the largest GPU's memory over all GPUNodes (0: none known).
 	MaxGPUMemoryMiB int64
+	// GPUNodes are the names of the nodes with GPUs (a GPUNode each), as at
+	// input.cluster.gpuNodes.
+	GPUNodes map[string]bool
 }
 
 // newCluster is the Cluster of the document ClusterDoc built from queues.
@@ -52,6 +55,12 @@ func newCluster(doc map[string]any, classes map[string]int32, queues []tesserav1
 	}
 	c := &Cluster{Shared: shared, PriorityClasses: classes}
 	c.MaxGPUMemoryMiB, _ = doc["maxGPUMemoryMiB"].(int64)
+	if nodes, ok := doc["gpuNodes"].(map[string]any); ok {
+		c.GPUNodes = make(map[string]bool, len(nodes))
+		for n := range nodes {
+			c.GPUNodes[n] = true
+		}
+	}
 	for i := range queues {
 		if rs := queues[i].Spec.GPURightSizing; rs != nil && rs.Mode != "" && rs.Mode != tesserav1.RightSizingOff {
 			if c.RightSizing == nil {

@@ -54,7 +54,9 @@ type Handler struct {
 	Profiles ProfileSource
 	// Guards refuse, before any policy runs, what no AdmissionPolicy may allow: scheduling
 	// state written by anybody but the scheduler (StateGuard), GPU delivery env (EnvGuard),
-	// a workload's queue and gang changed after creation (ImmutableGuard). They also see
+	// a workload's queue and gang changed after creation (ImmutableGuard), a pod update
+	// that lets a pod onto GPU nodes (PlacementGuard), privileged access to the node's
+	// devices (PrivilegeGuard). They also see
 	// requests the policies do not decide on: Pod UPDATEs, Bindings, pod templates.
 	Guards []Guard
 	// Log receives the decision log at V(2).

@@ -37,6 +37,9 @@ type Options struct {
 	// SchedulerNameAliases are rewritten to tessera in every pod and pod template
 	// (Settings.SchedulerNameAliases).
 	SchedulerNameAliases []string
+	// Namespace is Tessera's namespace, never checked by the PrivilegeGuard (nor is
+	// kube-system); empty means DefaultNamespace.
+	Namespace string
 }
 
 // DefaultNamespace is the namespace the chart and the kustomize base install Tessera in.
@@ -105,7 +108,12 @@ func Setup(ctx context.Context, mgr manager.Manager, opts Options) (*Webhooks, e
 		Complete(pc); err != nil {
 		return nil, fmt.Errorf("admission policy controller: %w", err)
 	}
-	guards := []Guard{&StateGuard{Users: users}, EnvGuard{}, ImmutableGuard{}}
+	ns := opts.Namespace
+	if ns == "" {
+		ns = DefaultNamespace
+	}
+	guards := []Guard{&StateGuard{Users: users}, EnvGuard{}, ImmutableGuard{}, &PlacementGuard{Users: users, Cluster: cc},
+		&PrivilegeGuard{SystemNamespaces: []string{"kube-system", ns}}}
 	w := &Webhooks{
 		Engine:     engine,
 		Cluster:    cc,

@@ -173,7 +173,8 @@ func serveWebhook(ctx context.Context, cfg *rest.Config, f webhookFlags) error {
 	// Setting up reads the API server's discovery, which takes no context.
 	err = untilDone(ctx, func() error {
 		_, err := webhooks.Setup(ctx, mgr, webhooks.Options{PolicyTimeout: f.policyTimeout, Metrics: true,
-			SchedulerUsers: f.schedulerIdentity(), AllowedSchedulers: f.allowedScheds, SchedulerNameAliases: f.schedAliases})
+			SchedulerUsers: f.schedulerIdentity(), AllowedSchedulers: f.allowedScheds, SchedulerNameAliases: f.schedAliases,
+			Namespace: f.namespace})
 		return err
 	})
 	if err != nil {
