@@ -55,6 +55,10 @@ const (
 	AnnotationExpectedRuntime = "tessera.dev/expected-runtime"
 	// AnnotationQueue on a Namespace names the default queue of its workloads.
 	AnnotationQueue = "tessera.dev/queue"
+	// LabelPlatform set to "true" on a Namespace makes it a platform namespace: workloads
+	// there that Tessera does not manage (no GPU, no queue, another scheduler) may name any
+	// priority class. Set by the platform team; tenants may not label namespaces.
+	LabelPlatform = "tessera.dev/platform"
 	// AnnotationBoundPodUID is written by the scheduler with the GPU assignment, through
 	// the Binding that places the pod: the pod's UID. The node agent hands out an
 	// assignment only to the pod whose UID it names, so a pod created with both

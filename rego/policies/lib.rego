@@ -126,6 +126,15 @@ from_scheduler if {
 # from_node: a kubelet's request (mirror pods of static pods are created bound).
 from_node if "system:nodes" in object.get(object.get(input, "user", {}), "groups", [])
 
+# platform_namespace: the request's namespace is labelled tessera.dev/platform: "true",
+# a namespace of the platform team's software (the GPU Operator, monitoring, cert-manager,
+# ingress). Only whoever may update namespaces sets the label; tenants may not.
+platform_namespace if object.get(object.get(input.namespace, "labels", {}), "tessera.dev/platform", "") == "true"
+
+# system_classes: the PriorityClasses every Kubernetes cluster has, for node and cluster
+# software.
+system_classes := {"system-node-critical", "system-cluster-critical"}
+
 # from_daemonset_controller: kube-controller-manager's DaemonSet controller creates the
 # pod. A DaemonSet runs a pod on every node it selects, GPU nodes included when its
 # author says so; tenants may not create DaemonSets.

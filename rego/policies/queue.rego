@@ -3,7 +3,8 @@
 # denied, and so are queues whose spec.namespaceSelector does not select the workload's
 # namespace, and a priorityClassName the queue's spec.allowedPriorityClasses leaves out
 # (the priority policy picks defaults among them); a queue that lists none takes only
-# the cluster's default class. The class is checked on every workload, CPU pods included.
+# the cluster's default class. The class is checked on every workload, CPU pods included,
+# but for platform software Tessera does not manage (unmanaged_platform).
 package tessera.queue
 
 import data.tessera.lib
@@ -54,7 +55,10 @@ deny contains msg if {
 # Every workload, managed or not: a pod that asks for no GPU still preempts other
 # tenants' pods through kube-scheduler with a high class. Workloads that name no queue
 # are in the default queue; those Tessera does not manage may always carry the cluster's
-# default class, which the API server gives them.
+# default class, which the API server gives them. Platform software is let through when
+# Tessera does not manage it (unmanaged_platform): any class in a namespace labelled
+# tessera.dev/platform: "true", and the built-in system classes on the pods the DaemonSet
+# controller creates, in every namespace.
 deny contains msg if {
 	c := lib.workload_field("priorityClassName")
 	msg := class_denied(c)
@@ -69,12 +73,29 @@ deny contains msg if {
 class_denied(c) := msg if {
 	not c in lib.allowed_classes(resolved)
 	not unmanaged_default(c)
+	not unmanaged_platform(c)
 	msg := sprintf("priorityClassName %q is not allowed in queue %q (%s); use one of those, or leave priorityClassName empty for the queue's default", [c, resolved, allowed_text])
 }
 
 unmanaged_default(c) if {
 	not lib.managed
 	c in lib.global_default_class
+}
+
+# unmanaged_platform(c): a workload Tessera does not manage (no GPU, no queue, not handed
+# to tessera) in a platform namespace, whatever its class; or a pod of a DaemonSet (node
+# software: device plugins, exporters, log agents), which tenants may not create, at
+# system-node-critical or system-cluster-critical. GPU workloads and workloads that name a
+# queue are checked against their queue everywhere.
+unmanaged_platform(_) if {
+	not lib.managed
+	lib.platform_namespace
+}
+
+unmanaged_platform(c) if {
+	not lib.managed
+	c in lib.system_classes
+	lib.from_daemonset_controller
 }
 
 allowed_text := sprintf("its spec.allowedPriorityClasses: [%s]", [concat(", ", a)]) if {

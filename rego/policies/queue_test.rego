@@ -150,6 +150,64 @@ test_cpu_pod_class_checked if {
 	count(queue.deny) == 1 with input as gpu
 }
 
+# Platform software the cluster already runs: the GPU Operator's DaemonSet pods at
+# system-node-critical, created by the DaemonSet controller in namespace gpu-operator,
+# are admitted without any label; a tenant's CPU pod naming the same class, or a class
+# its queue leaves out, is still refused.
+daemon_set_controller := {"username": "system:serviceaccount:kube-system:daemon-set-controller", "groups": ["system:serviceaccounts", "system:serviceaccounts:kube-system", "system:authenticated"]}
+
+platform_pod(ns, class, user) := {
+	"kind": "Pod",
+	"operation": "CREATE",
+	"namespace": {"name": ns, "labels": {}, "annotations": {}},
+	"workload": {"podRequests": {"cpu": 0.1}, "priorityClassName": class, "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "value": "", "effect": "NoSchedule"}]},
+	"user": user,
+	"cluster": cheap,
+}
+
+test_daemonset_pod_system_class_admitted if {
+	count(queue.deny) == 0 with input as platform_pod("gpu-operator", "system-node-critical", daemon_set_controller)
+	count(queue.deny) == 0 with input as platform_pod("gpu-operator", "system-cluster-critical", daemon_set_controller)
+	# A DaemonSet's pods get the built-in classes, not any class.
+	count(queue.deny) == 1 with input as platform_pod("gpu-operator", "production-high", daemon_set_controller)
+}
+
+test_tenant_cpu_pod_system_class_denied if {
+	tenant := {"username": "system:serviceaccount:team:tenant", "groups": ["system:serviceaccounts"]}
+	msgs := queue.deny with input as platform_pod("team", "system-node-critical", tenant)
+	some msg in msgs
+	contains(msg, `priorityClassName "system-node-critical" is not allowed in queue "default"`)
+	count(queue.deny) == 1 with input as platform_pod("team", "production-high", tenant)
+	# Without a user (a dry-run input, a replay) nothing is exempt.
+	count(queue.deny) == 1 with input as json.patch(platform_pod("team", "system-node-critical", tenant), [{"op": "remove", "path": "/user"}])
+}
+
+# A GPU workload of the DaemonSet controller is Tessera's: its class is its queue's.
+test_daemonset_gpu_pod_class_checked if {
+	gpu := json.patch(platform_pod("gpu-operator", "system-node-critical", daemon_set_controller), [{"op": "replace", "path": "/workload/podRequests", "value": {"nvidia.com/gpu": 1}}])
+	count(queue.deny) == 1 with input as gpu
+}
+
+# The namespace label tessera.dev/platform: "true" lets workloads Tessera does not manage
+# carry any class there; the label's value must be "true", and it changes nothing for
+# workloads Tessera manages: GPU workloads, those naming a queue, those of a namespace
+# with a default queue.
+test_platform_namespace_label if {
+	tenant := {"username": "system:serviceaccount:monitoring:prometheus-operator", "groups": []}
+	mon := json.patch(platform_pod("monitoring", "system-cluster-critical", tenant), [{"op": "add", "path": "/namespace/labels", "value": {"tessera.dev/platform": "true"}}])
+	count(queue.deny) == 0 with input as mon
+	count(queue.deny) == 0 with input as json.patch(mon, [{"op": "replace", "path": "/workload/priorityClassName", "value": "production-high"}])
+	job := json.patch(mon, [{"op": "replace", "path": "/kind", "value": "Job"}])
+	count(queue.deny) == 0 with input as job
+
+	count(queue.deny) == 1 with input as json.patch(mon, [{"op": "replace", "path": "/namespace/labels", "value": {"tessera.dev/platform": "yes"}}])
+	count(queue.deny) == 1 with input as json.patch(mon, [{"op": "replace", "path": "/namespace/labels", "value": {}}, {"op": "add", "path": "/namespace/annotations", "value": {"tessera.dev/platform": "true"}}])
+	count(queue.deny) == 1 with input as json.patch(mon, [{"op": "replace", "path": "/workload/podRequests", "value": {"nvidia.com/gpu": 1}}])
+	count(queue.deny) == 1 with input as json.patch(mon, [{"op": "add", "path": "/workload/queue", "value": "cheap"}])
+	count(queue.deny) == 1 with input as json.patch(mon, [{"op": "add", "path": "/namespace/annotations", "value": {"tessera.dev/queue": "cheap"}}])
+	count(queue.deny) == 1 with input as json.patch(mon, [{"op": "add", "path": "/workload/schedulerName", "value": "tessera"}])
+}
+
 # A Queue named default replaces the implicit one: its classes apply to every workload
 # that names no queue, its namespaceSelector to the managed ones.
 test_default_queue_object if {
