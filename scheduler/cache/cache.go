@@ -463,12 +463,19 @@ func (c *Cache) Snapshot(ctx context.Context, now time.Time) (*framework.Snapsho
 		snap, st, errs := c.maintained(now)
 		return snap, st, errs, nil
 	}
+	// Until every handler has synced, the events update the live builder, and through
+	// it the memo, under c.mu while this builds without it: a memo is not safe for
+	// concurrent use, so these few snapshots convert every object.
+	memo := c.memo
+	if c.live != nil {
+		memo = nil
+	}
 	c.mu.Unlock()
 	in, err := c.list(ctx)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	snap, st, errs := c.snapshot(&in, now, c.memo)
+	snap, st, errs := c.snapshot(&in, now, memo)
 	return snap, st, errs, nil
 }
 
