@@ -247,3 +247,20 @@ func matchExpressions(hook *admissionregistrationv1.ValidatingWebhook) string {
 	}
 	return exprs
 }
+
+// wantRefusal checks a guard's answer: allowed when want is nil, else refused with a
+// message naming every string of want.
+func wantRefusal(t *testing.T, name, got string, want []string) {
+	t.Helper()
+	switch {
+	case want == nil && got != "":
+		t.Errorf("%s: refused: %s", name, got)
+	case want != nil && got == "":
+		t.Errorf("%s: allowed, want refused", name)
+	}
+	for _, w := range want {
+		if !strings.Contains(got, w) {
+			t.Errorf("%s: %q does not name %q", name, got, w)
+		}
+	}
+}

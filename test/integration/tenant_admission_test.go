@@ -204,6 +204,18 @@ func TestTenantCPUPodProductionHigh(t *testing.T) {
 
 // gpuNode creates a GPUNode (a node with GPUs, as the node agent publishes it) and waits
 // until the webhook knows it: a CPU pod placed there is refused.
+// tenantGPUNode is the tenant environment with the GPUNode tenantGPUNodeName, a
+// context and the tenant's client.
+func tenantGPUNode(t *testing.T) (*testenv.Env, context.Context, client.Client) {
+	t.Helper()
+	e := tenantEnv(t)
+	gpuNode(t, e, tenantGPUNodeName)
+	return e, testenv.Context(t, 60*time.Second), asTenant(t, e)
+}
+
+// tenantGPUNodeName is the GPU node of tenantGPUNode.
+const tenantGPUNodeName = "tenant-gpu-node"
+
 func gpuNode(t *testing.T, e *testenv.Env, name string) {
 	t.Helper()
 	ctx := testenv.Context(t, 30*time.Second)
@@ -226,11 +238,8 @@ func gpuNode(t *testing.T, e *testenv.Env, name string) {
 // image, its GPUs); it is refused, as a pod and in a Job's template. On a node without
 // GPUs it is admitted.
 func TestTenantCPUPodNodeNameOnGPUNode(t *testing.T) {
-	e := tenantEnv(t)
-	const node = "tenant-gpu-node"
-	gpuNode(t, e, node)
-	ctx := testenv.Context(t, 60*time.Second)
-	tenant := asTenant(t, e)
+	_, ctx, tenant := tenantGPUNode(t)
+	const node = tenantGPUNodeName
 
 	pod := tenantPod("cpu-on-gpu-node", 0)
 	pod.Spec.NodeName = node

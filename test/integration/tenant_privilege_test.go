@@ -36,11 +36,8 @@ var tolerateEverything = map[string]any{"operator": "Exists"}
 // there by kube-scheduler; the update is refused. So is the same patch on an admitted GPU
 // pod. A toleration of another taint, and a label, may still be added.
 func TestTenantTolerationPatch(t *testing.T) {
-	e := tenantEnv(t)
-	const node = "tenant-gpu-node"
-	gpuNode(t, e, node)
-	ctx := testenv.Context(t, 60*time.Second)
-	tenant := asTenant(t, e)
+	e, ctx, tenant := tenantGPUNode(t)
+	const node = tenantGPUNodeName
 
 	cpu := tenantPod("toleration-patch-cpu", 0)
 	cpu.Spec.NodeSelector = map[string]string{corev1.LabelHostname: node}
@@ -74,11 +71,8 @@ func TestTenantTolerationPatch(t *testing.T) {
 // TestTenantGatedPodNodeSelector: a scheduling-gated CPU pod's nodeSelector may change;
 // pointing it at a GPU node by name is refused, at another node admitted.
 func TestTenantGatedPodNodeSelector(t *testing.T) {
-	e := tenantEnv(t)
-	const node = "tenant-gpu-node"
-	gpuNode(t, e, node)
-	ctx := testenv.Context(t, 60*time.Second)
-	tenant := asTenant(t, e)
+	_, ctx, tenant := tenantGPUNode(t)
+	const node = tenantGPUNodeName
 
 	pod := tenantPod("gated-node-selector", 0)
 	pod.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: "example.com/wait"}}
