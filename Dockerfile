@@ -1,6 +1,7 @@
 # Control-plane image (scheduler, webhook, autoscaler): the tessera binary, pure Go and
 # static (cgo off), on distroless, running as the distroless nonroot user (65532).
-#   docker build -t ghcr.io/tessera-gpu/tessera:$(git describe --tags --always) .
+# `make images REGISTRY=...` builds it (hack/images.sh), or
+#   docker build -t $REGISTRY/tessera:$(git describe --tags --always) .
 # The node agent is its own binary, built with cgo for NVML: see Dockerfile.node-agent.
 FROM golang:1.26 AS build
 WORKDIR /src

@@ -14,7 +14,7 @@ STATICCHECK   := $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 GENERATED     := api deploy/crds deploy/helm/tessera/crds deploy/kustomize/base docs/reference volcano/testdata/jobset
 CHART         := deploy/helm/tessera
 
-.PHONY: all build test chart-test unit integration rules-test fuzz k8s-binaries e2e-binaries e2e dev-cluster lint generate verify demo figures bench bench-scheduler clean
+.PHONY: all build images test chart-test unit integration rules-test fuzz k8s-binaries e2e-binaries e2e dev-cluster lint generate verify demo figures bench bench-scheduler clean
 
 all: build
 
@@ -23,6 +23,15 @@ all: build
 build:
 	CGO_ENABLED=0 $(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/tessera
 	CGO_ENABLED=1 $(GO) build -ldflags "$(LDFLAGS)" -o $(AGENT_BIN) ./cmd/tessera-node-agent
+
+## images: build both images (Dockerfile, Dockerfile.node-agent) and push them as
+## $(REGISTRY)/tessera:$(TAG) and $(REGISTRY)/tessera-node-agent:$(TAG), with Docker, Podman
+## or Buildah (hack/images.sh says what is missing). None are published: the chart needs
+## them (image.repository, image.tag, nodeAgent.image.repository)
+REGISTRY ?=
+TAG      ?= $(VERSION)
+images:
+	@REGISTRY="$(REGISTRY)" TAG="$(TAG)" VERSION="$(VERSION)" hack/images.sh
 
 ## k8s-binaries: build kube-apiserver and etcd from the module proxy (cached in ~/.cache/tessera)
 k8s-binaries:

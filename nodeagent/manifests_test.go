@@ -20,7 +20,7 @@ import (
 // TestDeployManifestsGrantEnough applies the node agent of the kustomize base (rendered from
 // the chart) and its namespace to the real API server and runs
 // the agent as its ServiceAccount: publishing, pod listing and events must all be allowed
-// by the shipped ClusterRole.
+// by the shipped ClusterRole and admission policy.
 func TestDeployManifestsGrantEnough(t *testing.T) {
 	if env == nil {
 		testenv.SkipOrFail(t, fmt.Errorf("no API server"))
@@ -51,11 +51,15 @@ func TestDeployManifestsGrantEnough(t *testing.T) {
 		}
 	}
 
+	// As the token of a pod bound to the node: the admission policy lets the agent write
+	// only the node its token names.
+	const node = "agent-rbac"
 	sa := rest.CopyConfig(env.Config)
-	sa.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:tessera-system:tessera-node-agent"}
+	sa.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:tessera-system:tessera-node-agent",
+		Extra: map[string][]string{"authentication.kubernetes.io/node-name": {node}}}
 	gpus := nvidiatest.DGXA100()
 	procRoot := t.TempDir()
-	h := startAs(t, sa, "agent-rbac", gpus, procRoot)
+	h := startAs(t, sa, node, gpus, procRoot)
 	assign := tesserav1.GPUAssignment{Node: h.node, Containers: []tesserav1.ContainerGPUs{{Container: "main", UUIDs: []string{gpus.UUID(0)}, MemoryMiB: 100}}}
 	pod := apitest.MakePod("rbac-0", "tessera-system").NodeName(h.node).Assignment(assign).Obj()
 	if err := env.Client.Create(ctx, pod); err != nil {

@@ -163,11 +163,12 @@ func TestWebhookConfigurationCoversSchedulingState(t *testing.T) {
 	}
 }
 
-// The shipped ValidatingWebhookConfiguration sends the webhook every pod update that
-// changes a key of ChargeKeys or the owners, and every create or spec update of the pod
+// The shipped ValidatingWebhookConfiguration sends the webhook every update of a pod,
+// Job or custom workload that changes a key of ChargeKeys, or a pod's owners, and every create or spec update of the pod
 // templates the EnvGuard reads (Jobs go to both webhooks; Pods on create to the mutating one).
 func TestWebhookConfigurationCoversImmutableKeysAndTemplates(t *testing.T) {
-	exprs := matchExpressions(shippedWebhook(t, "immutable.tessera.dev", "UPDATE pods"))
+	exprs := matchExpressions(shippedWebhook(t, "immutable.tessera.dev", "UPDATE pods,UPDATE jobs,UPDATE jobsets,"+
+		"UPDATE rayclusters,UPDATE rayjobs,UPDATE leaderworkersets,UPDATE pytorchjobs,UPDATE mpijobs,UPDATE mpijobs"))
 	for _, key := range ChargeKeys {
 		if !strings.Contains(exprs, `"`+key+`"`) {
 			t.Errorf("match conditions do not name %s:\n%s", key, exprs)

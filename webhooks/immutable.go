@@ -15,19 +15,22 @@ import (
 )
 
 // ChargeKeys are the labels and annotations (Tessera reads each from either) that decide
-// which queue a pod or PodGroup is charged to and which gang it belongs to.
+// which queue a pod, PodGroup, Job or custom workload is charged to, which gang it
+// belongs to and how large that gang is.
 var ChargeKeys = []string{
 	tesserav1.LabelQueue, tesserav1.LabelPodGroup, tesserav1.AnnotationMinAvailable,
 	tesserav1.VolcanoQueueName, tesserav1.VolcanoGroupName, tesserav1.VolcanoGroupMinMember,
-	tesserav1.KueueQueueName,
+	tesserav1.KueueQueueName, tesserav1.KueuePodGroupName, tesserav1.KueuePodGroupTotalCount,
+	tesserav1.CoschedulingPodGroup,
 }
 
-// ImmutableGuard keeps a Pod's and a PodGroup's queue and gang as they were admitted: an
-// UPDATE may not add, change or remove a key of ChargeKeys, change metadata.ownerReferences
-// (a Job's pods are its gang), or change a PodGroup's spec.queue or spec.minMember. The
+// ImmutableGuard keeps the queue and gang of a Pod, a PodGroup, a Job and a custom
+// workload (CustomWorkloads) as they were admitted: an UPDATE may not add, change or
+// remove a key of ChargeKeys, change a Pod's or PodGroup's metadata.ownerReferences (a
+// Job's pods are its gang), or change a PodGroup's spec.queue or spec.minMember. The
 // policies decide on a workload when it is created; without this, an update would move a
-// pending or running pod into another team's queue, a queue that does not exist, or out
-// of its gang, unchecked.
+// pending or running pod into another team's queue, a queue that does not exist, out of
+// its gang, or shrink the gang its pods are scheduled as, unchecked.
 //
 // The scheduler needs no exemption: it places pods with Bindings and writes PodGroups
 // through their status, neither of which is an update of the object. The cluster's own
@@ -39,7 +42,7 @@ var _ Guard = ImmutableGuard{}
 // Check implements Guard.
 func (ImmutableGuard) Check(req *admissionv1.AdmissionRequest) string {
 	kind := req.Kind.Kind
-	if req.Operation != admissionv1.Update || req.SubResource != "" || (kind != KindPod && kind != KindPodGroup) {
+	if req.Operation != admissionv1.Update || req.SubResource != "" || !freezesCharge(kind) {
 		return ""
 	}
 	var now, before chargeMeta
@@ -61,13 +64,14 @@ func (ImmutableGuard) Check(req *admissionv1.AdmissionRequest) string {
 			}
 		}
 	}
-	if !reflect.DeepEqual(now.Metadata.OwnerReferences, before.Metadata.OwnerReferences) && !clusterController(req.UserInfo) {
+	ownedGang := kind == KindPod || kind == KindPodGroup
+	if ownedGang && !reflect.DeepEqual(now.Metadata.OwnerReferences, before.Metadata.OwnerReferences) && !clusterController(req.UserInfo) {
 		changed = append(changed, "metadata.ownerReferences")
 	}
-	if now.Spec.Queue != before.Spec.Queue {
+	if kind == KindPodGroup && now.Spec.Queue != before.Spec.Queue {
 		changed = append(changed, fmt.Sprintf("spec.queue (from %q to %q)", before.Spec.Queue, now.Spec.Queue))
 	}
-	if now.Spec.MinMember != before.Spec.MinMember {
+	if kind == KindPodGroup && now.Spec.MinMember != before.Spec.MinMember {
 		changed = append(changed, fmt.Sprintf("spec.minMember (from %d to %d)", before.Spec.MinMember, now.Spec.MinMember))
 	}
 	if len(changed) == 0 {
@@ -75,6 +79,11 @@ func (ImmutableGuard) Check(req *admissionv1.AdmissionRequest) string {
 	}
 	return fmt.Sprintf("%s cannot change after the %s is created: its queue and gang are decided and checked then; delete the %s and create it again with the new value",
 		strings.Join(changed, ", "), kind, kind)
+}
+
+// freezesCharge: the ImmutableGuard keeps the ChargeKeys of the kind.
+func freezesCharge(kind string) bool {
+	return kind == KindPod || kind == KindPodGroup || kind == KindJob || isCustomWorkload[kind]
 }
 
 // chargeMeta is the part of a Pod or PodGroup the ImmutableGuard compares.

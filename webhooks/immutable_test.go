@@ -5,8 +5,10 @@ import (
 
 	admissionv1 "k8s.io/api/admission/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
 
 	tesserav1 "github.com/tessera-gpu/tessera/api/v1alpha1"
@@ -55,6 +57,22 @@ func TestImmutableGuard(t *testing.T) {
 		{"gang", update(KindPod, labelled(map[string]string{tesserav1.LabelPodGroup: "g2"}, map[string]string{tesserav1.AnnotationMinAvailable: "1"}),
 			labelled(map[string]string{tesserav1.LabelPodGroup: "g1"}, map[string]string{tesserav1.AnnotationMinAvailable: "4"})),
 			[]string{"metadata.labels[tessera.dev/pod-group]", "metadata.annotations[tessera.dev/min-available]"}},
+		{"Kueue's pod group and its size", update(KindPod,
+			labelled(map[string]string{tesserav1.KueuePodGroupName: "solo"}, map[string]string{tesserav1.KueuePodGroupTotalCount: "1"}),
+			labelled(map[string]string{tesserav1.KueuePodGroupName: "train"}, map[string]string{tesserav1.KueuePodGroupTotalCount: "8"})),
+			[]string{"metadata.labels[kueue.x-k8s.io/pod-group-name]", "metadata.annotations[kueue.x-k8s.io/pod-group-total-count]"}},
+		{"coscheduling pod group", update(KindPod, labelled(map[string]string{tesserav1.CoschedulingPodGroup: "g2"}, nil), labelled(nil, nil)),
+			[]string{"metadata.labels[scheduling.x-k8s.io/pod-group]"}},
+		{"Job's gang size", update(KindJob, withMin(&batchv1.Job{}, "1"), withMin(&batchv1.Job{}, "8")),
+			[]string{`metadata.annotations[tessera.dev/min-available] (from "8" to "1") cannot change after the Job is created`}},
+		{"JobSet's gang size", update(KindJobSet, withMin(&unstructured.Unstructured{Object: map[string]any{}}, "1"),
+			withMin(&unstructured.Unstructured{Object: map[string]any{}}, "8")),
+			[]string{"metadata.annotations[tessera.dev/min-available]", "after the JobSet is created"}},
+		{"Job's owners (a CronJob's Job released)", update(KindJob, &batchv1.Job{}, func() *batchv1.Job {
+			j := &batchv1.Job{}
+			j.OwnerReferences = []metav1.OwnerReference{job}
+			return j
+		}()), nil},
 		{"Volcano's gang annotation", update(KindPod, labelled(nil, map[string]string{tesserav1.VolcanoGroupName: "g2"}), labelled(nil, nil)),
 			[]string{"metadata.annotations[scheduling.k8s.io/group-name]"}},
 		{"other labels change", update(KindPod, labelled(map[string]string{tesserav1.LabelQueue: "team-a", "app": "y"}, map[string]string{"note": "x"}), inQueue("team-a")), nil},
@@ -76,4 +94,10 @@ func TestImmutableGuard(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) { checkGuard(t, ImmutableGuard{}, c.req, c.want) })
 	}
+}
+
+// withMin sets the object's tessera.dev/min-available annotation.
+func withMin[T metav1.Object](o T, min string) T {
+	o.SetAnnotations(map[string]string{tesserav1.AnnotationMinAvailable: min})
+	return o
 }

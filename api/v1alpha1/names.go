@@ -93,6 +93,11 @@ const (
 	VolcanoGroupName      = "scheduling.k8s.io/group-name"
 	VolcanoGroupMinMember = "scheduling.volcano.sh/group-min-member"
 	KueueQueueName        = "kueue.x-k8s.io/queue-name"
+	// KueuePodGroupName and KueuePodGroupTotalCount make plain pods one gang (Kueue's
+	// pod groups); CoschedulingPodGroup names the scheduler-plugins PodGroup of a pod.
+	KueuePodGroupName       = "kueue.x-k8s.io/pod-group-name"
+	KueuePodGroupTotalCount = "kueue.x-k8s.io/pod-group-total-count"
+	CoschedulingPodGroup    = "scheduling.x-k8s.io/pod-group"
 )
 
 // DefaultQueue is the queue of a workload that names none.

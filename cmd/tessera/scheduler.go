@@ -28,6 +28,7 @@ type schedulerFlags struct {
 	bindWorkers   int
 	qps           float32
 	burst         int
+	budgetTimeout time.Duration
 	serving       controller.Serving
 }
 
@@ -50,6 +51,8 @@ device plugin reads. Run two replicas: one is elected leader and schedules.`,
 	fs.StringVar(&f.schedulerName, "scheduler-name", tesserav1.SchedulerName, "spec.schedulerName of the pods to schedule")
 	fs.DurationVar(&f.period, "period", time.Second, "time between sessions when nothing changes")
 	fs.IntVar(&f.bindWorkers, "bind-workers", daemon.DefaultBindWorkers, "concurrent binds and evictions")
+	fs.DurationVar(&f.budgetTimeout, "disruption-budget-timeout", daemon.DefaultDisruptionBudgetTimeout,
+		"longest PodDisruptionBudgets may refuse a preemption or reclaim victim's eviction; then the pod is deleted")
 	fs.Float32Var(&f.qps, "kube-api-qps", 500, "client QPS towards the API server")
 	fs.IntVar(&f.burst, "kube-api-burst", 1000, "client burst towards the API server")
 	f.serving.AddFlags(fs, "tessera-scheduler")
@@ -68,6 +71,7 @@ func (f schedulerFlags) validate() error {
 	}
 	return checks(name,
 		positive("period", f.period, "1s"),
+		positive("disruption-budget-timeout", f.budgetTimeout, "10m"),
 		atLeast("bind-workers", f.bindWorkers, 1, "the binds and evictions that run at once"),
 		qps,
 		atLeast("kube-api-burst", f.burst, 1, "requests allowed above --kube-api-qps in a burst"),
@@ -101,7 +105,7 @@ func prepareScheduler(f schedulerFlags) (func(context.Context) error, error) {
 		err := untilDone(ctx, func() (err error) {
 			mgr, _, err = daemon.NewManager(cfg, scheme, daemon.Config{
 				Scheduler: scfg, SchedulerName: f.schedulerName,
-				Daemon:  daemon.Options{Period: f.period, BindWorkers: f.bindWorkers},
+				Daemon:  daemon.Options{Period: f.period, BindWorkers: f.bindWorkers, DisruptionBudgetTimeout: f.budgetTimeout},
 				Serving: f.serving, Registerer: crmetrics.Registry, Log: log.WithName("scheduler"),
 			})
 			return err

@@ -1,5 +1,6 @@
 # Queue: the workload's tessera.dev/queue label, else its namespace's tessera.dev/queue
-# annotation, else Volcano's or Kueue's queue name, else "default". Unknown queues are
+# annotation, else Volcano's or Kueue's queue name, else the one Queue that owns the
+# namespace (namespace_owners), else "default". Unknown queues are
 # denied, and so are queues whose spec.namespaceSelector does not select the workload's
 # namespace, and a priorityClassName the queue's spec.allowedPriorityClasses leaves out
 # (the priority policy picks defaults among them); a queue that lists none takes only
@@ -17,7 +18,20 @@ resolved := q if {
 	q := lib.label_or_annotation("scheduling.volcano.sh/queue-name")
 } else := q if {
 	q := lib.label_or_annotation("kueue.x-k8s.io/queue-name")
+} else := q if {
+	[q] := namespace_owners
 } else := "default"
+
+# namespace_owners: the queues other than default whose spec.namespaceSelector selects
+# the workload's namespace. They own it: a workload there that names no queue goes to
+# the one owner (as a namespace's default LocalQueue takes them in Kueue), and none may
+# use the default queue.
+namespace_owners := sort([n |
+	some n, q in lib.queues
+	n != "default"
+	_ = q.namespaceSelector
+	lib.queue_takes_namespace(q)
+])
 
 mutate.queue := resolved if {
 	lib.managed
@@ -44,6 +58,18 @@ deny contains msg if {
 	ns := object.get(input.namespace, "name", "")
 	usable := sort([n | some n, q in object.get(input.cluster, "queues", {}); lib.queue_takes_namespace(q)])
 	msg := sprintf("queue %q does not take workloads from namespace %q: its spec.namespaceSelector does not select the namespace; set label tessera.dev/queue to a queue this namespace may use ([%s]), or ask the operator to add the namespace to the queue's namespaceSelector", [resolved, ns, concat(", ", usable)])
+}
+
+# A namespace that a Queue's spec.namespaceSelector selects belongs to that team: its
+# workloads may not use the default queue, named or implied (a namespace several queues
+# own), or they would escape the team's spec.capability (the default queue selects every
+# tenant namespace). The default queue is for namespaces no Queue owns.
+deny contains msg if {
+	lib.managed
+	resolved == "default"
+	count(namespace_owners) > 0
+	ns := object.get(input.namespace, "name", "")
+	msg := sprintf("namespace %q belongs to queue(s) [%s] (their spec.namespaceSelector selects it), so its workloads may not use the default queue, whose share would escape their spec.capability; set label tessera.dev/queue to one of them, or annotate the namespace with tessera.dev/queue=<queue>", [ns, concat(", ", namespace_owners)])
 }
 
 deny contains msg if {

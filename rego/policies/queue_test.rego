@@ -79,6 +79,25 @@ test_namespace_selector_denies_others if {
 	count(queue.deny) == 1 with input as in_ns("not-scratch", {"scratch": ""})
 }
 
+test_team_namespace_may_not_use_default if {
+	teams := {"queues": {"default": {}, "team-a": restricted.queues["team-a"], "open": {}}}
+	named := json.patch(in_ns("default", {"team": "a"}), [{"op": "replace", "path": "/cluster", "value": teams}])
+	msgs := queue.deny with input as named
+	count(msgs) == 1
+	some msg in msgs
+	contains(msg, `namespace "team" belongs to queue(s) [team-a]`)
+	contains(msg, "spec.capability")
+	implied := json.patch(named, [{"op": "replace", "path": "/workload/queue", "value": ""}])
+	queue.mutate.queue == "team-a" with input as implied
+	count(queue.deny) == 0 with input as implied
+	two := json.patch(implied, [{"op": "add", "path": "/cluster/queues/team-a2", "value": restricted.queues["team-a"]}])
+	count(queue.deny) == 1 with input as two
+	count(queue.deny) == 0 with input as json.patch(named, [{"op": "replace", "path": "/namespace/labels", "value": {"team": "b"}}])
+	count(queue.deny) == 0 with input as json.patch(named, [{"op": "replace", "path": "/workload/queue", "value": "team-a"}])
+	cpu := json.patch(two, [{"op": "replace", "path": "/workload/podRequests", "value": {"cpu": 1}}])
+	count(queue.deny) == 0 with input as cpu
+}
+
 test_invalid_namespace_selector_takes_nobody if {
 	msgs := queue.deny with input as in_ns("broken", {"team": "a"})
 	count(msgs) == 1

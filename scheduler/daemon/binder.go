@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -33,10 +34,15 @@ type Binder struct {
 	// partial maps the UID of a gang found bound below minMember to when it was first
 	// found so; it gets one period to complete before its bound pods are evicted.
 	partial map[string]time.Time
+	// blocked maps the UID of a victim whose eviction a PodDisruptionBudget refused to
+	// when it first and last did.
+	blocked map[types.UID]refusals
+	mu      sync.Mutex // guards blocked during the parallel evictions
 }
 
 func newBinder(c client.Client, ca *cache.Cache, m *Metrics, ev *controller.EventSink, log logr.Logger, opts Options) *Binder {
-	return &Binder{client: c, cache: ca, metrics: m, events: ev, log: log, opts: opts, partial: map[string]time.Time{}}
+	return &Binder{client: c, cache: ca, metrics: m, events: ev, log: log, opts: opts, partial: map[string]time.Time{},
+		blocked: map[types.UID]refusals{}}
 }
 
 // eviction is one pod to evict and why.
@@ -183,8 +189,14 @@ func (b *Binder) bindOne(ctx context.Context, pod *corev1.Pod, bd scheduler.Bind
 	return nil
 }
 
+// refusals are when PodDisruptionBudgets first and last refused a victim's eviction.
+type refusals struct{ first, last time.Time }
+
 // evict evicts pods through the Eviction API (Evict). A PodDisruptionBudget's refusal
-// (429) is recorded as an event and decided again next session.
+// (429) is recorded as an event and decided again next session; a victim that budgets
+// have refused for Options.DisruptionBudgetTimeout is deleted (forceAfterBudget): a
+// tenant's budget that allows no disruption would otherwise keep what its queue borrows
+// forever. A victim not chosen again within twice the timeout starts its wait anew.
 func (b *Binder) evict(ctx context.Context, state *cache.State, evictions []eviction) int {
 	seen := map[string]bool{}
 	uniq := evictions[:0:0]
@@ -192,6 +204,12 @@ func (b *Binder) evict(ctx context.Context, state *cache.State, evictions []evic
 		if !seen[e.task.UID] {
 			seen[e.task.UID] = true
 			uniq = append(uniq, e)
+		}
+	}
+	now := b.opts.Now()
+	for uid, r := range b.blocked {
+		if state.Pods[uid] == nil || now.Sub(r.last) > 2*b.opts.DisruptionBudgetTimeout {
+			delete(b.blocked, uid)
 		}
 	}
 	var n atomic.Int64
@@ -211,11 +229,48 @@ func (b *Binder) evict(ctx context.Context, state *cache.State, evictions []evic
 			b.events.Normal(pod, "Preempted", "Evict", "%s", e.reason)
 		case apierrors.IsNotFound(err) || apierrors.IsConflict(err):
 		case apierrors.IsTooManyRequests(err):
-			b.events.Warn(pod, "EvictionBlocked", "Evict", "a PodDisruptionBudget allows no disruption now; retried later (%s)", e.reason)
+			if b.forceAfterBudget(ctx, pod, e.reason) {
+				n.Add(1)
+			}
 		default:
 			b.log.Info("eviction failed", "pod", e.task.Key(), "error", err.Error())
 			b.events.Warn(pod, "EvictionFailed", "Evict", "eviction failed: %v; retried later", err)
 		}
 	})
 	return int(n.Load())
+}
+
+// forceAfterBudget handles a victim whose eviction a PodDisruptionBudget refused: it
+// deletes the pod once budgets have refused it for Options.DisruptionBudgetTimeout, and
+// reports whether it did.
+func (b *Binder) forceAfterBudget(ctx context.Context, pod *corev1.Pod, reason string) bool {
+	now, timeout := b.opts.Now(), b.opts.DisruptionBudgetTimeout
+	b.mu.Lock()
+	r, ok := b.blocked[pod.UID]
+	if !ok {
+		r.first = now
+	}
+	r.last = now
+	b.blocked[pod.UID] = r
+	b.mu.Unlock()
+	if waited := now.Sub(r.first); waited < timeout {
+		b.events.Warn(pod, "EvictionBlocked", "Evict", "a PodDisruptionBudget allows no disruption now; retried, and the pod deleted if budgets still refuse after %s (%s)",
+			timeout-waited, reason)
+		return false
+	}
+	err := b.client.Delete(ctx, pod, client.Preconditions{UID: &pod.UID})
+	if err != nil {
+		if !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+			b.events.Warn(pod, "EvictionFailed", "Delete", "deleting the pod its PodDisruptionBudget kept failed: %v; retried later", err)
+		}
+		return false
+	}
+	b.mu.Lock()
+	delete(b.blocked, pod.UID)
+	b.mu.Unlock()
+	b.cache.AssumeEvicted(pod.UID, now)
+	b.metrics.PreemptionVictims.Inc()
+	b.events.Normal(pod, "Preempted", "Delete", "deleted: PodDisruptionBudgets refused its eviction for %s, the longest they may delay a preemption or reclaim (%s)",
+		timeout, reason)
+	return true
 }

@@ -33,9 +33,19 @@ type Options struct {
 	MinInterval time.Duration
 	// BindWorkers bounds the concurrent binds and evictions; default DefaultBindWorkers.
 	BindWorkers int
+	// DisruptionBudgetTimeout bounds how long a PodDisruptionBudget may refuse a
+	// victim's eviction: once it has refused for this long, the pod is deleted instead,
+	// as kube-scheduler's preemption deletes its victims. Default
+	// DefaultDisruptionBudgetTimeout.
+	DisruptionBudgetTimeout time.Duration
 	// Now is the clock; default time.Now.
 	Now func() time.Time
 }
+
+// DefaultDisruptionBudgetTimeout is Options.DisruptionBudgetTimeout's default: time for
+// a workload whose budget is only briefly exhausted (a rollout, a restart) to recover,
+// and short against the hours a team would otherwise wait for what it deserves.
+const DefaultDisruptionBudgetTimeout = 10 * time.Minute
 
 func (o *Options) defaults() {
 	if o.Period <= 0 {
@@ -46,6 +56,9 @@ func (o *Options) defaults() {
 	}
 	if o.BindWorkers <= 0 {
 		o.BindWorkers = DefaultBindWorkers
+	}
+	if o.DisruptionBudgetTimeout <= 0 {
+		o.DisruptionBudgetTimeout = DefaultDisruptionBudgetTimeout
 	}
 	if o.Now == nil {
 		o.Now = time.Now

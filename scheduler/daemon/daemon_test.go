@@ -12,9 +12,11 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -488,4 +490,69 @@ func TestQueueCapabilityAndReclaim(t *testing.T) {
 		}
 		return ""
 	})
+}
+
+// TestReclaimPastExhaustedBudget: a queue's pods borrowed beyond its deserved share
+// carry a PodDisruptionBudget that allows no disruption (maxUnavailable 0). Another
+// queue's pending pod reclaims them all the same: the Eviction API refuses, and once
+// budgets have refused for the disruption-budget timeout the victim is deleted.
+func TestReclaimPastExhaustedBudget(t *testing.T) {
+	h := newHarness(t)
+	h.reclaimAfter = time.Second  // the profile's 10 minutes, shortened
+	h.budgetTimeout = time.Second // daemon.DefaultDisruptionBudgetTimeout, shortened
+	h.node("a", 8, nil)
+	for _, q := range []*tesserav1.Queue{
+		apitest.MakeQueue("budget-dev").Weight(1).Deserved(tesserav1.ResourceGPU, "2").Obj(),
+		apitest.MakeQueue("budget-prod").Weight(1).Deserved(tesserav1.ResourceGPU, "6").Obj(),
+	} {
+		if err := h.c.Create(h.ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	zero := intstr.FromInt32(0)
+	pdb := &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Namespace: h.ns, Name: "never"},
+		Spec: policyv1.PodDisruptionBudgetSpec{MaxUnavailable: &zero,
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{tesserav1.LabelQueue: "budget-dev"}}}}
+	if err := h.c.Create(h.ctx, pdb); err != nil {
+		t.Fatal(err)
+	}
+	// What the disruption controller, which does not run here, writes: no disruption
+	// allowed (unprocessed, the Eviction API would ask the client to retry in 10s).
+	pdb.Status.ObservedGeneration = pdb.Generation
+	if err := h.c.Status().Update(h.ctx, pdb); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 4 {
+		h.pod(h.makePod(fmt.Sprintf("dev-%d", i)).GPU(2).Queue("budget-dev"))
+	}
+	rec := events.NewFakeRecorder(1000)
+	h.run(h.daemonRecording(nil, rec))
+	h.eventually("dev runs on the node", 10*time.Second, func() string {
+		h.startBound() // the Eviction API lets pending pods go whatever their budget
+		if n := h.bound(); n != 4 {
+			return fmt.Sprintf("%d of 4 bound", n)
+		}
+		return ""
+	})
+	h.pod(h.makePod("prod-0").GPU(4).Queue("budget-prod"))
+	h.eventually("prod reclaims through the budget", 20*time.Second, func() string {
+		h.kubelet()
+		var p corev1.Pod
+		if err := h.c.Get(h.ctx, client.ObjectKey{Namespace: h.ns, Name: "prod-0"}, &p); err != nil {
+			return err.Error()
+		}
+		if p.Spec.NodeName == "" {
+			return "prod-0 pending"
+		}
+		return ""
+	})
+	var blocked, deleted bool
+	for len(rec.Events) > 0 {
+		e := <-rec.Events
+		blocked = blocked || strings.Contains(e, "EvictionBlocked")
+		deleted = deleted || strings.Contains(e, "Preempted") && strings.Contains(e, "PodDisruptionBudgets refused its eviction for 1s")
+	}
+	if !blocked || !deleted {
+		t.Errorf("events: blocked %v, deleted past the budget %v; want both", blocked, deleted)
+	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/go-logr/logr/testr"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
 	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -41,6 +42,8 @@ type harness struct {
 	period time.Duration
 	// reclaimAfter replaces the tessera profile's when set.
 	reclaimAfter time.Duration
+	// budgetTimeout replaces daemon.DefaultDisruptionBudgetTimeout when set.
+	budgetTimeout time.Duration
 }
 
 var namespaces atomic.Int32
@@ -120,7 +123,7 @@ func (h *harness) daemonRecording(c client.Client, rec events.EventRecorder) *da
 	if !h.cache.WaitForCacheSync(h.ctx) {
 		h.t.Fatal("cache did not sync")
 	}
-	return daemon.NewDaemon(c, ca, core, rec, nil, testr.New(h.t), daemon.Options{Period: h.period})
+	return daemon.NewDaemon(c, ca, core, rec, nil, testr.New(h.t), daemon.Options{Period: h.period, DisruptionBudgetTimeout: h.budgetTimeout})
 }
 
 // run starts d until the test ends or the returned stop is called.
@@ -246,6 +249,16 @@ func (h *harness) kubelet() {
 	for _, p := range h.pods() {
 		if p.DeletionTimestamp != nil {
 			_ = h.c.Delete(h.ctx, &p, &client.DeleteOptions{GracePeriodSeconds: &zero})
+		}
+	}
+}
+
+// startBound marks the bound pods running, as their kubelet would.
+func (h *harness) startBound() {
+	for _, p := range h.pods() {
+		if p.Spec.NodeName != "" && p.Status.Phase != corev1.PodRunning {
+			p.Status.Phase, p.Status.StartTime = corev1.PodRunning, &metav1.Time{Time: time.Now()}
+			_ = h.c.Status().Update(h.ctx, &p)
 		}
 	}
 }

@@ -421,3 +421,84 @@ func docRow(cells []string) string {
 	}
 	return fmt.Sprintf("%s | %s | %s | %s | %s | %s", norm(cells[0]), cells[1], cells[2], norm(cells[3]), norm(cells[4]), norm(cells[5]))
 }
+
+// guarded are the writes RBAC cannot narrow enough, each held by a ValidatingAdmissionPolicy
+// of the chart (docs/security.md, "What stands out"): per ServiceAccount, its policy and
+// the resources (group/resource) whose writes the policy must match.
+var guarded = []struct {
+	serviceAccount, policy, mustMention string
+	resources                           []string
+}{
+	{"tessera-node-agent", "tessera-node-agent-own-node", "authentication.kubernetes.io/node-name",
+		[]string{"/nodes", "/nodes/status", "tessera.dev/gpunodes", "tessera.dev/gpunodes/status"}},
+	{"tessera-autoscaler", "tessera-autoscaler-idle-reclaim", "object.spec.template == oldObject.spec.template",
+		[]string{"apps/deployments", "apps/statefulsets", "batch/jobs"}},
+}
+
+// Every values set that binds the node agent or the autoscaler renders its admission
+// policy and binding (Deny, failing closed), matching exactly its ServiceAccount's
+// requests, and every write RBAC grants it on the guarded resources, for every operation
+// the verb stands for.
+func TestAdmissionPoliciesGuardWrites(t *testing.T) {
+	ops := map[string]string{"create": "CREATE", "update": "UPDATE", "patch": "UPDATE", "delete": "DELETE"}
+	for _, s := range valuesSets {
+		objs := render(t, s)
+		bySA, _ := granted(objs)
+		byID := map[string]object{}
+		for _, o := range objs {
+			byID[o.id()] = o
+		}
+		for _, gd := range guarded {
+			ps, bound := bySA[gd.serviceAccount]
+			vap, rendered := byID["ValidatingAdmissionPolicy/"+gd.policy]
+			if !bound {
+				if rendered {
+					t.Errorf("%s: %s rendered without %s", s.name, gd.policy, gd.serviceAccount)
+				}
+				continue
+			}
+			if !rendered {
+				t.Errorf("%s: %s is bound but its ValidatingAdmissionPolicy %s is not rendered", s.name, gd.serviceAccount, gd.policy)
+				continue
+			}
+			binding := byID["ValidatingAdmissionPolicyBinding/"+gd.policy]
+			if str(binding.obj, "spec", "policyName") != gd.policy || fmt.Sprint(get(binding.obj, "spec", "validationActions")) != "[Deny]" {
+				t.Errorf("%s: binding of %s: %v, want policyName %s and validationActions [Deny]", s.name, gd.policy, binding.obj["spec"], gd.policy)
+			}
+			if str(vap.obj, "spec", "failurePolicy") != "Fail" {
+				t.Errorf("%s: %s does not fail closed", s.name, gd.policy)
+			}
+			user := fmt.Sprintf("request.userInfo.username == 'system:serviceaccount:%s:%s'", namespace, gd.serviceAccount)
+			conds, _ := get(vap.obj, "spec", "matchConditions").([]any)
+			if len(conds) != 1 || str(conds[0].(map[string]any), "expression") != user {
+				t.Errorf("%s: %s matchConditions %v, want only %s", s.name, gd.policy, conds, user)
+			}
+			if body := fmt.Sprint(vap.obj["spec"]); !strings.Contains(body, gd.mustMention) {
+				t.Errorf("%s: %s does not check %s", s.name, gd.policy, gd.mustMention)
+			}
+			matched := map[string]bool{}
+			rules, _ := get(vap.obj, "spec", "matchConstraints", "resourceRules").([]any)
+			for _, r := range rules {
+				r := r.(map[string]any)
+				for _, grp := range r["apiGroups"].([]any) {
+					for _, res := range r["resources"].([]any) {
+						for _, op := range r["operations"].([]any) {
+							matched[fmt.Sprint(grp, "/", res, " ", op)] = true
+						}
+					}
+				}
+			}
+			for _, p := range ps {
+				gr := p.group + "/" + p.resource
+				if op, write := ops[p.verb]; write && slices.Contains(gd.resources, gr) && !matched[gr+" "+op] {
+					t.Errorf("%s: %s may %s, which %s does not match (%s)", s.name, gd.serviceAccount, p, gd.policy, op)
+				}
+			}
+			for _, gr := range gd.resources {
+				if !slices.ContainsFunc(ps, func(p perm) bool { _, w := ops[p.verb]; return w && p.group+"/"+p.resource == gr }) {
+					t.Errorf("%s: %s may not write %s any more: drop it from the guarded resources", s.name, gd.serviceAccount, gr)
+				}
+			}
+		}
+	}
+}

@@ -63,13 +63,41 @@ tenantRole: {create: true}
 `, want: []string{"ClusterRole/tessera-tenant", "Pod/tessera-test", "Role/tessera-test"}},
 }
 
+// testImages are the images of every values set that names none of its own: the chart
+// renders nothing without them (TestImagesRequired).
+const testImages = `
+image: {repository: registry.example.com/tessera/tessera, tag: "1.0.0"}
+nodeAgent: {image: {repository: registry.example.com/tessera/tessera-node-agent}}
+`
+
+// parse returns the set's values, with testImages where it sets no image.
 func (s valuesSet) parse(t testing.TB) map[string]any {
 	t.Helper()
-	v := map[string]any{}
+	v, images := map[string]any{}, map[string]any{}
 	if err := yaml.Unmarshal([]byte(s.values), &v); err != nil {
 		t.Fatalf("%s: %v", s.name, err)
 	}
+	if err := yaml.Unmarshal([]byte(testImages), &images); err != nil {
+		t.Fatal(err)
+	}
+	fillIn(v, images)
 	return v
+}
+
+// fillIn sets the keys of src that dst lacks, in nested maps too.
+func fillIn(dst, src map[string]any) {
+	for k, sv := range src {
+		dv, ok := dst[k]
+		if !ok {
+			dst[k] = sv
+			continue
+		}
+		dm, dok := dv.(map[string]any)
+		sm, sok := sv.(map[string]any)
+		if dok && sok {
+			fillIn(dm, sm)
+		}
+	}
 }
 
 // object is one rendered document.

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"sigs.k8s.io/yaml"
 )
 
 // workloadIDs are the Deployments and the DaemonSet of the default values.
@@ -33,30 +35,61 @@ func containers(o object) []map[string]any {
 	return cs
 }
 
-// The chart runs the images it was released with: appVersion is a version (the chart's
-// own), never "latest"; image.tag and a component's image.tag override it.
-func TestImagesPinnedToAppVersion(t *testing.T) {
-	ch, err := Load(chartDir)
-	if err != nil {
-		t.Fatal(err)
+// No images are published: without image.repository, image.tag and
+// nodeAgent.image.repository the chart renders nothing and says how to build them.
+func TestImagesRequired(t *testing.T) {
+	for _, c := range []struct{ values, missing string }{
+		{``, "image.repository and image.tag not set"},
+		{`image: {repository: registry.corp/tessera}`, "image.tag not set"},
+		{`{image: {tag: "1.0"}, nodeAgent: {image: {repository: registry.corp/agent}}}`, "image.repository not set"},
+		{`image: {repository: registry.corp/tessera, tag: "1.0"}`, "nodeAgent.image.repository not set"},
+		{`{image: {repository: registry.corp/tessera, tag: "1.0"}, nodeAgent: {image: {tag: "1.0"}}}`, "nodeAgent.image.repository not set"},
+	} {
+		v := map[string]any{}
+		if err := yaml.Unmarshal([]byte(c.values), &v); err != nil {
+			t.Fatal(err)
+		}
+		_, err := Render(chartDir, Options{Namespace: namespace, Values: v})
+		if err == nil {
+			t.Errorf("%q: rendered, want an error saying %s", c.values, c.missing)
+			continue
+		}
+		for _, want := range []string{c.missing, "make images REGISTRY=<registry>", "image.repository=<registry>/tessera,", "image.tag=<tag>", "nodeAgent.image.repository=<registry>/tessera-node-agent"} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("%q: the error does not say %q: %v", c.values, want, err)
+			}
+		}
 	}
-	app := ch.Metadata.AppVersion
-	if app == "" || app == "latest" || app != ch.Metadata.Version {
-		t.Fatalf("Chart.yaml appVersion %q, want the chart's version %q", app, ch.Metadata.Version)
+	for _, values := range []string{
+		`{image: {repository: registry.corp/tessera, tag: "1.0"}, nodeAgent: {image: {repository: registry.corp/agent}}}`,
+		`{image: {repository: registry.corp/tessera, tag: "1.0"}, nodeAgent: {enabled: false}}`,
+	} {
+		v := map[string]any{}
+		if err := yaml.Unmarshal([]byte(values), &v); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Render(chartDir, Options{Namespace: namespace, Values: v}); err != nil {
+			t.Errorf("%q: %v", values, err)
+		}
 	}
+}
+
+// Every component runs the global image, the node agent its own repository with the
+// global tag; a component's own image.repository or image.tag overrides them.
+func TestImages(t *testing.T) {
 	for _, c := range []struct {
 		values string
 		want   map[string]string // kind/name: image
 	}{
-		{``, map[string]string{
-			"Deployment/tessera-scheduler":  "ghcr.io/tessera-gpu/tessera:" + app,
-			"Deployment/tessera-webhook":    "ghcr.io/tessera-gpu/tessera:" + app,
-			"Deployment/tessera-autoscaler": "ghcr.io/tessera-gpu/tessera:" + app,
-			"DaemonSet/tessera-node-agent":  "ghcr.io/tessera-gpu/tessera-node-agent:" + app,
+		{``, map[string]string{ // testImages
+			"Deployment/tessera-scheduler":  "registry.example.com/tessera/tessera:1.0.0",
+			"Deployment/tessera-webhook":    "registry.example.com/tessera/tessera:1.0.0",
+			"Deployment/tessera-autoscaler": "registry.example.com/tessera/tessera:1.0.0",
+			"DaemonSet/tessera-node-agent":  "registry.example.com/tessera/tessera-node-agent:1.0.0",
 		}},
 		{`image: {tag: "0.2.0-rc.1"}`, map[string]string{
-			"Deployment/tessera-scheduler": "ghcr.io/tessera-gpu/tessera:0.2.0-rc.1",
-			"DaemonSet/tessera-node-agent": "ghcr.io/tessera-gpu/tessera-node-agent:0.2.0-rc.1",
+			"Deployment/tessera-scheduler": "registry.example.com/tessera/tessera:0.2.0-rc.1",
+			"DaemonSet/tessera-node-agent": "registry.example.com/tessera/tessera-node-agent:0.2.0-rc.1",
 		}},
 		{`{image: {repository: registry.corp/tessera, tag: "1.0"}, webhook: {image: {tag: dev}}, nodeAgent: {image: {repository: registry.corp/agent, tag: "9"}}}`, map[string]string{
 			"Deployment/tessera-scheduler": "registry.corp/tessera:1.0",

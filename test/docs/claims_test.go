@@ -46,7 +46,7 @@ var claims = []claim{
 	{page: "docs/getting-started.md", quote: "down to the policy's `minNodes: 2`", file: "gitops/clusters/example/scaledown/scaledown.yaml", code: "minNodes: 2"},
 	// Step 4: the gang of a short queue's Job of 2 pods: 80% of the pods, rounded up.
 	{page: "docs/getting-started.md", quote: "queue `train-dev` runs short jobs", file: "gitops/clusters/example/queues/queues.yaml", code: "name: train-dev\n  annotations:\n    tessera.dev/runtime: short"},
-	{page: "docs/getting-started.md", quote: "`tessera.dev/rewrite-nvidia-gpu: \"true\"`", file: "test/e2e/testdata/e2e/kustomization.yaml", code: `/metadata/annotations/tessera.dev~1rewrite-nvidia-gpu, value: "true"`},
+	{page: "docs/getting-started.md", quote: "`tessera.dev/rewrite-nvidia-gpu: \"true\"`", file: "gitops/clusters/example/namespaces/namespaces.yaml", code: "tessera.dev/priority-class: batch-normal\n    tessera.dev/rewrite-nvidia-gpu: \"true\""},
 	// Step 7: what `tessera autoscaler plan` prints.
 	{page: "docs/getting-started.md", quote: "`maxParallel` nodes at a time (4 here)", file: "test/e2e/testdata/e2e/kustomization.yaml", code: "/spec/maxParallel, value: 4"},
 	{page: "docs/getting-started.md", quote: "(`NotIdle`,", file: "autoscale/rules.go", code: `ReasonNotIdle           = "NotIdle"`},
@@ -59,6 +59,11 @@ var claims = []claim{
 	{page: "docs/migrating-from-volcano.md", quote: "You should see the test Pod succeed: the webhook answers and a scheduler holds its Lease.", file: "deploy/helm/tessera/templates/tests/smoke.yaml", code: `resources: ["leases"]`},
 	{page: "docs/migrating-from-volcano.md", quote: "You should see `train-prod` and `train-dev`.", file: "test/docs/testdata/cluster.yaml", code: "kind: Queue\n  metadata:\n    name: train-prod"},
 	{page: "docs/migrating-from-volcano.md", quote: "You should see `train-prod` and `train-dev`.", file: "test/docs/testdata/cluster.yaml", code: "kind: Queue\n  metadata:\n    name: train-dev"},
+	// docs/migrating-from-kueue.md: the webhook's denial of an unknown queue, and the
+	// dev cluster's queue that step 4's Job names through Kueue's label.
+	{page: "docs/migrating-from-kueue.md", quote: "`queue: queue \"user-queue\" does not exist (known queues: [team-a]); create the Queue or set label tessera.dev/queue to an existing one`", file: "rego/policies/queue.rego", code: "queue %q does not exist (known queues: [%s]); create the Queue or set label tessera.dev/queue to an existing one", format: true},
+	{page: "docs/migrating-from-kueue.md", quote: "a Job of 2 pods labelled with Kueue's queue name `train-dev`", file: "gitops/clusters/example/queues/queues.yaml", code: "name: train-dev"},
+	{page: "docs/migrating-from-kueue.md", quote: "a Job of 2 pods labelled with Kueue's queue name `train-dev`", file: "rego/policies/queue.rego", code: `q := lib.label_or_annotation("kueue.x-k8s.io/queue-name")`},
 }
 
 func TestClusterOutputClaims(t *testing.T) {

@@ -3,8 +3,9 @@ package docs
 // Blocks marked "<!-- runnable: cluster -->" need a live cluster (kubectl, tessera
 // explain, tessera autoscaler plan): no test of this package starts an API server, so
 // they run in test/e2e (TestGuidePages), against the cluster of `make dev-cluster`.
-// Blocks that need Helm or a Volcano cluster are left unmarked. Every other command of
-// docs/migrating-from-volcano.md is marked and runs here.
+// Blocks that need Helm, a Volcano or a Kueue cluster are left unmarked. Every other
+// command of docs/migrating-from-volcano.md and docs/migrating-from-kueue.md is marked
+// and runs here.
 
 import (
 	"context"
@@ -22,7 +23,7 @@ import (
 )
 
 // pages are the task pages whose runnable blocks run, from the repository root.
-var pages = []string{"docs/getting-started.md", "docs/migrating-from-volcano.md"}
+var pages = []string{"docs/getting-started.md", "docs/migrating-from-volcano.md", "docs/migrating-from-kueue.md"}
 
 // placed matches a line of simulate --manifests that puts a pod of the example's
 // converted Volcano Job on one of its nodes.

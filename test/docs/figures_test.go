@@ -17,9 +17,9 @@ import (
 )
 
 // figure is one metric: a pattern of its source and of each place that quotes it.
-// In a pattern a figure (digits, with , . x or %) stands as {} in the source's, as {N}
-// in a quote's, which must then be the source's Nth figure; the rest is literal text,
-// white space folded.
+// In a pattern a figure (digits, with , . x or %, or a duration such as 5m40s) stands
+// as {} in the source's, as {N} in a quote's, which must then be the source's Nth
+// figure; the rest is literal text, white space folded.
 type figure struct {
 	name   string
 	source place
@@ -35,6 +35,7 @@ var figures = []figure{
 		quotes: []place{
 			{"README.md", "| {1} (median of 3 rounds, {5} of the API server's ceiling)"},
 			{"docs/operating.md", "5,000 nodes, 35,000 pods: {1} pods/s, the median of three rounds: {5} of the bind ceiling"},
+			{"docs/comparison.md", "5,000 nodes, 35,000 one-GPU pods, {1} pods/s bound by Tessera, the median of three rounds"},
 		},
 	},
 	{
@@ -44,6 +45,7 @@ var figures = []figure{
 			{"README.md", "{7} kube-scheduler in a run of every arm"},
 			{"README.md", "| scheduler memory at 5,000 nodes | RSS {2} MiB (kube-scheduler {4} MiB, same run)"},
 			{"docs/operating.md", "In one round with every arm, {7} kube-scheduler at an RSS of {2} MiB against its {4} MiB"},
+			{"docs/comparison.md", "in one round with every arm, {7} kube-scheduler."},
 			{"docs/design.md", "Peak RSS is below kube-scheduler's at 5,000 nodes ({2} against {4} MiB in single5k's round with every arm,"},
 		},
 	},
@@ -72,6 +74,31 @@ var figures = []figure{
 		quotes: []place{{"README.md", "| {1} jobs in {2} s on one core"}},
 	},
 	{
+		name:   "a week of diurnal demand, volcano with ca: GPU-node-hours saved net of lost work, and the mean wait",
+		source: place{"docs/simulator.md", "| volcano | ca | 3 | {} | {} | {} | {} | {} | {} ({} / {}) | {} | {} | {} |"},
+		quotes: []place{{"docs/comparison.md", "| `volcano` (as it ships, whole GPUs) | Cluster Autoscaler | {3} | {9} |"}},
+	},
+	{
+		name:   "a week of diurnal demand, volcano with karpenter: GPU-node-hours saved net of lost work, and the mean wait",
+		source: place{"docs/simulator.md", "| volcano | karpenter | 3 | {} | {} | {} | {} | {} | {} ({} / {}) | {} | {} | {} |"},
+		quotes: []place{{"docs/comparison.md", "| `volcano` | Karpenter | {3} | {9} |"}},
+	},
+	{
+		name:   "a week of diurnal demand, volcano-seed with ca: GPU-node-hours saved net of lost work, and the mean wait",
+		source: place{"docs/simulator.md", "| volcano-seed | ca | 3 | {} | {} | {} | {} | {} | {} ({} / {}) | {} | {} | {} |"},
+		quotes: []place{{"docs/comparison.md", "| `volcano-seed` (binpack on GPUs, HAMi-style GPU-memory slices) | Cluster Autoscaler | {3} | {9} |"}},
+	},
+	{
+		name:   "a week of diurnal demand, volcano-seed with karpenter: GPU-node-hours saved net of lost work, and the mean wait",
+		source: place{"docs/simulator.md", "| volcano-seed | karpenter | 3 | {} | {} | {} | {} | {} | {} ({} / {}) | {} | {} | {} |"},
+		quotes: []place{{"docs/comparison.md", "| `volcano-seed` | Karpenter | {3} | {9} |"}},
+	},
+	{
+		name:   "a week of diurnal demand, tessera with tessera: GPU-node-hours saved net of lost work, and the mean wait",
+		source: place{"docs/simulator.md", "| tessera | tessera | 3 | {} | {} | {} | {} | {} | {} ({} / {}) | {} | {} | {} |"},
+		quotes: []place{{"docs/comparison.md", "| `tessera` | Tessera's own | {3} | {9} |"}},
+	},
+	{
 		name:   "first build of kube-apiserver and etcd",
 		source: place{"hack/k8s-binaries.sh", "# The first build takes about {} minutes on 2 cores"},
 		quotes: []place{
@@ -90,7 +117,7 @@ var figures = []figure{
 	},
 }
 
-var figureRE = `([0-9][0-9.,]*[x%]?)`
+var figureRE = `([0-9][0-9.,]*(?:[x%]|[hms](?:[0-9]+[hms])*)?)`
 
 // compile turns a pattern into a regexp over white-space-folded text, and returns the
 // numbers of its {N} placeholders in order.

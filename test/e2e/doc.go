@@ -11,8 +11,9 @@
 // $HOME/.cache/tessera; Tessera's two, tessera (static, cgo off) and tessera-node-agent
 // (cgo), are built from this checkout at start, as `make build` builds them.
 // `make e2e` runs the scenario (TestEndToEnd), then the user guide (TestGuidePages): the
-// runnable blocks of the README's install section, docs/getting-started.md and
-// docs/migrating-from-volcano.md, on the cluster `make dev-cluster` brings up to try
+// runnable blocks of the README's install section, docs/getting-started.md,
+// docs/migrating-from-volcano.md and docs/migrating-from-kueue.md, on the cluster
+// `make dev-cluster` brings up to try
 // (StartDev).
 // Without TESSERA_E2E=1 the tests skip.
 package e2e

@@ -14,8 +14,8 @@ import (
 // guidePages are the pages whose runnable blocks run against the cluster of `make
 // dev-cluster`, in this order, and the least number of blocks needing the cluster each
 // must have (so that markers cannot go missing unnoticed). The README's install section
-// comes first, as a newcomer meets it; the migration page last, since it adds a queue's
-// gang that runs until the cluster stops.
+// comes first, as a newcomer meets it; the migration pages last, since the Volcano page
+// adds a queue's gang that runs until the cluster stops.
 var guidePages = []struct {
 	path          string
 	clusterBlocks int
@@ -26,6 +26,7 @@ var guidePages = []struct {
 	{"README.md", 1, true},
 	{"docs/getting-started.md", 8, true},
 	{"docs/migrating-from-volcano.md", 1, false},
+	{"docs/migrating-from-kueue.md", 1, false},
 }
 
 // blockTimeout bounds one block; the blocks bound their own waits (kubectl wait

@@ -34,7 +34,7 @@ func withEnv(p *corev1.Pod, name, value string) *corev1.Pod {
 // would lift its slice) is refused, in a container, an init container and a Job's pod
 // template, and so is an envFrom prefix that produces such names. The same pod without
 // them is admitted. Pod templates of other kinds and ephemeral containers are refused
-// too (as the cluster's admin: the tenant may not create them).
+// too.
 func TestTenantEnvOverride(t *testing.T) {
 	e := tenantEnv(t)
 	ctx := testenv.Context(t, 60*time.Second)
@@ -67,22 +67,21 @@ func TestTenantEnvOverride(t *testing.T) {
 	plain := withEnv(tenantPod("env-plain", 1), "CUDA_CACHE_DISABLE", "1")
 	must(t, "GPU pod with other env", tenant.Create(ctx, plain))
 
-	// The admin is held to it too, for the other template kinds and ephemeral containers.
-	admin := e.Client
+	// The other template kinds and ephemeral containers.
 	labels := map[string]string{"app": "env-override"}
 	template := corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
 		Spec: withEnv(tenantPod("", 1), "TESSERA_GPU_MEMORY_LIMIT_MIB", "81920").Spec}
 	deploy := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: tenantNS, Name: "env-override"},
 		Spec: appsv1.DeploymentSpec{Selector: &metav1.LabelSelector{MatchLabels: labels}, Template: template}}
-	refused(t, "Deployment whose template sets TESSERA_GPU_MEMORY_LIMIT_MIB", admin.Create(ctx, deploy),
+	refused(t, "Deployment whose template sets TESSERA_GPU_MEMORY_LIMIT_MIB", tenant.Create(ctx, deploy),
 		`spec.template.spec.containers[0] (name "main") env TESSERA_GPU_MEMORY_LIMIT_MIB`)
 	cron := &batchv1.CronJob{ObjectMeta: metav1.ObjectMeta{Namespace: tenantNS, Name: "env-override"},
 		Spec: batchv1.CronJobSpec{Schedule: "@hourly", JobTemplate: batchv1.JobTemplateSpec{Spec: job.Spec}}}
-	refused(t, "CronJob whose template sets NVIDIA_VISIBLE_DEVICES", admin.Create(ctx, cron),
+	refused(t, "CronJob whose template sets NVIDIA_VISIBLE_DEVICES", tenant.Create(ctx, cron),
 		`spec.jobTemplate.spec.template.spec.containers[0] (name "main") env NVIDIA_VISIBLE_DEVICES`)
 	plain.Spec.EphemeralContainers = []corev1.EphemeralContainer{{EphemeralContainerCommon: corev1.EphemeralContainerCommon{
 		Name: "debug", Image: "busybox", Env: []corev1.EnvVar{{Name: "NVIDIA_VISIBLE_DEVICES", Value: "all"}}}}}
-	refused(t, "ephemeral container that sets NVIDIA_VISIBLE_DEVICES", admin.SubResource("ephemeralcontainers").Update(ctx, plain),
+	refused(t, "ephemeral container that sets NVIDIA_VISIBLE_DEVICES", tenant.SubResource("ephemeralcontainers").Update(ctx, plain),
 		`spec.ephemeralContainers[0] (name "debug") env NVIDIA_VISIBLE_DEVICES`)
 }
 

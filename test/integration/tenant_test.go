@@ -40,8 +40,8 @@ import (
 // priority classes and scheduler RBAC of the kustomize base (rendered from the chart),
 // and Tessera's webhook served from this process. They act as a tenant — the
 // ServiceAccount tenant in namespace tenant-a, allowed by RBAC to create and update
-// pods and Jobs there and nothing else — and as the scheduler's ServiceAccount, through
-// impersonation.
+// what tenants get there in practice (tenantRules) and nothing else — and as the
+// scheduler's ServiceAccount, through impersonation.
 const (
 	tenantNS         = "tenant-a"
 	tenantUser       = "system:serviceaccount:" + tenantNS + ":tenant"
@@ -73,6 +73,22 @@ func tenantEnv(t *testing.T) *testenv.Env {
 	}
 	return tenantE
 }
+
+// tenantRules are what a tenant gets in its namespace in practice (much of the
+// cluster's edit role): its workloads of every kind, their pods with ephemeral
+// containers, ConfigMaps and disruption budgets, all with update and patch.
+var tenantRules = []rbacv1.PolicyRule{
+	{APIGroups: []string{""}, Resources: []string{"pods", "pods/ephemeralcontainers", "configmaps"}, Verbs: tenantVerbs},
+	{APIGroups: []string{"apps"}, Resources: []string{"deployments", "statefulsets"}, Verbs: tenantVerbs},
+	{APIGroups: []string{"batch"}, Resources: []string{"jobs", "cronjobs"}, Verbs: tenantVerbs},
+	{APIGroups: []string{"policy"}, Resources: []string{"poddisruptionbudgets"}, Verbs: tenantVerbs},
+	{APIGroups: []string{"jobset.x-k8s.io"}, Resources: []string{"jobsets"}, Verbs: tenantVerbs},
+	{APIGroups: []string{"ray.io"}, Resources: []string{"rayclusters", "rayjobs"}, Verbs: tenantVerbs},
+	{APIGroups: []string{"leaderworkerset.x-k8s.io"}, Resources: []string{"leaderworkersets"}, Verbs: tenantVerbs},
+	{APIGroups: []string{tesserav1.GroupVersion.Group}, Resources: []string{"podgroups"}, Verbs: tenantVerbs},
+}
+
+var tenantVerbs = []string{"get", "list", "watch", "create", "update", "patch", "delete"}
 
 func startTenantEnv() (*testenv.Env, error) {
 	root, err := testenv.RepoRoot()
@@ -114,11 +130,7 @@ func startTenantEnv() (*testenv.Env, error) {
 	}
 	objs := []client.Object{
 		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: tenantNS, Name: "tenant"}},
-		&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: tenantNS, Name: "tenant"}, Rules: []rbacv1.PolicyRule{
-			{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}},
-			{APIGroups: []string{"batch"}, Resources: []string{"jobs"}, Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}},
-			{APIGroups: []string{tesserav1.GroupVersion.Group}, Resources: []string{"podgroups"}, Verbs: []string{"get", "list", "create", "update", "delete"}},
-		}},
+		&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: tenantNS, Name: "tenant"}, Rules: tenantRules},
 		roleBinding(tenantNS, "tenant", "tenant", rbacv1.Subject{Kind: "ServiceAccount", Namespace: tenantNS, Name: "tenant"}),
 	}
 	for _, o := range objs {

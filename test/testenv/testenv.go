@@ -38,6 +38,9 @@ type Env struct {
 type Options struct {
 	// ExtraCRDDirs are installed besides deploy/crds (for example Cluster API's CRDs).
 	ExtraCRDDirs []string
+	// WithoutCRDs leaves deploy/crds out, for a test that installs them as a user does
+	// (with the Helm chart).
+	WithoutCRDs bool
 	// Assets is the directory holding kube-apiserver and etcd; empty: Assets().
 	Assets string
 	// Webhooks are installed and pointed at a local server the test starts.
@@ -120,7 +123,11 @@ func New(opts Options) (*Env, error) {
 	if err := apiextensionsv1.AddToScheme(scheme); err != nil {
 		return nil, err
 	}
-	crdDirs := append([]string{filepath.Join(root, "deploy", "crds")}, opts.ExtraCRDDirs...)
+	var crdDirs []string
+	if !opts.WithoutCRDs {
+		crdDirs = append(crdDirs, filepath.Join(root, "deploy", "crds"))
+	}
+	crdDirs = append(crdDirs, opts.ExtraCRDDirs...)
 	if opts.WorkloadCRDs {
 		dir, err := WorkloadCRDDir(root)
 		if err != nil {

@@ -8,6 +8,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	tesserav1 "github.com/tessera-gpu/tessera/api/v1alpha1"
 )
 
 // Kind is a kind of workload whose pods form one gang.
@@ -38,9 +40,9 @@ const (
 	AnnotationLWSSize     = "leaderworkerset.sigs.k8s.io/size"
 	LabelKubeflowJobName  = "training.kubeflow.org/job-name"
 	LabelKubeflowOperator = "training.kubeflow.org/operator-name"
-	LabelCoscheduling     = "scheduling.x-k8s.io/pod-group"
-	LabelKueuePodGroup    = "kueue.x-k8s.io/pod-group-name"
-	AnnotationKueueTotal  = "kueue.x-k8s.io/pod-group-total-count"
+	LabelCoscheduling     = tesserav1.CoschedulingPodGroup
+	LabelKueuePodGroup    = tesserav1.KueuePodGroupName
+	AnnotationKueueTotal  = tesserav1.KueuePodGroupTotalCount
 )
 
 var gvks = map[Kind]schema.GroupVersionKind{

@@ -29,12 +29,23 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- end }}
 {{- end -}}
 
-{{/* The container image of a component: its own repository/tag, else the global one. */}}
+{{/*
+The container image of a component: its own repository/tag, else the global one. The
+node agent is another binary, so its repository is never the global one. No images are
+published: rendering fails until they are set, saying how to build them.
+*/}}
 {{- define "tessera.image" -}}
 {{- $img := .root.Values.image -}}
 {{- $c := .values.image | default dict -}}
-{{- $repo := $c.repository | default $img.repository -}}
-{{- $tag := $c.tag | default $img.tag | default .root.Chart.AppVersion -}}
+{{- $agent := eq .component "node-agent" -}}
+{{- $repo := $c.repository | default (ternary "" $img.repository $agent) -}}
+{{- $tag := $c.tag | default $img.tag -}}
+{{- $missing := list -}}
+{{- if not $repo }}{{ $missing = append $missing (ternary "nodeAgent.image.repository" "image.repository" $agent) }}{{ end -}}
+{{- if not $tag }}{{ $missing = append $missing "image.tag" }}{{ end -}}
+{{- with $missing -}}
+{{- fail (printf "%s not set: Tessera publishes no images. Build and push them with `make images REGISTRY=<registry>`, then set image.repository=<registry>/tessera, image.tag=<tag> and nodeAgent.image.repository=<registry>/tessera-node-agent (make images prints them; docs/install.md#images)" (join " and " .)) -}}
+{{- end -}}
 {{- printf "%s:%s" $repo $tag -}}
 {{- end -}}
 
@@ -126,9 +137,9 @@ system:serviceaccount:{{ .Release.Namespace }}:tessera-scheduler
 ["tessera.dev/gpu-assignment", "tessera.dev/bound-pod-uid"]
 {{- end -}}
 
-{{/* The labels and annotations that decide a pod's queue and gang (webhooks.ChargeKeys), as a CEL list. */}}
+{{/* The labels and annotations that decide a workload's queue, gang and gang size (webhooks.ChargeKeys), as a CEL list. */}}
 {{- define "tessera.chargeKeys" -}}
-["tessera.dev/queue", "tessera.dev/pod-group", "tessera.dev/min-available", "scheduling.volcano.sh/queue-name", "scheduling.k8s.io/group-name", "scheduling.volcano.sh/group-min-member", "kueue.x-k8s.io/queue-name"]
+["tessera.dev/queue", "tessera.dev/pod-group", "tessera.dev/min-available", "scheduling.volcano.sh/queue-name", "scheduling.k8s.io/group-name", "scheduling.volcano.sh/group-min-member", "kueue.x-k8s.io/queue-name", "kueue.x-k8s.io/pod-group-name", "kueue.x-k8s.io/pod-group-total-count", "scheduling.x-k8s.io/pod-group"]
 {{- end -}}
 
 {{/* Webhook rules for the workload controllers' custom resources (webhooks.CustomWorkloads), for the operations given as a list. MPIJobs are the mpi-operator's (v2beta1) or the training operator's older ones (v1), whichever is installed. */}}
