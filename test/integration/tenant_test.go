@@ -557,7 +557,8 @@ func TestTenantOtherSchedulerName(t *testing.T) {
 
 // tenantQueues creates team-a's queue (namespaces labelled team=a; classes batch-normal
 // and offline-low) and team-b's (namespaces labelled team=b), and waits until the
-// webhook knows them: a pod in each, from a namespace it takes, is admitted.
+// webhook knows them: a pod in each, from a namespace it takes, is admitted. The queues
+// are deleted when the test ends: they own the tenants' namespaces.
 func tenantQueues(t *testing.T, e *testenv.Env) {
 	t.Helper()
 	ctx := testenv.Context(t, 30*time.Second)
@@ -573,6 +574,9 @@ func tenantQueues(t *testing.T, e *testenv.Env) {
 	} {
 		if err := e.Client.Create(ctx, o); err != nil && !apierrors.IsAlreadyExists(err) {
 			t.Fatal(err)
+		}
+		if _, queue := o.(*tesserav1.Queue); queue { // they own the tenants' namespaces
+			t.Cleanup(func() { _ = e.Client.Delete(context.Background(), o) })
 		}
 	}
 	for _, probe := range []struct{ ns, queue string }{{tenantNS, "team-a"}, {"tenant-b", "team-b"}} {
