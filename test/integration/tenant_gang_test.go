@@ -161,3 +161,17 @@ func TestTenantDisruptionBudget(t *testing.T) {
 	}
 	t.Logf("eviction refused: %v", err)
 }
+
+// TestTenantJobQueueEdit: a Job's queue is decided when it is admitted; the tenant's
+// relabel of its Job into another queue, its namespace's own or the default one, is
+// refused (the pods the Job makes later would be charged there unchecked).
+func TestTenantJobQueueEdit(t *testing.T) {
+	_, ctx, tenant := tenantWithQueues(t)
+	job := tenantJob("job-queue-edit", inQueue(tenantPod("", 1), "team-a"))
+	must(t, "tenant creates a Job in its queue", tenant.Create(ctx, job))
+	for _, q := range []string{tesserav1.DefaultQueue, "team-b"} {
+		err := retryOnConflict(ctx, tenant, job, func() { job.Labels[tesserav1.LabelQueue] = q })
+		refused(t, "tenant relabels its Job into queue "+q, err,
+			`metadata.labels[tessera.dev/queue] (from "team-a" to "`+q+`") cannot change after the Job is created`)
+	}
+}
