@@ -479,17 +479,7 @@ func TestQueueCapabilityAndReclaim(t *testing.T) {
 		t.Fatalf("pending dev pod: %+v", e)
 	}
 	h.pod(h.makePod("prod-0").GPU(4).Queue("prod"))
-	h.eventually("prod reclaims from dev", 15*time.Second, func() string {
-		h.kubelet()
-		var p corev1.Pod
-		if err := h.c.Get(h.ctx, client.ObjectKey{Namespace: h.ns, Name: "prod-0"}, &p); err != nil {
-			return err.Error()
-		}
-		if p.Spec.NodeName == "" {
-			return "prod-0 pending"
-		}
-		return ""
-	})
+	h.waitPodBound("prod reclaims from dev", "prod-0", 15*time.Second)
 }
 
 // TestReclaimPastExhaustedBudget: a queue's pods borrowed beyond its deserved share
@@ -535,17 +525,7 @@ func TestReclaimPastExhaustedBudget(t *testing.T) {
 		return ""
 	})
 	h.pod(h.makePod("prod-0").GPU(4).Queue("budget-prod"))
-	h.eventually("prod reclaims through the budget", 20*time.Second, func() string {
-		h.kubelet()
-		var p corev1.Pod
-		if err := h.c.Get(h.ctx, client.ObjectKey{Namespace: h.ns, Name: "prod-0"}, &p); err != nil {
-			return err.Error()
-		}
-		if p.Spec.NodeName == "" {
-			return "prod-0 pending"
-		}
-		return ""
-	})
+	h.waitPodBound("prod reclaims through the budget", "prod-0", 20*time.Second)
 	var blocked, deleted bool
 	for len(rec.Events) > 0 {
 		e := <-rec.Events

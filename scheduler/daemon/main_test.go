@@ -253,6 +253,23 @@ func (h *harness) kubelet() {
 	}
 }
 
+// waitPodBound waits until pod name is bound, deleting terminating pods meanwhile as their
+// kubelet would.
+func (h *harness) waitPodBound(what, name string, timeout time.Duration) {
+	h.t.Helper()
+	h.eventually(what, timeout, func() string {
+		h.kubelet()
+		var p corev1.Pod
+		if err := h.c.Get(h.ctx, client.ObjectKey{Namespace: h.ns, Name: name}, &p); err != nil {
+			return err.Error()
+		}
+		if p.Spec.NodeName == "" {
+			return name + " pending"
+		}
+		return ""
+	})
+}
+
 // startBound marks the bound pods running, as their kubelet would.
 func (h *harness) startBound() {
 	for _, p := range h.pods() {
