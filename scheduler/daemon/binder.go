@@ -224,9 +224,7 @@ func (b *Binder) evict(ctx context.Context, state *cache.State, evictions []evic
 		switch {
 		case err == nil:
 			n.Add(1)
-			b.cache.AssumeEvicted(pod.UID, b.opts.Now())
-			b.metrics.PreemptionVictims.Inc()
-			b.events.Normal(pod, "Preempted", "Evict", "%s", e.reason)
+			b.preempted(pod, "Evict", e.reason)
 		case apierrors.IsNotFound(err) || apierrors.IsConflict(err):
 		case apierrors.IsTooManyRequests(err):
 			if b.forceAfterBudget(ctx, pod, e.reason) {
@@ -268,9 +266,15 @@ func (b *Binder) forceAfterBudget(ctx context.Context, pod *corev1.Pod, reason s
 	b.mu.Lock()
 	delete(b.blocked, pod.UID)
 	b.mu.Unlock()
-	b.cache.AssumeEvicted(pod.UID, now)
-	b.metrics.PreemptionVictims.Inc()
-	b.events.Normal(pod, "Preempted", "Delete", "deleted: PodDisruptionBudgets refused its eviction for %s, the longest they may delay a preemption or reclaim (%s)",
-		timeout, reason)
+	b.preempted(pod, "Delete", fmt.Sprintf("deleted: PodDisruptionBudgets refused its eviction for %s, the longest they may delay a preemption or reclaim (%s)",
+		timeout, reason))
 	return true
+}
+
+// preempted records a victim that action (Evict or Delete) has removed: the cache counts
+// it as leaving, the metric and the pod's Preempted event say why.
+func (b *Binder) preempted(pod *corev1.Pod, action, note string) {
+	b.cache.AssumeEvicted(pod.UID, b.opts.Now())
+	b.metrics.PreemptionVictims.Inc()
+	b.events.Normal(pod, "Preempted", action, "%s", note)
 }

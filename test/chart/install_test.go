@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
 	"helm.sh/helm/v4/pkg/action"
 	"helm.sh/helm/v4/pkg/chart/common"
 	"helm.sh/helm/v4/pkg/kube"
@@ -26,12 +25,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
-	"k8s.io/client-go/rest"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
-	"sigs.k8s.io/controller-runtime/pkg/webhook"
 	"sigs.k8s.io/yaml"
 
 	tesserav1 "github.com/tessera-gpu/tessera/api/v1alpha1"
@@ -228,12 +223,7 @@ func (l localWebhooks) Run(in *bytes.Buffer) (*bytes.Buffer, error) {
 // for the release namespace, on wo's local address; stop ends them.
 func serveWebhooks(ctx context.Context, t *testing.T, env *testenv.Env, wo *envtest.WebhookInstallOptions) (stop func()) {
 	t.Helper()
-	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
-		Scheme:        env.Scheme,
-		Logger:        logr.Discard(),
-		Metrics:       metricsserver.Options{BindAddress: "0"},
-		WebhookServer: webhook.NewServer(webhook.Options{Host: wo.LocalServingHost, Port: wo.LocalServingPort, CertDir: wo.LocalServingCertDir}),
-	})
+	mgr, err := env.WebhookManager(wo)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -371,10 +361,7 @@ func created(ctx context.Context, t *testing.T, c client.Client, what string, po
 // kube-controller-manager, whose RBAC is the API server's bootstrap policy).
 func as(t *testing.T, env *testenv.Env, user string) client.Client {
 	t.Helper()
-	cfg := rest.CopyConfig(env.Config)
-	cfg.Impersonate = rest.ImpersonationConfig{UserName: user,
-		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:kube-system", "system:authenticated"}}
-	c, err := client.New(cfg, client.Options{Scheme: env.Scheme})
+	c, err := client.New(env.ServiceAccountConfig(user, nil), client.Options{Scheme: env.Scheme})
 	if err != nil {
 		t.Fatal(err)
 	}

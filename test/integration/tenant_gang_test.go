@@ -117,14 +117,8 @@ func TestTenantDefaultQueueInTeamNamespace(t *testing.T) {
 // deletes them once budgets have refused for --disruption-budget-timeout
 // (TestReclaimPastExhaustedBudget in scheduler/daemon runs that part).
 func TestTenantDisruptionBudget(t *testing.T) {
-	e := tenantEnv(t)
 	const c = "budget"
-	tenantQueues(t, e) // tenant-b, labelled team=b
-	shareQueue(t, e, "budget-a", "a", "8", tenantNS)
-	shareQueue(t, e, "budget-b", "b", "8", "tenant-b")
-	ctx := testenv.Context(t, 60*time.Second)
-	tenant := asTenant(t, e)
-	nodes := gpuNodes(ctx, t, e, c, 2)
+	e, ctx, tenant, nodes := reclaimCase(t, c, "budget-a", "8", "budget-b", "8", 2)
 
 	zero := intstr.FromInt32(0)
 	pdb := ofCase(c, &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Namespace: tenantNS, Name: "never-disrupt"},

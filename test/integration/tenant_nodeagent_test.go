@@ -43,13 +43,11 @@ func applyBase(ctx context.Context, t *testing.T, e *testenv.Env, files ...strin
 // asServiceAccount is a REST config acting as Tessera's ServiceAccount sa, with the node
 // name of a node-bound token when node is not "".
 func asServiceAccount(e *testenv.Env, sa, node string) *rest.Config {
-	cfg := rest.CopyConfig(e.Config)
-	cfg.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:" + tessNS + ":" + sa,
-		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + tessNS, "system:authenticated"}}
+	var extra map[string][]string
 	if node != "" {
-		cfg.Impersonate.Extra = map[string][]string{nodeNameExtra: {node}}
+		extra = map[string][]string{nodeNameExtra: {node}}
 	}
-	return cfg
+	return e.ServiceAccountConfig("system:serviceaccount:"+tessNS+":"+sa, extra)
 }
 
 // agentOn is the node agent's publisher for node, authenticated as the agent on tokenNode.

@@ -148,6 +148,19 @@ func shareQueue(t *testing.T, e *testenv.Env, name, team, deserved, ns string) *
 	}
 }
 
+// reclaimCase is the tenant environment for case c: team a's queue queueA deserving
+// deservedA GPUs (namespace tenant-a), team b's queueB deserving deservedB (tenant-b),
+// n nodes of 8 GPUs, a context of a minute and a client acting as the tenant.
+func reclaimCase(t *testing.T, c, queueA, deservedA, queueB, deservedB string, n int) (*testenv.Env, context.Context, client.Client, []string) {
+	t.Helper()
+	e := tenantEnv(t)
+	tenantQueues(t, e) // tenant-b, labelled team=b
+	shareQueue(t, e, queueA, "a", deservedA, tenantNS)
+	shareQueue(t, e, queueB, "b", deservedB, "tenant-b")
+	ctx := testenv.Context(t, 60*time.Second)
+	return e, ctx, asTenant(t, e), gpuNodes(ctx, t, e, c, n)
+}
+
 // evictedPods are the pods a session evicts, sorted, and fails on an eviction that
 // is not a reclaim.
 func evictedPods(t *testing.T, r *scheduler.Result) []string {
@@ -168,14 +181,8 @@ func evictedPods(t *testing.T, r *scheduler.Result) []string {
 // 32 GPUs and deserves 8. Another queue's pending work reclaims the 24 GPUs it
 // borrows, protection or not; the pod within its deserved share stays.
 func TestTenantSelfGrantedImmunity(t *testing.T) {
-	e := tenantEnv(t)
 	const c = "immunity"
-	tenantQueues(t, e) // tenant-b, labelled team=b
-	shareQueue(t, e, "share-a", "a", "8", tenantNS)
-	shareQueue(t, e, "share-b", "b", "24", "tenant-b")
-	ctx := testenv.Context(t, 60*time.Second)
-	tenant := asTenant(t, e)
-	nodes := gpuNodes(ctx, t, e, c, 4)
+	e, ctx, tenant, nodes := reclaimCase(t, c, "share-a", "8", "share-b", "24", 4)
 
 	pg := ofCase(c, &tesserav1.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: tenantNS, Name: "immune-long"},
 		Spec: tesserav1.PodGroupSpec{MinMember: 1, Queue: "share-a", MinRuntime: &metav1.Duration{Duration: 365 * 24 * time.Hour}}})

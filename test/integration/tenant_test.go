@@ -24,11 +24,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/rest"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
-	"sigs.k8s.io/controller-runtime/pkg/webhook"
 	"sigs.k8s.io/yaml"
 
 	tesserav1 "github.com/tessera-gpu/tessera/api/v1alpha1"
@@ -148,12 +144,7 @@ func startTenantEnv() (*testenv.Env, error) {
 // serveWebhooks serves Tessera's webhooks, set up with opts, on e's local webhook server
 // until ctx ends.
 func serveWebhooks(ctx context.Context, e *testenv.Env, opts webhooks.Options) (*webhooks.Webhooks, error) {
-	wo := e.Webhook
-	mgr, err := ctrl.NewManager(e.Config, ctrl.Options{
-		Scheme:        e.Scheme,
-		Metrics:       metricsserver.Options{BindAddress: "0"},
-		WebhookServer: webhook.NewServer(webhook.Options{Host: wo.LocalServingHost, Port: wo.LocalServingPort, CertDir: wo.LocalServingCertDir}),
-	})
+	mgr, err := e.WebhookManager(e.Webhook)
 	if err != nil {
 		return nil, err
 	}
@@ -233,11 +224,7 @@ func roleBinding(ns, name, role string, subjects ...rbacv1.Subject) *rbacv1.Role
 // and the webhook sees it as the request's user).
 func as(t *testing.T, e *testenv.Env, user string) client.Client {
 	t.Helper()
-	ns := strings.Split(strings.TrimPrefix(user, "system:serviceaccount:"), ":")[0]
-	cfg := rest.CopyConfig(e.Config)
-	cfg.Impersonate = rest.ImpersonationConfig{UserName: user,
-		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + ns, "system:authenticated"}}
-	c, err := client.New(cfg, client.Options{Scheme: e.Scheme})
+	c, err := client.New(e.ServiceAccountConfig(user, nil), client.Options{Scheme: e.Scheme})
 	if err != nil {
 		t.Fatal(err)
 	}
