@@ -270,14 +270,24 @@ func (h *harness) waitPodBound(what, name string, timeout time.Duration) {
 	})
 }
 
-// startBound marks the bound pods running, as their kubelet would.
-func (h *harness) startBound() {
+// startBound marks the bound pods running, as their kubelet would, and says how
+// many bound pods are now running (a write that lost a conflict is retried by the
+// next call).
+func (h *harness) startBound() int {
+	running := 0
 	for _, p := range h.pods() {
-		if p.Spec.NodeName != "" && p.Status.Phase != corev1.PodRunning {
-			p.Status.Phase, p.Status.StartTime = corev1.PodRunning, &metav1.Time{Time: time.Now()}
-			_ = h.c.Status().Update(h.ctx, &p)
+		if p.Spec.NodeName == "" {
+			continue
 		}
+		if p.Status.Phase != corev1.PodRunning {
+			p.Status.Phase, p.Status.StartTime = corev1.PodRunning, &metav1.Time{Time: time.Now()}
+			if h.c.Status().Update(h.ctx, &p) != nil {
+				continue
+			}
+		}
+		running++
 	}
+	return running
 }
 
 func isExists(err error) bool { return apierrors.IsAlreadyExists(err) }
