@@ -9,16 +9,31 @@ import (
 
 // Device is one GPU as discovered.
 type Device struct {
-	Index           int
-	UUID            string
-	Model           string
-	MemoryMiB       int64
-	PCIBusID        string
-	NUMANode        int // -1 when unknown
-	MIGEnabled      bool
+	Index      int
+	UUID       string
+	Model      string
+	MemoryMiB  int64
+	PCIBusID   string
+	NUMANode   int // -1 when unknown
+	MIGEnabled bool
+	// MIGCapable says the GPU supports MIG at all (whether or not it is enabled).
+	MIGCapable bool
+	// ComputeCapability is the CUDA compute capability, "major.minor" ("" when unknown).
+	ComputeCapability string
+	// ComputeMode is NVML's compute mode: ComputeModeDefault, ComputeModeExclusiveProcess
+	// or ComputeModeProhibited ("" when unknown). Memory shares enforced by MPS need
+	// ComputeModeExclusiveProcess.
+	ComputeMode     string
 	Healthy         bool
 	UnhealthyReason string
 }
+
+// Compute modes as ComputeMode reports them.
+const (
+	ComputeModeDefault          = "Default"
+	ComputeModeExclusiveProcess = "ExclusiveProcess"
+	ComputeModeProhibited       = "Prohibited"
+)
 
 // Link is the connection between GPUs A < B (device indexes).
 type Link struct {

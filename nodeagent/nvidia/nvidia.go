@@ -146,10 +146,24 @@ func (s *Source) device(i int) (gpu.Device, nvml.Device) {
 	}
 	if cur, _, ret := h.GetMigMode(); ret == nvml.SUCCESS {
 		d.MIGEnabled = cur == nvml.DEVICE_MIG_ENABLE
+		d.MIGCapable = true
 	} else if ret == nvml.ERROR_GPU_IS_LOST {
 		return fail(retErr(fmt.Sprintf("device %d: read MIG mode", i), ret))
 	}
+	if major, minor, ret := h.GetCudaComputeCapability(); ret == nvml.SUCCESS {
+		d.ComputeCapability = fmt.Sprintf("%d.%d", major, minor)
+	}
+	if mode, ret := h.GetComputeMode(); ret == nvml.SUCCESS {
+		d.ComputeMode = computeModes[mode]
+	}
 	return d, h
+}
+
+// computeModes names NVML's compute modes (EXCLUSIVE_THREAD is deprecated and unused).
+var computeModes = map[nvml.ComputeMode]string{
+	nvml.COMPUTEMODE_DEFAULT:           gpu.ComputeModeDefault,
+	nvml.COMPUTEMODE_EXCLUSIVE_PROCESS: gpu.ComputeModeExclusiveProcess,
+	nvml.COMPUTEMODE_PROHIBITED:        gpu.ComputeModeProhibited,
 }
 
 // busID returns the PCI bus id in NVML's canonical form, lower case.

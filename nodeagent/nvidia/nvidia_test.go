@@ -45,11 +45,13 @@ func TestDiscoveryDGX(t *testing.T) {
 		model     string
 		memoryMiB int64
 		nvlinks   int
+		cc        string
 	}{
-		{"dgxa100", nvidiatest.DGXA100(), "Mock NVIDIA A100-SXM4-40GB", 40 * 1024, 12},
-		{"dgxh100", nvidiatest.DGXH100(), "NVIDIA H100 80GB HBM3", 80 * 1024, 18},
+		{"dgxa100", nvidiatest.DGXA100(), "Mock NVIDIA A100-SXM4-40GB", 40 * 1024, 12, "8.0"},
+		{"dgxh100", nvidiatest.DGXH100(), "NVIDIA H100 80GB HBM3", 80 * 1024, 18, "9.0"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			tc.node.SetComputeMode(3, nvml.COMPUTEMODE_EXCLUSIVE_PROCESS)
 			_, inv := inventory(t, tc.node)
 			if inv.DriverVersion != "550.54.15" || inv.CUDAVersion != "12.4" {
 				t.Errorf("versions = %q / %q, want 550.54.15 / 12.4", inv.DriverVersion, inv.CUDAVersion)
@@ -69,6 +71,13 @@ func TestDiscoveryDGX(t *testing.T) {
 				}
 				if d.NUMANode != i/4 || d.MIGEnabled || !d.Healthy {
 					t.Errorf("device %d: numa %d mig %v healthy %v", i, d.NUMANode, d.MIGEnabled, d.Healthy)
+				}
+				mode := gpu.ComputeModeDefault
+				if i == 3 {
+					mode = gpu.ComputeModeExclusiveProcess
+				}
+				if d.ComputeCapability != tc.cc || d.ComputeMode != mode || !d.MIGCapable {
+					t.Errorf("device %d: compute capability %q mode %q MIG capable %v, want %q %q true", i, d.ComputeCapability, d.ComputeMode, d.MIGCapable, tc.cc, mode)
 				}
 			}
 			if len(inv.Links) != 28 {

@@ -26,6 +26,7 @@ type Node struct {
 	mu        sync.Mutex
 	usage     []Usage
 	lost      []bool
+	modes     []nvml.ComputeMode
 	initFails int
 	initRet   nvml.Return
 	events    chan nvml.EventData
@@ -95,6 +96,7 @@ func build(s *server.Server, topo Topology) *Node {
 	}
 	n.usage = make([]Usage, len(n.Devices))
 	n.lost = make([]bool, len(n.Devices))
+	n.modes = make([]nvml.ComputeMode, len(n.Devices))
 	for i, d := range n.Devices {
 		n.fill(i, d, topo)
 	}
@@ -171,6 +173,11 @@ func (n *Node) fill(i int, d *server.Device, topo Topology) {
 	}
 	d.GetPciInfoFunc = func() (nvml.PciInfo, nvml.Return) {
 		return pciInfo(nvmlBusID(i), d.Config.PciDeviceId), nvml.SUCCESS
+	}
+	d.GetComputeModeFunc = func() (nvml.ComputeMode, nvml.Return) {
+		n.mu.Lock()
+		defer n.mu.Unlock()
+		return n.modes[i], nvml.SUCCESS
 	}
 	d.GetNumaNodeIdFunc = func() (int, nvml.Return) {
 		if topo.GPUsPerNUMA == 0 {
@@ -271,6 +278,13 @@ func (n *Node) SetUsage(i int, u Usage) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	n.usage[i] = u
+}
+
+// SetComputeMode sets GPU i's compute mode (every GPU starts in DEFAULT).
+func (n *Node) SetComputeMode(i int, m nvml.ComputeMode) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.modes[i] = m
 }
 
 // Lose makes GPU i fall off the bus: every read of it returns ERROR_GPU_IS_LOST.
