@@ -127,3 +127,15 @@ func DurationOrZero(d *metav1.Duration) time.Duration {
 	}
 	return d.Duration
 }
+
+// Dynamic Resource Allocation (resource.k8s.io/v1): the node agent publishes each GPU
+// as a device of DRADriver in a pool named after its node; DeviceClassGPU claims whole
+// GPUs and DeviceClassGPUShare a share of one GPU's DeviceCapacityMemory.
+const (
+	DRADriver            = "gpu.tessera.dev"
+	DeviceClassGPU       = "gpu.tessera.dev"
+	DeviceClassGPUShare  = "gpu-share.tessera.dev"
+	DeviceCapacityMemory = "memory"
+	// DeviceAttributeUUID is the device attribute holding the GPU's UUID.
+	DeviceAttributeUUID = "uuid"
+)

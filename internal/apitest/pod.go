@@ -129,3 +129,14 @@ func (w *PodWrapper) Volume(v corev1.Volume) *PodWrapper {
 	w.obj.Spec.Volumes = append(w.obj.Spec.Volumes, v)
 	return w
 }
+
+// ResourceClaim makes the pod use the ResourceClaim claimName under the pod-level name
+// name, for every container.
+func (w *PodWrapper) ResourceClaim(name, claimName string) *PodWrapper {
+	w.obj.Spec.ResourceClaims = append(w.obj.Spec.ResourceClaims, corev1.PodResourceClaim{Name: name, ResourceClaimName: &claimName})
+	for i := range w.obj.Spec.Containers {
+		c := &w.obj.Spec.Containers[i]
+		c.Resources.Claims = append(c.Resources.Claims, corev1.ResourceClaim{Name: name})
+	}
+	return w
+}

@@ -11,6 +11,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -46,6 +47,25 @@ func ServedWorkloads(mapper apimeta.RESTMapper) []workloads.Kind {
 		}
 	}
 	return out
+}
+
+// ServesDRA reports whether the API server serves Dynamic Resource Allocation's
+// resource.k8s.io/v1 (ResourceSlices, ResourceClaims, DeviceClasses).
+func ServesDRA(mapper apimeta.RESTMapper) bool {
+	for _, kind := range []string{"ResourceSlice", "ResourceClaim", "DeviceClass"} {
+		if _, err := mapper.RESTMapping(resourcev1.SchemeGroupVersion.WithKind(kind).GroupKind(), resourcev1.SchemeGroupVersion.Version); err != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// draObjects are the Dynamic Resource Allocation kinds the cache watches when dra is set.
+func draObjects(dra bool) []client.Object {
+	if !dra {
+		return nil
+	}
+	return []client.Object{&resourcev1.ResourceSlice{}, &resourcev1.ResourceClaim{}, &resourcev1.DeviceClass{}}
 }
 
 // workloadObjects are empty unstructured objects of the workload kinds given.
@@ -148,13 +168,17 @@ type objects struct {
 	nss    map[string]*corev1.Namespace
 	jobs   map[string]*batchv1.Job
 	wls    map[string]*unstructured.Unstructured // by workloads.ObjectKey
+	claims map[string]*resourcev1.ResourceClaim
+	rslice map[string]*resourcev1.ResourceSlice
+	dclass map[string]*resourcev1.DeviceClass
 }
 
 func newObjects() *objects {
 	return &objects{pods: map[string]*corev1.Pod{}, byUID: map[types.UID]*corev1.Pod{}, nodes: map[string]*corev1.Node{}, gnodes: map[string]*tesserav1.GPUNode{},
 		queues: map[string]*tesserav1.Queue{}, groups: map[string]*tesserav1.PodGroup{}, pcs: map[string]*schedulingv1.PriorityClass{},
 		pdbs: map[string]*policyv1.PodDisruptionBudget{}, nss: map[string]*corev1.Namespace{}, jobs: map[string]*batchv1.Job{},
-		wls: map[string]*unstructured.Unstructured{}}
+		wls: map[string]*unstructured.Unstructured{}, claims: map[string]*resourcev1.ResourceClaim{},
+		rslice: map[string]*resourcev1.ResourceSlice{}, dclass: map[string]*resourcev1.DeviceClass{}}
 }
 
 // assumption is a decision the informers have not reported back yet.
@@ -197,7 +221,7 @@ func (c *Cache) Watch(ctx context.Context, informers crcache.Informers) error {
 		c.track()
 	}
 	c.mu.Unlock()
-	for _, o := range append(Objects(), workloadObjects(c.opts.Workloads)...) {
+	for _, o := range slices.Concat(Objects(), workloadObjects(c.opts.Workloads), draObjects(c.opts.DRA)) {
 		inf, err := informers.GetInformer(ctx, o)
 		if err != nil {
 			return fmt.Errorf("informer for %T: %w", o, err)
@@ -260,6 +284,12 @@ func (c *Cache) observe(obj any, deleted bool) {
 			record(os.nss, key, o, deleted)
 		case *batchv1.Job:
 			record(os.jobs, key, o, deleted)
+		case *resourcev1.ResourceClaim:
+			record(os.claims, key, o, deleted)
+		case *resourcev1.ResourceSlice:
+			record(os.rslice, key, o, deleted)
+		case *resourcev1.DeviceClass:
+			record(os.dclass, key, o, deleted)
 		case *unstructured.Unstructured:
 			if k, ok := workloads.KindOf(o.GroupVersionKind()); ok {
 				record(os.wls, workloads.ObjectKey(k, o.GetNamespace(), o.GetName()), o, deleted)
@@ -303,6 +333,12 @@ func (c *Cache) feed(o client.Object, deleted bool) {
 		change(o, deleted, b.AddNamespace, func(_, name string) { b.RemoveNamespace(name) })
 	case *batchv1.Job:
 		change(o, deleted, b.AddJob, b.RemoveJob)
+	case *resourcev1.ResourceClaim:
+		change(o, deleted, b.AddResourceClaim, b.RemoveResourceClaim)
+	case *resourcev1.ResourceSlice:
+		change(o, deleted, b.AddResourceSlice, func(_, name string) { b.RemoveResourceSlice(name) })
+	case *resourcev1.DeviceClass:
+		change(o, deleted, b.AddDeviceClass, func(_, name string) { b.RemoveDeviceClass(name) })
 	case *unstructured.Unstructured:
 		if k, ok := workloads.KindOf(o.GroupVersionKind()); ok {
 			change(o, deleted, b.AddWorkload, func(ns, name string) { b.RemoveWorkload(k, ns, name) })
@@ -433,6 +469,10 @@ type State struct {
 	Jobs      map[string]*batchv1.Job // namespace/name
 	Nodes     map[string]*corev1.Node
 	GPUNodes  map[string]*tesserav1.GPUNode
+	// Claims are the ResourceClaims by namespace/name, and Devices the GPUs published
+	// for Dynamic Resource Allocation (both empty where the cluster does not serve it).
+	Claims  map[string]*resourcev1.ResourceClaim
+	Devices *snapshot.Devices
 }
 
 // input is the objects one snapshot is built from.
@@ -447,6 +487,9 @@ type input struct {
 	nss    []*corev1.Namespace
 	jobs   []*batchv1.Job
 	wls    []*unstructured.Unstructured
+	claims []*resourcev1.ResourceClaim
+	rslice []*resourcev1.ResourceSlice
+	dclass []*resourcev1.DeviceClass
 }
 
 // Snapshot builds a snapshot taken at now from the cached objects, with the assumed
@@ -502,7 +545,8 @@ func (c *Cache) maintained(now time.Time) (*framework.Snapshot, *State, []error)
 	c.live.SetNow(now)
 	snap, errs := c.live.Build()
 	st := &State{Pods: maps.Clone(os.byUID), PodGroups: maps.Clone(os.groups), Queues: maps.Clone(os.queues),
-		Jobs: maps.Clone(os.jobs), Nodes: maps.Clone(os.nodes), GPUNodes: maps.Clone(os.gnodes)}
+		Jobs: maps.Clone(os.jobs), Nodes: maps.Clone(os.nodes), GPUNodes: maps.Clone(os.gnodes),
+		Claims: maps.Clone(os.claims), Devices: c.live.Devices()}
 	for uid, a := range c.assumed {
 		if p := st.Pods[uid]; p != nil {
 			st.Pods[uid] = c.apply(p, a, a.at)
@@ -540,6 +584,19 @@ func (c *Cache) list(ctx context.Context) (input, error) {
 		}
 		in.wls = append(in.wls, pointers(l.Items)...)
 	}
+	if c.opts.DRA {
+		var (
+			claims resourcev1.ResourceClaimList
+			rslice resourcev1.ResourceSliceList
+			dclass resourcev1.DeviceClassList
+		)
+		for _, l := range []client.ObjectList{&claims, &rslice, &dclass} {
+			if err := c.reader.List(ctx, l); err != nil {
+				return input{}, fmt.Errorf("list %T from the cache: %w", l, err)
+			}
+		}
+		in.claims, in.rslice, in.dclass = pointers(claims.Items), pointers(rslice.Items), pointers(dclass.Items)
+	}
 	return in, nil
 }
 
@@ -562,7 +619,8 @@ func (c *Cache) snapshot(in *input, now time.Time, memo *snapshot.Memo) (*framew
 	}
 	st := &State{Pods: make(map[types.UID]*corev1.Pod, len(in.pods)), PodGroups: make(map[string]*tesserav1.PodGroup, len(in.groups)),
 		Queues: make(map[string]*tesserav1.Queue, len(in.queues)), Jobs: make(map[string]*batchv1.Job, len(in.jobs)),
-		Nodes: make(map[string]*corev1.Node, len(in.nodes)), GPUNodes: make(map[string]*tesserav1.GPUNode, len(in.gnodes))}
+		Nodes: make(map[string]*corev1.Node, len(in.nodes)), GPUNodes: make(map[string]*tesserav1.GPUNode, len(in.gnodes)),
+		Claims: make(map[string]*resourcev1.ResourceClaim, len(in.claims))}
 	for _, g := range in.gnodes {
 		st.GPUNodes[g.Name] = g
 	}
@@ -576,6 +634,10 @@ func (c *Cache) snapshot(in *input, now time.Time, memo *snapshot.Memo) (*framew
 	addAll(in.jobs, st.Jobs, b.AddJob)
 	addAll(in.pdbs, nil, b.AddPDB)
 	addAll(in.wls, nil, b.AddWorkload)
+	addAll(in.claims, st.Claims, b.AddResourceClaim)
+	addAll(in.rslice, nil, b.AddResourceSlice)
+	addAll(in.dclass, nil, b.AddDeviceClass)
+	st.Devices = b.Devices()
 	c.mu.Lock()
 	seen := make(map[types.UID]bool, len(c.assumed))
 	for _, p := range in.pods {

@@ -138,7 +138,7 @@ func (b *Binder) bind(ctx context.Context, state *cache.State, bindings []schedu
 		if pod == nil {
 			return
 		}
-		if err := b.bindOne(ctx, pod, bd); err != nil {
+		if err := b.bindOne(ctx, state, pod, bd); err != nil {
 			if ctx.Err() != nil {
 				// The scheduler is stopping (terminated, or its lease lost): not the pod's
 				// failure, and no event per pod while thousands of binds are cut short.
@@ -162,8 +162,25 @@ func (b *Binder) bind(ctx context.Context, state *cache.State, bindings []schedu
 }
 
 // bindOne writes one Binding carrying the GPU assignment and the pod's UID, which the
-// API server copies onto the pod: one write per pod.
-func (b *Binder) bindOne(ctx context.Context, pod *corev1.Pod, bd scheduler.Binding) error {
+// API server copies onto the pod: one write per pod, after the allocation of its
+// resource claims, if any (released again should the bind fail).
+func (b *Binder) bindOne(ctx context.Context, state *cache.State, pod *corev1.Pod, bd scheduler.Binding) error {
+	claims, err := b.allocateClaims(ctx, state, pod, bd)
+	if err == nil {
+		err = b.writeBinding(ctx, pod, bd)
+	}
+	if err != nil {
+		for _, c := range claims {
+			if rerr := b.release(context.Background(), c); rerr != nil {
+				b.log.Info("releasing the claim of a pod that did not bind failed; retried once its pod is gone", "claim", c.Namespace+"/"+c.Name, "error", rerr.Error())
+			}
+		}
+	}
+	return err
+}
+
+// writeBinding writes the pod's Binding and assumes it bound.
+func (b *Binder) writeBinding(ctx context.Context, pod *corev1.Pod, bd scheduler.Binding) error {
 	binding := &corev1.Binding{
 		ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace, UID: pod.UID},
 		Target:     corev1.ObjectReference{Kind: "Node", Name: bd.Node.Name},

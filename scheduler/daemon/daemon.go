@@ -149,6 +149,7 @@ func (d *Daemon) RunOnce(ctx context.Context) (Summary, error) {
 		evictions = append(evictions, eviction{task: e.Task, reason: e.Reason})
 	}
 	sum.Evicted = d.binder.evict(ctx, state, evictions)
+	d.binder.releaseEnded(ctx, state)
 	sum.Bound, sum.BindFailed = d.binder.bind(ctx, state, res.Bindings, broken)
 	for _, j := range snap.Jobs {
 		sum.Pending += j.Count(framework.TaskPending)

@@ -62,10 +62,11 @@ func Explain(ctx context.Context, r client.Reader, cfg scheduler.Config, kind, n
 		return Explanation{}, err
 	}
 	var served []workloads.Kind
+	var dra bool
 	if m, ok := r.(interface{ RESTMapper() meta.RESTMapper }); ok { // a client.Client
-		served = cache.ServedWorkloads(m.RESTMapper())
+		served, dra = cache.ServedWorkloads(m.RESTMapper()), cache.ServesDRA(m.RESTMapper())
 	}
-	snap, state, _, err := cache.New(r, snapshot.Options{WholeGPUs: cfg.WholeGPUs, Workloads: served}).Snapshot(ctx, now)
+	snap, state, _, err := cache.New(r, snapshot.Options{WholeGPUs: cfg.WholeGPUs, Workloads: served, DRA: dra}).Snapshot(ctx, now)
 	if err != nil {
 		return Explanation{}, err
 	}

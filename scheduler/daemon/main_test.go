@@ -116,7 +116,7 @@ func (h *harness) daemonRecording(c client.Client, rec events.EventRecorder) *da
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	ca := cache.New(h.cache, snapshot.Options{Workloads: cache.ServedWorkloads(h.c.RESTMapper())})
+	ca := cache.New(h.cache, snapshot.Options{Workloads: cache.ServedWorkloads(h.c.RESTMapper()), DRA: cache.ServesDRA(h.c.RESTMapper())})
 	if err := ca.Watch(h.ctx, h.cache); err != nil {
 		h.t.Fatal(err)
 	}

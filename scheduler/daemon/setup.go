@@ -47,8 +47,9 @@ func NewManager(restCfg *rest.Config, scheme *runtime.Scheme, cfg Config) (manag
 		return nil, nil, err
 	}
 	served := cache.ServedWorkloads(mgr.GetRESTMapper())
-	cfg.Log.Info("watching the workload kinds the API server serves", "kinds", served)
-	ca := cache.New(mgr.GetCache(), snapshot.Options{SchedulerName: cfg.SchedulerName, WholeGPUs: cfg.Scheduler.WholeGPUs, Workloads: served})
+	dra := cache.ServesDRA(mgr.GetRESTMapper())
+	cfg.Log.Info("watching the workload kinds the API server serves", "kinds", served, "resourceClaims", dra)
+	ca := cache.New(mgr.GetCache(), snapshot.Options{SchedulerName: cfg.SchedulerName, WholeGPUs: cfg.Scheduler.WholeGPUs, Workloads: served, DRA: dra})
 	if err := ca.Watch(context.Background(), mgr.GetCache()); err != nil {
 		return nil, nil, err
 	}

@@ -19,6 +19,11 @@ type GPU struct {
 	Island  int
 	NUMA    int
 	Healthy bool
+	// Device is the GPU's device name in its node's Dynamic Resource Allocation pool
+	// ("" when the node publishes none for it: then only extended resources reach it);
+	// Shareable says the device takes several allocations (memory shares).
+	Device    string
+	Shareable bool
 	// UsedMilli is the allocated share, 0..1000; a whole-GPU task sets it to 1000.
 	UsedMilli int64
 	// Tasks counts the tasks using the GPU.
@@ -74,6 +79,28 @@ type GPURequest struct {
 	MemoryMiB int64
 	// Models restricts the GPU model; empty allows any.
 	Models []string
+	// Claim is set when the GPUs come through resource claims (Dynamic Resource
+	// Allocation) rather than extended resources.
+	Claim *ClaimRequest
+}
+
+// ClaimRequest restricts a request made through resource claims to the GPUs that are
+// published as devices and that the claims' device classes and selectors accept.
+type ClaimRequest struct {
+	// Allowed holds the UUIDs of the GPUs the claims accept; nil accepts every GPU
+	// published as a device.
+	Allowed map[string]bool
+}
+
+// AllowsDevice reports whether GPU g can serve the request as far as claims go: always
+// for extended-resource requests; for claims, g must be published as a device the
+// claims accept and, for a share, take several allocations.
+func (r *GPURequest) AllowsDevice(g *GPU) bool {
+	c := r.Claim
+	if c == nil {
+		return true
+	}
+	return g.Device != "" && (c.Allowed == nil || c.Allowed[g.UUID]) && (g.Shareable || !r.Shared())
 }
 
 // Any reports whether the task needs a GPU at all.

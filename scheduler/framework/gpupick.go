@@ -2,7 +2,7 @@ package framework
 
 // FitsGPU reports whether GPU g can take one of t's GPUs.
 func FitsGPU(r *GPURequest, g *GPU) bool {
-	return g.Healthy && r.AllowsModel(g.Model) && r.MilliOn(g) <= g.FreeMilli()
+	return g.Healthy && r.AllowsModel(g.Model) && r.AllowsDevice(g) && r.MilliOn(g) <= g.FreeMilli()
 }
 
 // PickWholeGPUs chooses r.Count completely free GPUs, preferring GPUs of one NVLink
@@ -15,7 +15,7 @@ func PickWholeGPUs(r *GPURequest, n *Node) GPUSet {
 	var free GPUSet
 	for i := range n.GPUs {
 		g := &n.GPUs[i]
-		if g.Healthy && g.UsedMilli == 0 && r.AllowsModel(g.Model) {
+		if g.Healthy && g.UsedMilli == 0 && r.AllowsModel(g.Model) && r.AllowsDevice(g) {
 			free = free.Add(i)
 		}
 	}

@@ -61,6 +61,7 @@ const (
 	FitGPUMemory
 	FitReserved
 	FitTopology
+	FitGPUDevice
 	numFitCodes
 )
 
@@ -78,6 +79,7 @@ var fitText = [numFitCodes]string{
 	FitGPUMemory:     "no single GPU with enough free memory",
 	FitReserved:      "node(s) reserved for a waiting gang",
 	FitTopology:      "node(s) outside the gang's topology domain",
+	FitGPUDevice:     "node(s) had no GPU published as a device that the pod's resource claims accept",
 }
 
 func (c FitCode) String() string { return fitText[c] }

@@ -45,6 +45,9 @@ type Options struct {
 	// form one gang of the workload only when the kind is listed; Kueue's pod groups
 	// and LeaderWorkerSet groups, which their pods size, always do.
 	Workloads []workloads.Kind
+	// DRA says the API server serves Dynamic Resource Allocation (resource.k8s.io/v1):
+	// the caller feeds ResourceSlices, ResourceClaims and DeviceClasses too.
+	DRA bool
 }
 
 // Builder collects Kubernetes objects and converts them into a framework.Snapshot.
@@ -64,6 +67,7 @@ type Builder struct {
 	pods       map[string]podInput
 	pdbs       map[string]*policyv1.PodDisruptionBudget
 	workloads  map[string]*unstructured.Unstructured // by workloads.ObjectKey
+	dra        claimState
 	memo       *Memo
 
 	// members are the pods (namespace/name) of each job key (see jobKey); dirty are
@@ -103,7 +107,7 @@ func NewBuilder(now time.Time, opts Options) *Builder {
 		nodes: map[string]nodeInput{}, queues: map[string]*tesserav1.Queue{}, podGroups: map[string]*tesserav1.PodGroup{},
 		jobs: map[string]*batchv1.Job{}, namespaces: map[string]*corev1.Namespace{}, pods: map[string]podInput{},
 		pdbs: map[string]*policyv1.PodDisruptionBudget{}, workloads: map[string]*unstructured.Unstructured{},
-		members: map[string][]string{}, dirty: map[string]bool{}, gangsOf: map[string]map[string]bool{}}
+		members: map[string][]string{}, dirty: map[string]bool{}, gangsOf: map[string]map[string]bool{}, dra: newClaimState()}
 }
 
 // SetNow sets the time the next snapshot is taken at.
@@ -201,8 +205,12 @@ func (b *Builder) AddPod(p *corev1.Pod, priority int32) {
 	if old, ok := b.pods[key]; ok && old.job != job {
 		b.unlink(key, old.job)
 	}
-	if old, ok := b.pods[key]; !ok || old.job != job {
+	old, ok := b.pods[key]
+	if !ok || old.job != job {
 		b.members[job] = append(b.members[job], key)
+	}
+	if len(p.Spec.ResourceClaims) > 0 || ok && len(old.pod.Spec.ResourceClaims) > 0 {
+		b.useClaims(key, old.pod, p)
 	}
 	b.pods[key] = podInput{p, priority, job}
 	b.dirty[job] = true
@@ -213,6 +221,7 @@ func (b *Builder) RemovePod(namespace, name string) {
 	key := namespace + "/" + name
 	if old, ok := b.pods[key]; ok {
 		b.unlink(key, old.job)
+		b.useClaims(key, old.pod, nil)
 		delete(b.pods, key)
 		if b.memo != nil {
 			delete(b.memo.pods, key)
@@ -352,6 +361,7 @@ func (s *build) fail(err error) { s.errs = append(s.errs, err) }
 func (s *build) buildNodes() {
 	m := s.memo
 	same := true
+	devs := s.Builder.Devices()
 	for _, name := range slices.Sorted(maps.Keys(s.Builder.nodes)) {
 		in := s.Builder.nodes[name]
 		e := m.node(in.node, in.gpu)
@@ -361,6 +371,9 @@ func (s *build) buildNodes() {
 		}
 		s.templates = append(s.templates, e.out)
 		n := e.instance()
+		if len(devs.ByUUID) > 0 {
+			markDevices(n, devs)
+		}
 		n.Index = len(s.snap.Nodes)
 		s.snap.Nodes = append(s.snap.Nodes, n)
 		s.nodes[n.Name] = n
@@ -424,6 +437,7 @@ func (s *build) place() {
 		}
 		s.placeOn(ta, set)
 	}
+	s.chargeForeignClaims()
 }
 
 func (s *build) placeOn(ta *taskAcc, set framework.GPUSet) {

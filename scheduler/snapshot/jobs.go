@@ -157,6 +157,11 @@ func (s *build) task(key string) (*taskAcc, error) {
 	if err != nil {
 		return nil, err
 	}
+	if len(p.Spec.ResourceClaims) > 0 {
+		if err := s.claimGPU(p, t); err != nil {
+			return nil, err
+		}
+	}
 	prio := in.priority
 	if p.Spec.Priority != nil {
 		prio = *p.Spec.Priority

@@ -74,6 +74,9 @@ func FitGPU(r *framework.GPURequest, n *framework.Node) framework.FitCode {
 	if len(n.GPUs) == 0 || !r.AllowsModel(n.GPUModel) {
 		return framework.FitGPUModel
 	}
+	if r.Claim != nil {
+		return fitClaimGPU(r, n)
+	}
 	switch {
 	case r.Count > 0:
 		if n.FreeWholeGPUs() < r.Count {
@@ -89,6 +92,31 @@ func FitGPU(r *framework.GPURequest, n *framework.Node) framework.FitCode {
 				return framework.FitOK
 			}
 		}
+		return framework.FitGPUMemory
+	}
+	return framework.FitOK
+}
+
+// fitClaimGPU checks a request made through resource claims, GPU by GPU: only the GPUs
+// the claims accept count.
+func fitClaimGPU(r *framework.GPURequest, n *framework.Node) framework.FitCode {
+	accepted, fits := 0, 0
+	for i := range n.GPUs {
+		g := &n.GPUs[i]
+		if !r.AllowsDevice(g) {
+			continue
+		}
+		accepted++
+		if framework.FitsGPU(r, g) && (r.Count == 0 || g.UsedMilli == 0) {
+			fits++
+		}
+	}
+	switch {
+	case accepted == 0:
+		return framework.FitGPUDevice
+	case r.Count > 0 && fits < r.Count:
+		return framework.FitGPUCount
+	case fits == 0:
 		return framework.FitGPUMemory
 	}
 	return framework.FitOK

@@ -1,0 +1,447 @@
+package snapshot
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
+	"k8s.io/dynamic-resource-allocation/cel"
+
+	tesserav1 "github.com/tessera-gpu/tessera/api/v1alpha1"
+	"github.com/tessera-gpu/tessera/scheduler/framework"
+)
+
+// Device is one GPU that the node agent publishes in its node's ResourceSlice pool.
+type Device struct {
+	Node, Name, UUID string
+	// Shareable: the device takes several allocations (memory shares).
+	Shareable bool
+	// MemoryMiB is the device's memory capacity; StepMiB and MinMiB round a share up as
+	// the capacity's request policy says (0 when it says nothing).
+	MemoryMiB, StepMiB, MinMiB int64
+	cel                        cel.Device
+}
+
+// Devices are the published GPUs by UUID, and by node and UUID.
+type Devices struct {
+	ByUUID map[string]*Device
+	byNode map[string]map[string]*Device
+}
+
+// Of returns the device on node whose GPU has uuid, or nil.
+func (d *Devices) Of(node, uuid string) *Device {
+	if d == nil {
+		return nil
+	}
+	return d.byNode[node][uuid]
+}
+
+// IndexDevices reads the devices of tesserav1.DRADriver out of ResourceSlices. Of a
+// pool published in several generations, the newest counts.
+func IndexDevices(rs []*resourcev1.ResourceSlice) *Devices {
+	newest := map[string]int64{}
+	for _, s := range rs {
+		if s.Spec.Driver == tesserav1.DRADriver {
+			newest[s.Spec.Pool.Name] = max(newest[s.Spec.Pool.Name], s.Spec.Pool.Generation)
+		}
+	}
+	out := &Devices{ByUUID: map[string]*Device{}, byNode: map[string]map[string]*Device{}}
+	for _, s := range rs {
+		if s.Spec.Driver != tesserav1.DRADriver || s.Spec.Pool.Generation != newest[s.Spec.Pool.Name] {
+			continue
+		}
+		node := s.Spec.Pool.Name
+		if s.Spec.NodeName != nil && *s.Spec.NodeName != "" {
+			node = *s.Spec.NodeName
+		}
+		for i := range s.Spec.Devices {
+			d := &s.Spec.Devices[i]
+			uuid := d.Attributes[tesserav1.DeviceAttributeUUID].StringValue
+			if uuid == nil || *uuid == "" {
+				continue
+			}
+			dev := &Device{Node: node, Name: d.Name, UUID: *uuid, Shareable: d.AllowMultipleAllocations != nil && *d.AllowMultipleAllocations,
+				cel: cel.Device{Driver: s.Spec.Driver, AllowMultipleAllocations: d.AllowMultipleAllocations, Attributes: d.Attributes, Capacity: d.Capacity}}
+			if c, ok := d.Capacity[tesserav1.DeviceCapacityMemory]; ok {
+				dev.MemoryMiB = mib(c.Value.Value())
+				if p := c.RequestPolicy; p != nil && p.ValidRange != nil {
+					if p.ValidRange.Step != nil {
+						dev.StepMiB = mib(p.ValidRange.Step.Value())
+					}
+					if p.ValidRange.Min != nil {
+						dev.MinMiB = mib(p.ValidRange.Min.Value())
+					}
+				}
+			}
+			out.ByUUID[dev.UUID] = dev
+			if out.byNode[node] == nil {
+				out.byNode[node] = map[string]*Device{}
+			}
+			out.byNode[node][dev.UUID] = dev
+		}
+	}
+	return out
+}
+
+// mib is bytes in MiB, rounded up.
+func mib(bytes int64) int64 { return (bytes + 1<<20 - 1) >> 20 }
+
+// ShareMiB is what a share of req MiB takes on d: rounded up to the capacity's step
+// and at least its minimum.
+func (d *Device) ShareMiB(req int64) int64 {
+	if d.StepMiB > 0 {
+		req = (req + d.StepMiB - 1) / d.StepMiB * d.StepMiB
+	}
+	return max(req, d.MinMiB)
+}
+
+// ClaimNames are the names of the ResourceClaims a pod uses, in spec order; "" where a
+// claim made from a template has not been created yet.
+func ClaimNames(p *corev1.Pod) []string {
+	out := make([]string, 0, len(p.Spec.ResourceClaims))
+	for _, pc := range p.Spec.ResourceClaims {
+		name := ""
+		if pc.ResourceClaimName != nil {
+			name = *pc.ResourceClaimName
+		} else {
+			for _, st := range p.Status.ResourceClaimStatuses {
+				if st.Name == pc.Name && st.ResourceClaimName != nil {
+					name = *st.ResourceClaimName
+				}
+			}
+		}
+		out = append(out, name)
+	}
+	return out
+}
+
+// claimState is what the builder knows of resource claims: the objects, the device
+// classes, the published devices, and what each device class and selector accepts.
+type claimState struct {
+	claims  map[string]*resourcev1.ResourceClaim // by namespace/name
+	classes map[string]*resourcev1.DeviceClass
+	slices  map[string]*resourcev1.ResourceSlice
+	// users are the pods (namespace/name) that use each claim (namespace/name).
+	users map[string]map[string]bool
+	// devices indexes slices (nil: to be indexed again); accepts caches, per device
+	// class and request selectors, the UUIDs they accept.
+	devices *Devices
+	accepts map[string]map[string]bool
+}
+
+func newClaimState() claimState {
+	return claimState{claims: map[string]*resourcev1.ResourceClaim{}, classes: map[string]*resourcev1.DeviceClass{},
+		slices: map[string]*resourcev1.ResourceSlice{}, users: map[string]map[string]bool{}, accepts: map[string]map[string]bool{}}
+}
+
+// AddResourceClaim adds a ResourceClaim; the jobs of the pods that use it are
+// assembled again. A nil claim is ignored.
+func (b *Builder) AddResourceClaim(c *resourcev1.ResourceClaim) {
+	if c != nil {
+		key := c.Namespace + "/" + c.Name
+		b.dra.claims[key] = c
+		b.claimChanged(key)
+	}
+}
+
+// RemoveResourceClaim takes a ResourceClaim out.
+func (b *Builder) RemoveResourceClaim(namespace, name string) {
+	key := namespace + "/" + name
+	delete(b.dra.claims, key)
+	b.claimChanged(key)
+}
+
+// AddResourceSlice adds a ResourceSlice; every job that uses claims is assembled again.
+// A nil slice is ignored.
+func (b *Builder) AddResourceSlice(s *resourcev1.ResourceSlice) {
+	if s != nil {
+		b.dra.slices[s.Name] = s
+		b.devicesChanged()
+	}
+}
+
+// RemoveResourceSlice takes a ResourceSlice out.
+func (b *Builder) RemoveResourceSlice(name string) {
+	delete(b.dra.slices, name)
+	b.devicesChanged()
+}
+
+// AddDeviceClass adds a DeviceClass. A nil class is ignored.
+func (b *Builder) AddDeviceClass(c *resourcev1.DeviceClass) {
+	if c != nil {
+		b.dra.classes[c.Name] = c
+		b.devicesChanged()
+	}
+}
+
+// RemoveDeviceClass takes a DeviceClass out.
+func (b *Builder) RemoveDeviceClass(name string) {
+	delete(b.dra.classes, name)
+	b.devicesChanged()
+}
+
+func (b *Builder) claimChanged(key string) {
+	for pod := range b.dra.users[key] {
+		if in, ok := b.pods[pod]; ok {
+			b.dirty[in.job] = true
+		}
+	}
+}
+
+func (b *Builder) devicesChanged() {
+	b.dra.devices = nil
+	clear(b.dra.accepts)
+	for key := range b.dra.users {
+		b.claimChanged(key)
+	}
+}
+
+// useClaims records which claims pod p (namespace/name key) uses; p nil forgets it.
+func (b *Builder) useClaims(key string, old, p *corev1.Pod) {
+	if old != nil {
+		for _, name := range ClaimNames(old) {
+			ck := old.Namespace + "/" + name
+			delete(b.dra.users[ck], key)
+			if len(b.dra.users[ck]) == 0 {
+				delete(b.dra.users, ck)
+			}
+		}
+	}
+	if p == nil {
+		return
+	}
+	for _, name := range ClaimNames(p) {
+		ck := p.Namespace + "/" + name
+		if b.dra.users[ck] == nil {
+			b.dra.users[ck] = map[string]bool{}
+		}
+		b.dra.users[ck][key] = true
+	}
+}
+
+// Devices returns the published GPUs.
+func (b *Builder) Devices() *Devices {
+	if b.dra.devices == nil {
+		b.dra.devices = IndexDevices(slices.Collect(maps.Values(b.dra.slices)))
+	}
+	return b.dra.devices
+}
+
+// claimGPU sets t's GPU request from the resource claims of its pod p: the whole GPUs
+// their requests count, or the one share of GPU memory one request asks, on the GPUs
+// that their device classes and selectors accept.
+func (s *build) claimGPU(p *corev1.Pod, t *framework.Task) error {
+	bad := func(field, format string, args ...any) error {
+		return objErr("Pod", p.Namespace, p.Name, field, format, args...)
+	}
+	if t.GPU.Any() && t.GPU.Claim == nil { // (a request from claims is set again)
+		return bad("spec.resourceClaims", "asks GPUs both through resource claims and as extended resources; ask them one way")
+	}
+	devs := s.Builder.Devices()
+	req := framework.GPURequest{Claim: &framework.ClaimRequest{}}
+	var allowed map[string]bool
+	for i, name := range ClaimNames(p) {
+		field := fmt.Sprintf("spec.resourceClaims[%d]", i)
+		if name == "" {
+			return bad(field, "its ResourceClaim from template %q is not created yet; it is scheduled once the claim exists", ptrOr(p.Spec.ResourceClaims[i].ResourceClaimTemplateName))
+		}
+		c := s.Builder.dra.claims[p.Namespace+"/"+name]
+		if c == nil {
+			return bad(field, "ResourceClaim %s/%s does not exist; create it, or wait for its template's claim", p.Namespace, name)
+		}
+		for j := range c.Spec.Devices.Requests {
+			r := &c.Spec.Devices.Requests[j]
+			rfield := fmt.Sprintf("ResourceClaim %s spec.devices.requests[%d] (%s)", name, j, r.Name)
+			e := r.Exactly
+			if e == nil {
+				return bad(field, "%s: firstAvailable requests are not supported; name one deviceClassName under exactly", rfield)
+			}
+			acc, err := s.accepts(e, devs)
+			if err != nil {
+				return bad(field, "%s: %v", rfield, err)
+			}
+			if len(acc) == 0 {
+				return bad(field, "%s: device class %q and its selectors accept no %s device; Tessera allocates only %s devices (device classes %s, %s)",
+					rfield, e.DeviceClassName, tesserav1.DRADriver, tesserav1.DRADriver, tesserav1.DeviceClassGPU, tesserav1.DeviceClassGPUShare)
+			}
+			switch {
+			case e.AdminAccess != nil && *e.AdminAccess:
+				return bad(field, "%s: adminAccess is not granted on %s devices", rfield, tesserav1.DRADriver)
+			case e.AllocationMode == resourcev1.DeviceAllocationModeAll:
+				return bad(field, "%s: allocationMode All is not supported; ask an exact count", rfield)
+			}
+			count := int(max(e.Count, 1))
+			if q, ok := capacityRequest(e); ok {
+				if count != 1 || req.Count > 0 || req.MemoryMiB > 0 {
+					return bad(field, "%s: a share of GPU memory must be the pod's only GPU request, of count 1", rfield)
+				}
+				req.MemoryMiB = shareMiB(mib(q), acc, devs)
+			} else {
+				if req.MemoryMiB > 0 {
+					return bad(field, "%s: a share of GPU memory must be the pod's only GPU request", rfield)
+				}
+				req.Count += count
+			}
+			allowed = intersect(allowed, acc)
+		}
+		if len(c.Spec.Devices.Constraints) > 0 {
+			return bad(field, "ResourceClaim %s: spec.devices.constraints are not supported yet; Tessera's topology scoring keeps a pod's GPUs within one NVLink island where it can", name)
+		}
+	}
+	if len(allowed) < len(devs.ByUUID) {
+		req.Claim.Allowed = allowed
+	}
+	t.GPU = req
+	return nil
+}
+
+func ptrOr(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+// capacityRequest is the GPU memory a request names, if any.
+func capacityRequest(e *resourcev1.ExactDeviceRequest) (int64, bool) {
+	if e.Capacity == nil {
+		return 0, false
+	}
+	q, ok := e.Capacity.Requests[tesserav1.DeviceCapacityMemory]
+	return q.Value(), ok
+}
+
+// shareMiB is a share of req MiB as the accepted devices round it: the largest of their
+// roundings, so that it fits wherever it is placed.
+func shareMiB(req int64, acc map[string]bool, devs *Devices) int64 {
+	out := req
+	for uuid := range acc {
+		if d := devs.ByUUID[uuid]; d != nil {
+			out = max(out, d.ShareMiB(req))
+		}
+	}
+	return out
+}
+
+func intersect(a, b map[string]bool) map[string]bool {
+	if a == nil {
+		return b
+	}
+	out := map[string]bool{}
+	for k := range a {
+		if b[k] {
+			out[k] = true
+		}
+	}
+	return out
+}
+
+// accepts returns the UUIDs of the published GPUs that a request's device class and
+// selectors accept, evaluating their CEL expressions once per class and selectors.
+func (s *build) accepts(e *resourcev1.ExactDeviceRequest, devs *Devices) (map[string]bool, error) {
+	class := s.Builder.dra.classes[e.DeviceClassName]
+	if class == nil {
+		return nil, fmt.Errorf("device class %q does not exist; name %s or %s", e.DeviceClassName, tesserav1.DeviceClassGPU, tesserav1.DeviceClassGPUShare)
+	}
+	var exprs []string
+	for _, sel := range append(slices.Clone(class.Spec.Selectors), e.Selectors...) {
+		if sel.CEL != nil {
+			exprs = append(exprs, sel.CEL.Expression)
+		}
+	}
+	key := e.DeviceClassName + "\x00" + strings.Join(exprs, "\x00")
+	if acc, ok := s.Builder.dra.accepts[key]; ok {
+		return acc, nil
+	}
+	compiler := cel.GetCompiler(cel.Features{EnableConsumableCapacity: true})
+	progs := make([]cel.CompilationResult, 0, len(exprs))
+	for _, x := range exprs {
+		r := compiler.CompileCELExpression(x, cel.Options{})
+		if r.Error != nil {
+			return nil, fmt.Errorf("selector %q: %v", x, r.Error)
+		}
+		progs = append(progs, r)
+	}
+	acc := map[string]bool{}
+	for uuid, d := range devs.ByUUID {
+		ok := true
+		for _, prog := range progs {
+			match, _, err := prog.DeviceMatches(context.Background(), d.cel)
+			if err != nil {
+				return nil, fmt.Errorf("selector %q on device %s/%s: %v", prog.Expression, d.Node, d.Name, err)
+			}
+			if !match {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			acc[uuid] = true
+		}
+	}
+	s.Builder.dra.accepts[key] = acc
+	return acc, nil
+}
+
+// markDevices names each of n's GPUs after its published device, if any.
+func markDevices(n *framework.Node, devs *Devices) {
+	for i := range n.GPUs {
+		g := &n.GPUs[i]
+		if d := devs.Of(n.Name, g.UUID); d != nil {
+			g.Device, g.Shareable = d.Name, d.Shareable
+		}
+	}
+}
+
+// chargeForeignClaims counts on their GPUs the devices of claims allocated for anything
+// but this scheduler's bound pods (which the GPU assignment places): claims that
+// kube-scheduler or another scheduler allocated, and claims allocated and not yet
+// consumed.
+func (s *build) chargeForeignClaims() {
+	for _, key := range slices.Sorted(maps.Keys(s.Builder.dra.claims)) {
+		c := s.Builder.dra.claims[key]
+		if c.Status.Allocation == nil || s.placedConsumer(c) {
+			continue
+		}
+		for _, r := range c.Status.Allocation.Devices.Results {
+			if r.Driver != tesserav1.DRADriver {
+				continue
+			}
+			n := s.nodes[r.Pool]
+			if n == nil {
+				continue
+			}
+			i := slices.IndexFunc(n.GPUs, func(g framework.GPU) bool { return g.Device == r.Device })
+			if i < 0 {
+				continue
+			}
+			g := &n.GPUs[i]
+			milli := int64(framework.MilliPerGPU)
+			if q, ok := r.ConsumedCapacity[tesserav1.DeviceCapacityMemory]; ok && g.MemoryMiB > 0 {
+				milli = (mib(q.Value())*framework.MilliPerGPU + g.MemoryMiB - 1) / g.MemoryMiB
+			}
+			g.UsedMilli = min(g.UsedMilli+milli, framework.MilliPerGPU)
+			n.Refresh()
+			n.Version++
+		}
+	}
+}
+
+// placedConsumer reports whether a claim is reserved for a pod of this scheduler that
+// is bound: its GPUs are placed through the pod's GPU assignment.
+func (s *build) placedConsumer(c *resourcev1.ResourceClaim) bool {
+	for _, ref := range c.Status.ReservedFor {
+		if ref.Resource != "pods" {
+			continue
+		}
+		in, ok := s.Builder.pods[c.Namespace+"/"+ref.Name]
+		if ok && in.pod.UID == ref.UID && in.pod.Spec.SchedulerName == s.opts.SchedulerName && in.pod.Spec.NodeName != "" {
+			return true
+		}
+	}
+	return false
+}
