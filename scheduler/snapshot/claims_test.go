@@ -1,0 +1,131 @@
+package snapshot
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	resourcev1 "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	tesserav1 "github.com/tessera-gpu/tessera/api/v1alpha1"
+	"github.com/tessera-gpu/tessera/internal/apitest"
+	"github.com/tessera-gpu/tessera/scheduler/framework"
+)
+
+// draBuilder is a builder of one node n1 of 4 GPUs published as shareable devices in
+// steps of 1Gi, with Tessera's device classes.
+func draBuilder() *Builder {
+	b := NewBuilder(epoch, Options{DRA: true})
+	b.AddNode(testNode("n1").Obj(), gpuNode("n1", 4))
+	b.AddResourceSlice(apitest.GPUSlice("n1", 4, 81559, 1024, true, func(i int) string { return uuid("n1", i) }))
+	for _, c := range apitest.DeviceClasses() {
+		b.AddDeviceClass(c)
+	}
+	return b
+}
+
+func taskOf(t *testing.T, b *Builder, name string) (*framework.Task, []error) {
+	t.Helper()
+	snap, errs := b.Build()
+	for _, j := range snap.Jobs {
+		for _, task := range j.Tasks {
+			if task.Name == name {
+				return task, errs
+			}
+		}
+	}
+	return nil, errs
+}
+
+func TestClaimGPURequest(t *testing.T) {
+	selected := apitest.GPUClaim("selected", "ns", 1, "")
+	selected.Spec.Devices.Requests[0].Exactly.Selectors = []resourcev1.DeviceSelector{{CEL: &resourcev1.CELDeviceSelector{
+		Expression: fmt.Sprintf(`device.attributes["%s"].uuid == "%s"`, tesserav1.DRADriver, uuid("n1", 3))}}}
+	unknownClass := apitest.GPUClaim("unknown-class", "ns", 1, "")
+	unknownClass.Spec.Devices.Requests[0].Exactly.DeviceClassName = "gpu.example.com"
+	for _, tc := range []struct {
+		name    string
+		claim   *resourcev1.ResourceClaim
+		extra   func(*apitest.PodWrapper)
+		want    framework.GPURequest
+		allowed []string
+		err     string
+	}{
+		{name: "whole", claim: apitest.GPUClaim("whole", "ns", 2, ""), want: framework.GPURequest{Count: 2}},
+		{name: "share", claim: apitest.GPUClaim("share", "ns", 0, "10000Mi"), want: framework.GPURequest{MemoryMiB: 10240}},
+		{name: "selected", claim: selected, want: framework.GPURequest{Count: 1}, allowed: []string{uuid("n1", 3)}},
+		{name: "missing", err: "ResourceClaim ns/missing does not exist"},
+		{name: "unknown-class", claim: unknownClass, err: `device class "gpu.example.com" does not exist`},
+		{name: "both", claim: apitest.GPUClaim("both", "ns", 1, ""), extra: func(w *apitest.PodWrapper) { w.GPU(1) },
+			err: "both through resource claims and as extended resources"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := draBuilder()
+			if tc.claim != nil {
+				b.AddResourceClaim(tc.claim)
+			}
+			w := testPod(tc.name, "ns").ResourceClaim("gpu", tc.name)
+			if tc.extra != nil {
+				tc.extra(w)
+			}
+			b.AddPod(w.Obj(), 0)
+			task, errs := taskOf(t, b, tc.name)
+			if tc.err != "" {
+				if len(errs) != 1 || !strings.Contains(errs[0].Error(), tc.err) {
+					t.Fatalf("errors %v, want one saying %q", errs, tc.err)
+				}
+				return
+			}
+			if len(errs) > 0 || task == nil {
+				t.Fatalf("errors %v, task %v", errs, task)
+			}
+			got := task.GPU
+			if got.Claim == nil || got.Count != tc.want.Count || got.MemoryMiB != tc.want.MemoryMiB {
+				t.Fatalf("GPU request %+v, want %+v from a claim", got, tc.want)
+			}
+			if len(got.Claim.Allowed) != len(tc.allowed) || (len(tc.allowed) > 0 && !got.Claim.Allowed[tc.allowed[0]]) {
+				t.Errorf("allowed GPUs %v, want %v (nil: all)", got.Claim.Allowed, tc.allowed)
+			}
+		})
+	}
+}
+
+// A claim created after its pod is read once it exists: the pod's job is assembled again.
+func TestClaimCreatedAfterItsPod(t *testing.T) {
+	b := draBuilder().WithMemo(NewMemo())
+	b.AddPod(testPod("p", "ns").ResourceClaim("gpu", "p").Obj(), 0)
+	if _, errs := taskOf(t, b, "p"); len(errs) != 1 {
+		t.Fatalf("errors %v, want the missing claim", errs)
+	}
+	b.AddResourceClaim(apitest.GPUClaim("p", "ns", 1, ""))
+	task, errs := taskOf(t, b, "p")
+	if len(errs) > 0 || task == nil || task.GPU.Count != 1 || task.GPU.Claim == nil {
+		t.Fatalf("errors %v task %+v, want one GPU through the claim", errs, task)
+	}
+}
+
+// Devices that another scheduler allocated count on their GPUs; those of this
+// scheduler's bound pods count through the pods' assignments only.
+func TestClaimsOfOthersCharged(t *testing.T) {
+	b := draBuilder()
+	c := apitest.GPUClaim("other", "ns", 0, "40Gi")
+	c.Status.Allocation = &resourcev1.AllocationResult{Devices: resourcev1.DeviceAllocationResult{Results: []resourcev1.DeviceRequestAllocationResult{{
+		Request: "gpu", Driver: tesserav1.DRADriver, Pool: "n1", Device: "gpu-1",
+		ConsumedCapacity: map[resourcev1.QualifiedName]resource.Quantity{tesserav1.DeviceCapacityMemory: resource.MustParse("40Gi")}}}}}
+	b.AddResourceClaim(c)
+	snap, errs := b.Build()
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	n := snap.Nodes[0]
+	for i, g := range n.GPUs {
+		want := int64(0)
+		if i == 1 {
+			want = (40960*framework.MilliPerGPU + 81559 - 1) / 81559
+		}
+		if g.UsedMilli != want || g.Device != fmt.Sprintf("gpu-%d", i) || !g.Shareable {
+			t.Errorf("GPU %d: used %d device %q shareable %v, want used %d, gpu-%d, shareable", i, g.UsedMilli, g.Device, g.Shareable, want, i)
+		}
+	}
+}
