@@ -17,6 +17,7 @@ import (
 
 	tesserav1 "github.com/tessera-gpu/tessera/api/v1alpha1"
 	"github.com/tessera-gpu/tessera/internal/apitest"
+	"github.com/tessera-gpu/tessera/scheduler/daemon"
 	"github.com/tessera-gpu/tessera/scheduler/framework"
 )
 
@@ -213,5 +214,25 @@ func TestDRAClaimReleasedWhenPodEnds(t *testing.T) {
 	c := h.claim("first")
 	if c.Status.Allocation != nil || len(c.Status.ReservedFor) > 0 || slices.Contains(c.Finalizers, resourcev1.Finalizer) {
 		t.Errorf("claim of the finished pod: allocation %v reservedFor %v finalizers %v, want released", c.Status.Allocation, c.Status.ReservedFor, c.Finalizers)
+	}
+}
+
+// TestDRAExplain: tessera explain says why a pod with claims waits: a claim that does
+// not exist, and nodes that publish no device its claim accepts.
+func TestDRAExplain(t *testing.T) {
+	h := newHarness(t)
+	h.node("plain", 8, nil) // publishes no ResourceSlice
+	for _, c := range apitest.DeviceClasses() {
+		if err := h.c.Create(h.ctx, c); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatal(err)
+		}
+	}
+	h.pod(h.makePod("no-claim").ResourceClaim("gpu", "never-made"))
+	h.claimPod(h.makePod("no-device"), 1, "")
+	if e := h.explain("pod", h.ns+"/no-claim"); e.Reason != daemon.ReasonLeftOut || !strings.Contains(e.Message, "ResourceClaim "+h.ns+"/never-made does not exist") {
+		t.Errorf("missing claim: %s: %s, want %s naming the claim", e.Reason, e.Message, daemon.ReasonLeftOut)
+	}
+	if e := h.explain("pod", h.ns+"/no-device"); e.State != "Pending" || !strings.Contains(e.Message, framework.FitGPUDevice.String()) {
+		t.Errorf("no device: %s %s: %s, want pending with %q", e.State, e.Reason, e.Message, framework.FitGPUDevice.String())
 	}
 }

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -66,14 +67,14 @@ func Explain(ctx context.Context, r client.Reader, cfg scheduler.Config, kind, n
 	if m, ok := r.(interface{ RESTMapper() meta.RESTMapper }); ok { // a client.Client
 		served, dra = cache.ServedWorkloads(m.RESTMapper()), cache.ServesDRA(m.RESTMapper())
 	}
-	snap, state, _, err := cache.New(r, snapshot.Options{WholeGPUs: cfg.WholeGPUs, Workloads: served, DRA: dra}).Snapshot(ctx, now)
+	snap, state, errs, err := cache.New(r, snapshot.Options{WholeGPUs: cfg.WholeGPUs, Workloads: served, DRA: dra}).Snapshot(ctx, now)
 	if err != nil {
 		return Explanation{}, err
 	}
 	core.RunSession(snap)
 	switch kind {
 	case "pod", "pods", "po":
-		return explainPod(snap, state, name)
+		return explainPod(snap, state, errs, name)
 	case "podgroup", "podgroups", "pg":
 		return explainGroup(snap, state, name)
 	case "queue", "queues", "tq":
@@ -90,7 +91,7 @@ func splitName(kind, name string) (string, string, error) {
 	return ns, n, nil
 }
 
-func explainPod(snap *framework.Snapshot, state *cache.State, name string) (Explanation, error) {
+func explainPod(snap *framework.Snapshot, state *cache.State, errs []error, name string) (Explanation, error) {
 	ns, n, err := splitName("pod", name)
 	if err != nil {
 		return Explanation{}, err
@@ -106,11 +107,30 @@ func explainPod(snap *framework.Snapshot, state *cache.State, name string) (Expl
 	}
 	for _, p := range state.Pods {
 		if p.Namespace == ns && p.Name == n {
+			if e, ok := leftOut(errs, "Pod", ns, n); ok {
+				return Explanation{Kind: "Pod", Name: name, State: string(p.Status.Phase), Reason: ReasonLeftOut,
+					Message: e.Error(), Hint: "fix what the message names; the scheduler reads the pod again when it or what it names changes"}, nil
+			}
 			return Explanation{Kind: "Pod", Name: name, State: string(p.Status.Phase),
 				Message: fmt.Sprintf("spec.schedulerName is %q: another scheduler places this pod", p.Spec.SchedulerName)}, nil
 		}
 	}
 	return Explanation{}, fmt.Errorf("pod %s not found", name)
+}
+
+// ReasonLeftOut is the reason of a pod that the scheduler cannot read as it is: a
+// request it cannot honour, a resource claim or device class that does not exist yet.
+const ReasonLeftOut = "LeftOut"
+
+// leftOut finds the error that left an object out of the snapshot.
+func leftOut(errs []error, kind, namespace, name string) (error, bool) {
+	for _, err := range errs {
+		var oe *snapshot.ObjectError
+		if errors.As(err, &oe) && oe.Kind == kind && oe.Namespace == namespace && oe.Name == name {
+			return err, true
+		}
+	}
+	return nil, false
 }
 
 func explainGroup(snap *framework.Snapshot, state *cache.State, name string) (Explanation, error) {

@@ -264,7 +264,7 @@ func (s *build) claimGPU(p *corev1.Pod, t *framework.Task) error {
 			if err != nil {
 				return bad(field, "%s: %v", rfield, err)
 			}
-			if len(acc) == 0 {
+			if len(acc) == 0 && len(devs.ByUUID) > 0 {
 				return bad(field, "%s: device class %q and its selectors accept no %s device; Tessera allocates only %s devices (device classes %s, %s)",
 					rfield, e.DeviceClassName, tesserav1.DRADriver, tesserav1.DRADriver, tesserav1.DeviceClassGPU, tesserav1.DeviceClassGPUShare)
 			}
