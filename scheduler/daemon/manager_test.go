@@ -51,7 +51,8 @@ func ensureNamespace(t *testing.T, ctx context.Context, name string) {
 
 // TestDeployRBACGrantsEnough applies the scheduler's RBAC of the kustomize base (rendered
 // from the chart) and runs the scheduler as
-// its ServiceAccount through everything it writes: a lease, binds, an implicit gang's
+// its ServiceAccount through everything it writes: a lease, binds, a resource claim's
+// allocation, an implicit gang's
 // PodGroup and its status, a Queue's status, an eviction and events. Removing any verb
 // from the chart's scheduler/rbac.yaml fails this test.
 func TestDeployRBACGrantsEnough(t *testing.T) {
@@ -65,6 +66,7 @@ func TestDeployRBACGrantsEnough(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.node("a", 8, nil)
+	h.draNode("b", 1)
 	q := apitest.MakeQueue("rbac").Weight(1).Obj()
 	q.Spec.AllowedPriorityClasses = []string{h.highPriority()}
 	if err := h.c.Create(h.ctx, q); err != nil {
@@ -75,12 +77,16 @@ func TestDeployRBACGrantsEnough(t *testing.T) {
 	for i := range 2 {
 		h.pod(h.makePod(fmt.Sprintf("g-%d", i)).GPU(1).Queue("rbac").Group("g").Annotation(tesserav1.AnnotationMinAvailable, "2"))
 	}
+	h.claimPod(h.makePod("claim").Queue("rbac"), 1, "")
 	sa := rest.CopyConfig(env.Config)
 	sa.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:tessera-system:tessera-scheduler"}
 	h.startManager(sa, "rbac-test")
-	h.eventually("binds, implicit PodGroup and its status as the ServiceAccount", 20*time.Second, func() string {
-		if n := h.bound(); n != 3 {
-			return fmt.Sprintf("%d of 3 bound", n)
+	h.eventually("binds, a claim's allocation, implicit PodGroup and its status as the ServiceAccount", 20*time.Second, func() string {
+		if n := h.bound(); n != 4 {
+			return fmt.Sprintf("%d of 4 bound", n)
+		}
+		if c := h.claim("claim"); c.Status.Allocation == nil {
+			return "claim not allocated"
 		}
 		if pg := h.getPodGroup("g"); pg == nil || pg.Status.Phase != tesserav1.PodGroupRunning {
 			return fmt.Sprintf("PodGroup g: %+v", pg)
