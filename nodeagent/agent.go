@@ -13,6 +13,7 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -23,6 +24,7 @@ import (
 	tesserav1 "github.com/tessera-gpu/tessera/api/v1alpha1"
 	"github.com/tessera-gpu/tessera/nodeagent/cgroup"
 	"github.com/tessera-gpu/tessera/nodeagent/deviceplugin"
+	"github.com/tessera-gpu/tessera/nodeagent/dra"
 	"github.com/tessera-gpu/tessera/nodeagent/gpu"
 	"github.com/tessera-gpu/tessera/nodeagent/metrics"
 	"github.com/tessera-gpu/tessera/nodeagent/mps"
@@ -68,7 +70,31 @@ type Config struct {
 	DevicePluginDir string
 	// RetryMin and RetryMax bound the backoff between NVML attempts.
 	RetryMin, RetryMax time.Duration
+	// DRA says whether the agent is the node's DRA driver (gpu.tessera.dev): DRAOn,
+	// DRAOff (also when empty), or DRAAuto: on when the API server serves
+	// resource.k8s.io/v1 ResourceSlices. The device plugin serves its extended resources
+	// either way, so that pods asking for them keep working; claims go through DRA.
+	DRA string
+	// DRAShareStep is the granularity of memory shares of the DRA devices (default 1Gi).
+	DRAShareStep resource.Quantity
+	// CDISpecDir is where the DRA driver writes the claims' CDI specs (default
+	// /var/run/cdi).
+	CDISpecDir string
+	// KubeletPluginsDir holds the DRA driver's socket, in <dir>/gpu.tessera.dev
+	// (default /var/lib/kubelet/plugins); KubeletRegistryDir is where the kubelet finds
+	// plugin registration sockets (default /var/lib/kubelet/plugins_registry).
+	KubeletPluginsDir, KubeletRegistryDir string
 }
+
+// DRA modes (Config.DRA).
+const (
+	DRAAuto = "auto"
+	DRAOn   = "on"
+	DRAOff  = "off"
+)
+
+// DRAModes lists the DRA modes, the command line's default first.
+var DRAModes = []string{DRAAuto, DRAOn, DRAOff}
 
 // Defaults fills unset fields.
 func (c *Config) Defaults() {
@@ -128,6 +154,8 @@ type Agent struct {
 	metrics *metrics.Metrics
 	cgroups cgroup.Resolver
 	now     func() time.Time
+	// dra is the DRA driver, nil while DRA is off.
+	dra *dra.Driver
 
 	inv        gpu.Inventory
 	islands    map[int]int32
@@ -137,6 +165,9 @@ type Agent struct {
 	usage      usageHistory
 	lastNode   *publish.NodeFields
 	refusal    string // why GPUs are not handed out, "" when they are
+	// draDevices is the inventory as last read for the DRA driver: re-read every sample,
+	// so that a compute mode changed with nvidia-smi reaches the ResourceSlice.
+	draDevices []gpu.Device
 }
 
 // New returns an agent; Run starts it.
@@ -176,7 +207,39 @@ func New(cfg Config, deps Deps) (*Agent, error) {
 			a.plugins = append(a.plugins, deviceplugin.New(opts))
 		}
 	}
+	switch cfg.DRA {
+	case "", DRAOff:
+	case DRAOn, DRAAuto:
+		opts := dra.Options{NodeName: cfg.NodeName, Kube: deps.Kube, ShareStep: cfg.DRAShareStep, GPUCDIKind: cfg.CDIKind, CDIDir: cfg.CDISpecDir, PluginsDir: cfg.KubeletPluginsDir,
+			RegistryDir: cfg.KubeletRegistryDir, Recorder: deps.Recorder, Log: deps.Log.WithName("dra")}
+		if cfg.MPS {
+			opts.MPS = &mps.ControlDaemon{PipeDirectory: cfg.MPSPipeDirectory}
+		}
+		d, err := dra.New(opts)
+		if err != nil {
+			return nil, err
+		}
+		a.dra = d
+	default:
+		return nil, fmt.Errorf("DRA mode %q: want one of %s", cfg.DRA, strings.Join(DRAModes, ", "))
+	}
 	return a, nil
+}
+
+// draServed decides DRA auto mode: on when the API server serves resource.k8s.io/v1
+// ResourceSlices. A failed discovery leaves DRA off (the device plugin still serves).
+func (a *Agent) draServed(ctx context.Context) bool {
+	served, err := dra.Served(ctx, a.deps.Kube.Discovery())
+	switch {
+	case ctx.Err() != nil:
+	case err != nil:
+		a.deps.Log.Error(err, "Cannot tell whether the API server serves DRA; DRA stays off (set --dra=on to force it)")
+	case served:
+		a.deps.Log.Info("The API server serves resource.k8s.io/v1: the agent is the DRA driver", "driver", dra.DriverName)
+	default:
+		a.deps.Log.Info("The API server does not serve resource.k8s.io/v1 ResourceSlices: DRA off, GPUs through the device plugin only")
+	}
+	return err == nil && served
 }
 
 // deliveryRefusal says why GPUs must not be handed out on this node, or "": the NVIDIA
@@ -218,6 +281,16 @@ func (a *Agent) Run(ctx context.Context) error {
 			}
 		})
 	}
+	if a.dra != nil && a.cfg.DRA == DRAAuto && !a.draServed(ctx) {
+		a.dra = nil
+	}
+	if a.dra != nil {
+		wg.Go(func() {
+			if err := a.dra.Run(ctx); err != nil {
+				a.deps.Log.Error(err, "DRA driver stopped")
+			}
+		})
+	}
 	// NVML sessions, retried with exponential backoff from RetryMin to RetryMax; a
 	// session that discovered the GPUs starts the backoff over.
 	backoff := func() wait.DelayFunc {
@@ -254,7 +327,7 @@ func (a *Agent) session(ctx context.Context) (started bool, err error) {
 	if err != nil {
 		return false, fmt.Errorf("discover GPUs: %w", err)
 	}
-	a.inv, a.islands = inv, gpu.Islands(inv.Devices, inv.Links)
+	a.inv, a.islands, a.draDevices = inv, gpu.Islands(inv.Devices, inv.Links), inv.Devices
 	a.metrics.SetNVMLUp(true)
 	a.deps.Log.Info("Discovered GPUs", "count", len(inv.Devices), "driver", inv.DriverVersion, "cuda", inv.CUDAVersion)
 
@@ -338,6 +411,7 @@ func (a *Agent) sample(ctx context.Context) error {
 		}
 	}
 	a.metrics.SetGPUs(readings)
+	a.refreshDRADevices()
 	a.setPluginGPUs(devs)
 	if pods, err := a.deps.Pods.List(ctx); err != nil {
 		a.deps.Log.Error(err, "List pods for GPU memory accounting")
@@ -416,31 +490,70 @@ func (a *Agent) healthCondition(devs []tesserav1.GPUDevice) metav1.Condition {
 	return c
 }
 
-// setPluginGPUs hands the devices to the device plugins, or none while GPU delivery is
-// refused (deliveryRefusal).
+// setPluginGPUs hands the devices to the device plugins and the DRA driver, or none
+// while GPU delivery is refused (deliveryRefusal).
 func (a *Agent) setPluginGPUs(devs []tesserav1.GPUDevice) {
-	if len(a.plugins) == 0 {
+	if len(a.plugins) == 0 && a.dra == nil {
 		return
 	}
 	refusal := a.deliveryRefusal()
+	if a.dra != nil {
+		a.dra.SetGPUs(a.draGPUs(devs), refusal)
+	}
 	if refusal != a.refusal {
 		if refusal != "" {
-			a.deps.Log.Error(errors.New(refusal), "Refusing to hand out GPUs: the device plugin advertises none", "config", a.cfg.ToolkitConfig)
+			a.deps.Log.Error(errors.New(refusal), "Refusing to hand out GPUs: the device plugin and the DRA driver advertise none", "config", a.cfg.ToolkitConfig)
 		} else {
 			a.deps.Log.Info("Handing out GPUs: the NVIDIA container toolkit takes device lists only as devices", "config", a.cfg.ToolkitConfig)
 		}
 		a.refusal = refusal
 	}
 	a.metrics.SetDeliveryRefused(refusal != "")
+	modes := map[string]string{}
+	for _, d := range a.inv.Devices {
+		modes[d.UUID] = d.ComputeMode
+	}
 	var gs []deviceplugin.GPU
 	for _, d := range devs {
 		if refusal == "" {
-			gs = append(gs, deviceplugin.GPU{UUID: d.UUID, MemoryMiB: d.MemoryMiB, NUMANode: int(d.NUMANode), Healthy: d.Healthy})
+			gs = append(gs, deviceplugin.GPU{UUID: d.UUID, Index: int(d.Index), MemoryMiB: d.MemoryMiB, NUMANode: int(d.NUMANode),
+				ComputeMode: modes[d.UUID], Healthy: d.Healthy})
 		}
 	}
 	for _, p := range a.plugins {
 		p.SetGPUs(gs)
 	}
+}
+
+// refreshDRADevices re-reads the inventory for the DRA driver; on failure the last one
+// stays.
+func (a *Agent) refreshDRADevices() {
+	if a.dra == nil {
+		return
+	}
+	inv, err := a.deps.GPUs.Inventory()
+	if err != nil {
+		a.deps.Log.Error(err, "Re-read the GPUs for DRA; the last reading stays published")
+		return
+	}
+	a.draDevices = inv.Devices
+}
+
+// draGPUs is the DRA driver's view of the GPUs: the last inventory reading with the
+// health of devs (the GPUNode's devices) and the NVLink islands.
+func (a *Agent) draGPUs(devs []tesserav1.GPUDevice) []dra.GPU {
+	health := make(map[string]tesserav1.GPUDevice, len(devs))
+	for _, d := range devs {
+		health[d.UUID] = d
+	}
+	out := make([]dra.GPU, 0, len(a.draDevices))
+	for _, d := range a.draDevices {
+		if h, ok := health[d.UUID]; ok {
+			d.Healthy, d.UnhealthyReason = h.Healthy, h.UnhealthyReason
+		}
+		out = append(out, dra.GPU{Device: d, Island: a.islands[d.Index]})
+	}
+	return out
 }
 
 // write publishes the GPUNode and, when they changed, the Node fields. API errors are

@@ -57,6 +57,14 @@ func start(t *testing.T, node string, gpus *nvidiatest.Node, procRoot string) *h
 // startAs runs the agent with the credentials of cfg.
 func startAs(t *testing.T, cfg *rest.Config, node string, gpus *nvidiatest.Node, procRoot string) *harness {
 	t.Helper()
+	return startConfig(t, cfg, Config{NodeName: node, SharesPerGPU: 2, SampleInterval: 50 * time.Millisecond, IdleUtilizationPercent: 5,
+		ProcRoot: procRoot, RetryMin: 200 * time.Millisecond, RetryMax: 400 * time.Millisecond}, gpus)
+}
+
+// startConfig runs the agent configured by acfg with the credentials of cfg.
+func startConfig(t *testing.T, cfg *rest.Config, acfg Config, gpus *nvidiatest.Node) *harness {
+	t.Helper()
+	node := acfg.NodeName
 	ctx := testenv.Context(t, 60*time.Second)
 	if err := env.Client.Create(ctx, apitest.MakeNode(node).Obj()); err != nil {
 		t.Fatal(err)
@@ -66,8 +74,7 @@ func startAs(t *testing.T, cfg *rest.Config, node string, gpus *nvidiatest.Node,
 	bc.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kube.CoreV1().Events("")})
 	t.Cleanup(bc.Shutdown)
 	reg := prometheus.NewPedanticRegistry()
-	a, err := New(Config{NodeName: node, SharesPerGPU: 2, SampleInterval: 50 * time.Millisecond, IdleUtilizationPercent: 5,
-		ProcRoot: procRoot, RetryMin: 200 * time.Millisecond, RetryMax: 400 * time.Millisecond},
+	a, err := New(acfg,
 		Deps{GPUs: gpus.Source(), Kube: kube, Dynamic: dynamic.NewForConfigOrDie(cfg), Registry: reg,
 			Recorder: bc.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "tessera-node-agent", Host: node}), Log: testr.New(t)})
 	if err != nil {

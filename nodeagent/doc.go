@@ -8,4 +8,14 @@
 // GPUNode's status.pods, for the right-sizing recommender (usage.go). When NVML is missing or failing it says so in a log
 // line and in the GPUNode's Healthy condition, marks the GPUs unhealthy and retries
 // with backoff; it never exits for it.
+//
+// Where the API server serves resource.k8s.io/v1 (Config.DRA auto, or on), the agent is
+// also the node's DRA driver gpu.tessera.dev (package dra): it publishes the GPUs as the
+// node's ResourceSlice pool, re-reading the inventory every sample so that a compute
+// mode changed with nvidia-smi or a GPU turning unhealthy reaches the pool, and prepares
+// the claims allocated on the node through the kubelet plugin, with a CDI spec per claim
+// (package cdi). The device plugin keeps serving its extended resources then, so that
+// pods asking for tessera.dev/gpu keep working; claims go through DRA. While the
+// container toolkit's configuration refuses delivery, the pool is published empty and
+// every claim is refused, as the device plugin advertises no device.
 package nodeagent

@@ -1,6 +1,7 @@
 // Command tessera-node-agent is Tessera's node agent, run by a DaemonSet on every GPU
 // node: NVML discovery, the GPUNode and Node publisher, the kubelet device plugin for
-// tessera.dev/gpu, utilisation sampling and Prometheus metrics (package nodeagent).
+// tessera.dev/gpu, the DRA driver gpu.tessera.dev, utilisation sampling and Prometheus
+// metrics (package nodeagent).
 //
 // It is the one cgo binary of Tessera: go-nvml loads libnvidia-ml.so.1 from the host
 // driver at run time, so it is built with CGO_ENABLED=1 against glibc

@@ -8,6 +8,7 @@ import (
 	"maps"
 	"net/http"
 	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -19,17 +20,21 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/dynamic-resource-allocation/kubeletplugin"
 	pb "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 
 	"github.com/tessera-gpu/tessera/internal/cli"
 	"github.com/tessera-gpu/tessera/internal/kubeclient"
 	"github.com/tessera-gpu/tessera/nodeagent"
+	"github.com/tessera-gpu/tessera/nodeagent/cdi"
 	"github.com/tessera-gpu/tessera/nodeagent/deviceplugin"
+	"github.com/tessera-gpu/tessera/nodeagent/dra"
 	"github.com/tessera-gpu/tessera/nodeagent/nvidia"
 	"github.com/tessera-gpu/tessera/nodeagent/nvidia/nvidiatest"
 	"github.com/tessera-gpu/tessera/nodeagent/toolkit"
@@ -49,6 +54,7 @@ type agentFlags struct {
 	metricsAddr, probeAddr string
 	fakeGPUs               string
 	strategies             string
+	shareStep              string
 	verbosity              int
 }
 
@@ -68,6 +74,14 @@ and tessera.dev/gpu-slice, handing each container the GPUs of its pod's tessera.
 as devices (CDI, or the NVIDIA container toolkit's volume-mount device list), never through the
 environment alone; samples utilisation and per-pod GPU memory; serves Prometheus metrics. A
 missing or failing NVML is reported and retried; it never stops the agent.
+
+Where the API server serves resource.k8s.io/v1 (--dra=auto, the default), the agent is also the
+node's Dynamic Resource Allocation driver gpu.tessera.dev: it publishes the GPUs as the node's
+ResourceSlice pool (a device gpu-<index> per GPU, with a consumable memory capacity; shared by
+memory where --mps is on and the GPU is in EXCLUSIVE_PROCESS compute mode) and prepares the claims
+allocated on the node, handing each its GPU as CDI devices and, for a memory share, the MPS limit
+and pipe directory (a CDI spec per claim in --cdi-spec-dir). A share on a GPU without MPS is
+refused. The device plugins keep serving, so that pods asking for tessera.dev/gpu keep working.
 
 GPUs are handed out only while the NVIDIA container toolkit's configuration (--toolkit-config)
 sets accept-nvidia-visible-devices-envvar-when-unprivileged = false: otherwise any pod could pick
@@ -101,6 +115,12 @@ Exit codes: 0 stopped by SIGINT or SIGTERM, 1 failed, 2 unusable flags or kubeco
 	fs.IntVar(&f.cfg.IdleUtilizationPercent, "idle-utilization-percent", 5, "a GPU above this utilisation counts as active for lastActiveTime")
 	fs.StringVar(&f.cfg.ProcRoot, "proc-root", "/proc", "the host's /proc, to map GPU processes to pods through their cgroups")
 	fs.StringVar(&f.cfg.DevicePluginDir, "device-plugin-dir", pb.DevicePluginPath, "kubelet device plugin directory (holds kubelet.sock); empty disables the device plugin")
+	fs.StringVar(&f.cfg.DRA, "dra", nodeagent.DRAAuto, "be the node's Dynamic Resource Allocation driver "+dra.DriverName+" (publish the GPUs as ResourceSlices, prepare claims): "+
+		strings.Join(nodeagent.DRAModes, ", ")+"; auto: when the API server serves resource.k8s.io/v1. The device plugins keep serving either way")
+	fs.StringVar(&f.shareStep, "dra-share-step", dra.DefaultShareStep.String(), "granularity of the GPU-memory shares DRA claims consume (a quantity: 1Gi, 512Mi)")
+	fs.StringVar(&f.cfg.CDISpecDir, "cdi-spec-dir", cdi.DefaultDir, "directory the container runtime reads CDI specs from; the DRA driver writes one per prepared claim")
+	fs.StringVar(&f.cfg.KubeletPluginsDir, "kubelet-plugins-dir", kubeletplugin.KubeletPluginsDir, "the kubelet's plugin directory: the DRA driver's socket is in <dir>/"+dra.DriverName)
+	fs.StringVar(&f.cfg.KubeletRegistryDir, "kubelet-registry-dir", kubeletplugin.KubeletRegistryDir, "the kubelet's plugin registration directory")
 	fs.DurationVar(&f.cfg.RetryMax, "nvml-retry-max", 5*time.Minute, "longest wait between NVML attempts when it is missing or failing")
 	fs.StringVar(&f.metricsAddr, "metrics-bind-address", ":9400", "address of the Prometheus /metrics endpoint, and of /healthz unless --health-probe-bind-address is given (0 disables it)")
 	cli.DeprecatedAlias(cmd, "metrics-bind-address", "metrics-addr")
@@ -143,6 +163,19 @@ func (f agentFlags) validate() error {
 	if f.cfg.SlicesPerGPU < 0 {
 		errs = append(errs, fmt.Errorf("--slices-per-gpu %d: must not be negative (0: no slice resource)", f.cfg.SlicesPerGPU))
 	}
+	if !slices.Contains(nodeagent.DRAModes, f.cfg.DRA) {
+		errs = append(errs, fmt.Errorf("--dra %q: want one of %s", f.cfg.DRA, strings.Join(nodeagent.DRAModes, ", ")))
+	}
+	if q, err := resource.ParseQuantity(f.shareStep); err != nil || q.Value() < 1<<20 {
+		errs = append(errs, fmt.Errorf("--dra-share-step %q: want a quantity of 1Mi or more, for example --dra-share-step=1Gi", f.shareStep))
+	}
+	if f.cfg.DRA != nodeagent.DRAOff {
+		for flag, dir := range map[string]string{"cdi-spec-dir": f.cfg.CDISpecDir, "kubelet-plugins-dir": f.cfg.KubeletPluginsDir, "kubelet-registry-dir": f.cfg.KubeletRegistryDir} {
+			if !filepath.IsAbs(dir) {
+				errs = append(errs, fmt.Errorf("--%s %q: want an absolute path (or --dra=off)", flag, dir))
+			}
+		}
+	}
 	if f.verbosity < 0 {
 		errs = append(errs, fmt.Errorf("-v %d: must not be negative", f.verbosity))
 	}
@@ -179,6 +212,7 @@ func (f agentFlags) prepare(stderr io.Writer) (func(context.Context) error, erro
 		return nil, err
 	}
 	f.cfg.DeviceListStrategies, _ = deviceplugin.ParseStrategies(f.strategies)
+	f.cfg.DRAShareStep = resource.MustParse(f.shareStep)
 	log := funcr.NewJSON(func(obj string) { fmt.Fprintln(stderr, obj) }, funcr.Options{Verbosity: f.verbosity})
 	return func(ctx context.Context) error {
 		reg := prometheus.NewRegistry()
@@ -198,7 +232,7 @@ func (f agentFlags) prepare(stderr io.Writer) (func(context.Context) error, erro
 		defer stop()
 		servers, srvErr := f.serve(reg, stop)
 		log.Info("Starting node agent", "node", cfg.NodeName, "metrics", f.metricsAddr, "sharesPerGPU", cfg.SharesPerGPU, "slicesPerGPU", cfg.SlicesPerGPU,
-			"mps", cfg.MPS, "deviceListStrategy", cfg.DeviceListStrategies, "toolkitConfig", cfg.ToolkitConfig)
+			"mps", cfg.MPS, "dra", cfg.DRA, "deviceListStrategy", cfg.DeviceListStrategies, "toolkitConfig", cfg.ToolkitConfig)
 		runErr := agent.Run(ctx)
 		shutdown, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()

@@ -67,7 +67,8 @@ func TestCommandLine(t *testing.T) {
 	for _, flag := range []string{"--node-name", "--kubeconfig", "--shares-per-gpu", "--mps ", "--sample-interval", "--idle-utilization-percent",
 		"--proc-root", "--device-plugin-dir", "--nvml-retry-max", "--metrics-bind-address", "--health-probe-bind-address",
 		"--request-timeout", "--fake-gpus", "-v, --v", "--slices-per-gpu", "--mps-pipe-directory", "--device-list-strategy", "--cdi-kind",
-		"--pod-resources-socket", "--toolkit-config", "--unsafe-skip-toolkit-check"} {
+		"--pod-resources-socket", "--toolkit-config", "--unsafe-skip-toolkit-check", "--dra ", "--dra-share-step", "--cdi-spec-dir",
+		"--kubelet-plugins-dir", "--kubelet-registry-dir"} {
 		if !strings.Contains(help, flag) {
 			t.Errorf("help lacks %s:\n%s", flag, help)
 		}
@@ -103,6 +104,11 @@ func TestFlagsCheckedBeforeConnecting(t *testing.T) {
 		{[]string{"--device-list-strategy=envvar"}, "the environment alone is not delivery"},
 		{[]string{"--cdi-kind=nvidia.com"}, `--cdi-kind "nvidia.com": want vendor/class`},
 		{[]string{"--slices-per-gpu=-1"}, "--slices-per-gpu -1: must not be negative"},
+		{[]string{"--dra=yes"}, `--dra "yes": want one of auto, on, off`},
+		{[]string{"--dra-share-step=1G1"}, `--dra-share-step "1G1": want a quantity of 1Mi or more`},
+		{[]string{"--dra-share-step=1Ki"}, `--dra-share-step "1Ki": want a quantity of 1Mi or more`},
+		{[]string{"--cdi-spec-dir=cdi"}, `--cdi-spec-dir "cdi": want an absolute path`},
+		{[]string{"--kubelet-registry-dir="}, `--kubelet-registry-dir "": want an absolute path`},
 	} {
 		_, err := execute(append(slices.Clone(base), c.args...)...)
 		if err == nil || !strings.Contains(err.Error(), c.want) || cli.ExitCode(err) != cli.ExitUsage {

@@ -80,10 +80,15 @@ func EnvOnly(strategies []string) bool {
 	return len(strategies) > 0 && !slices.ContainsFunc(strategies, func(s string) bool { return s != StrategyEnvvar })
 }
 
-// MPSLimits applies GPU-memory limits in the node's MPS control daemon, where a
-// container cannot change them (its CUDA_MPS_PINNED_DEVICE_MEM_LIMIT may only lower
-// them).
-type MPSLimits interface {
+// MPSControl is the node's MPS control daemon, which enforces memory slices: the
+// containers that share a GPU reach it through its pipe directory, and it holds their
+// GPU-memory limit where a container cannot change it (its
+// CUDA_MPS_PINNED_DEVICE_MEM_LIMIT may only lower it).
+type MPSControl interface {
+	// PipeDir is the daemon's CUDA_MPS_PIPE_DIRECTORY on the host.
+	PipeDir() string
+	// Running returns an error when no control daemon answers.
+	Running(ctx context.Context) error
 	// SetPinnedMemLimit sets the device pinned memory limit of the MPS clients of GPU
 	// uuid to mib MiB.
 	SetPinnedMemLimit(ctx context.Context, uuid string, mib int64) error
@@ -129,8 +134,12 @@ func (p *Plugin) response(g grant) *pb.ContainerAllocateResponse {
 		r.Envs[EnvVisibleDevices] = VoidDevices
 	}
 	if p.opts.MPS != nil && g.sliceMiB > 0 {
-		// The container sees its one GPU as device 0; the MPS control daemon holds the
-		// limit the container cannot raise.
+		// The container's CUDA reaches the MPS control daemon through its pipe directory
+		// and so runs as its client; it sees its one GPU as device 0; the daemon holds
+		// the limit the container cannot raise.
+		dir := p.opts.MPS.PipeDir()
+		r.Mounts = append(r.Mounts, &pb.Mount{HostPath: dir, ContainerPath: dir})
+		r.Envs[EnvMPSPipeDir] = dir
 		r.Envs[EnvMPSMemoryLimit] = fmt.Sprintf("0=%dM", g.sliceMiB)
 	}
 	return r

@@ -31,6 +31,14 @@ func admit(t *testing.T, s setup, pod *corev1.Pod, n int) (*pb.ContainerAllocate
 // admitContainer is admit for one container of pod.
 func admitContainer(t *testing.T, s setup, pod *corev1.Pod, container string, n int) (*pb.ContainerAllocateResponse, error) {
 	t.Helper()
+	return admitBetween(t, s, pod, container, n, func() {})
+}
+
+// admitBetween is admitContainer, running between after the kubelet got its preferred
+// allocation and before it allocates.
+func admitBetween(t *testing.T, s setup, pod *corev1.Pod, container string, n int, between func()) (*pb.ContainerAllocateResponse, error) {
+	t.Helper()
+	s.kubelet.receive(pod)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	stream, err := s.client.ListAndWatch(ctx, &pb.Empty{})
@@ -53,6 +61,7 @@ func admitContainer(t *testing.T, s setup, pod *corev1.Pod, container string, n 
 		t.Fatal(err)
 	}
 	ids := pref.ContainerResponses[0].DeviceIDs
+	between()
 	resp, err := s.client.Allocate(ctx, &pb.AllocateRequest{ContainerRequests: []*pb.ContainerAllocateRequest{{DevicesIds: ids}}})
 	if err != nil {
 		return nil, err
@@ -287,7 +296,7 @@ func TestRestartedPluginSkipsAdmittedPods(t *testing.T) {
 	older.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "main",
 		State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ContainerCreating"}}}}
 	younger := makePod("younger", 10, 1).Assignment(slice(gpus[1].UUID, 2000)).Obj()
-	s := startWith(t, Options{SharesPerGPU: 4, Ledger: emptyLedger{}}, older, younger)
+	s := startWithoutLedger(t, Options{SharesPerGPU: 4}, older, younger)
 	r, err := admit(t, s, younger, 1)
 	if err != nil || !slices.Equal(injected(r), []string{gpus[1].UUID}) {
 		t.Fatalf("younger pod got %v, %v", r, err)
@@ -298,16 +307,9 @@ func TestRestartedPluginSkipsAdmittedPods(t *testing.T) {
 func TestAllocateRefusesWithoutLedger(t *testing.T) {
 	pod := makePod("p", 0, 1).Assignment(slice(gpus[0].UUID, 1000)).Obj()
 	s := startWith(t, Options{SharesPerGPU: 4, Ledger: KubeletLedger{Socket: filepath.Join(os.TempDir(), "tessera-missing.sock")}}, pod)
-	if _, err := allocate(t, s, gpus[0].UUID+"::0"); err == nil || !strings.Contains(err.Error(), "cannot tell which pods are already allocated") {
+	if _, err := allocate(t, s, pod, gpus[0].UUID+"::0"); err == nil || !strings.Contains(err.Error(), "cannot tell which pods are already allocated") {
 		t.Fatalf("Allocate error = %v", err)
 	}
-}
-
-// emptyLedger knows no allocation.
-type emptyLedger struct{}
-
-func (emptyLedger) Allocated(context.Context, corev1.ResourceName) (map[PodContainer]bool, error) {
-	return nil, nil
 }
 
 func TestParseStrategies(t *testing.T) {

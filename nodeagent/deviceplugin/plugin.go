@@ -1,12 +1,15 @@
 package deviceplugin
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -16,18 +19,25 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	pb "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 
 	tesserav1 "github.com/tessera-gpu/tessera/api/v1alpha1"
+	"github.com/tessera-gpu/tessera/nodeagent/gpu"
 )
 
 // GPU is one GPU the plugin advertises.
 type GPU struct {
-	UUID      string
+	UUID string
+	// Index is NVML's device index, as nvidia-smi -i takes it.
+	Index     int
 	MemoryMiB int64
 	NUMANode  int // -1 when unknown
-	Healthy   bool
+	// ComputeMode is NVML's compute mode (gpu.ComputeMode*, "" when unknown): memory
+	// slices enforced by MPS need gpu.ComputeModeExclusiveProcess.
+	ComputeMode string
+	Healthy     bool
 }
 
 // Options configure a Plugin.
@@ -46,11 +56,15 @@ type Options struct {
 	Strategies []string
 	// CDIKind is the vendor/class of the GPUs' CDI device names (default DefaultCDIKind).
 	CDIKind string
-	// MPS, when set, holds the memory limit of slices in the node's MPS control daemon
-	// (and CUDA_MPS_PINNED_DEVICE_MEM_LIMIT narrows each container to its own slice).
-	MPS MPSLimits
-	// Ledger, when set, is the kubelet's record of the containers already allocated,
-	// which survives a restart of the plugin.
+	// MPS, when set, enforces memory slices through the node's MPS control daemon: a
+	// container with a slice reaches the daemon through its pipe directory, the daemon
+	// holds the slice's memory limit (and CUDA_MPS_PINNED_DEVICE_MEM_LIMIT narrows each
+	// container to its own slice), and a slice is refused on a GPU the daemon cannot
+	// serve.
+	MPS MPSControl
+	// Ledger, when set, is the kubelet's record of the pods it knows and the containers
+	// already allocated, which survives a restart of the plugin. Without it the plugin
+	// cannot tell which of several pending pods the kubelet is admitting, and refuses.
 	Ledger Ledger
 	// PluginDir holds kubelet.sock and the plugin's socket (default /var/lib/kubelet/device-plugins/).
 	PluginDir string
@@ -73,6 +87,7 @@ const (
 	EnvVisibleDevices = "NVIDIA_VISIBLE_DEVICES"
 	EnvMemoryLimitMiB = "TESSERA_GPU_MEMORY_LIMIT_MIB"
 	EnvMPSMemoryLimit = "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"
+	EnvMPSPipeDir     = "CUDA_MPS_PIPE_DIRECTORY"
 )
 
 // Plugin is the device plugin server.
@@ -80,10 +95,11 @@ type Plugin struct {
 	pb.UnimplementedDevicePluginServer
 	opts Options
 
-	mu        sync.Mutex
-	gpus      []GPU
-	watchers  map[chan struct{}]struct{}
-	allocated map[containerKey]bool
+	mu       sync.Mutex
+	gpus     []GPU
+	watchers map[chan struct{}]struct{}
+	granted  grants // what Allocate handed out, by pod UID
+	steered  *steer // GetPreferredAllocation's last preference for a pod it could tell
 
 	allocMu sync.Mutex // one Allocate / GetPreferredAllocation decision at a time
 }
@@ -116,7 +132,7 @@ func New(opts Options) *Plugin {
 	if opts.CDIKind == "" {
 		opts.CDIKind = DefaultCDIKind
 	}
-	return &Plugin{opts: opts, watchers: map[chan struct{}]struct{}{}, allocated: map[containerKey]bool{}}
+	return &Plugin{opts: opts, watchers: map[chan struct{}]struct{}{}, granted: grants{}}
 }
 
 // SetGPUs replaces the advertised GPUs and their health and tells every ListAndWatch
@@ -214,7 +230,9 @@ func (p *Plugin) ListAndWatch(_ *pb.Empty, stream pb.DevicePlugin_ListAndWatchSe
 }
 
 // GetPreferredAllocation prefers the shares of the GPUs the scheduler assigned, so the
-// kubelet's accounting matches the GPUs Allocate hands out.
+// kubelet's accounting matches the GPUs Allocate hands out. When it can tell the pod,
+// it remembers the preference: the kubelet allocates those devices next, and Allocate
+// then knows the pod by them.
 func (p *Plugin) GetPreferredAllocation(ctx context.Context, req *pb.PreferredAllocationRequest) (*pb.PreferredAllocationResponse, error) {
 	p.allocMu.Lock()
 	defer p.allocMu.Unlock()
@@ -223,21 +241,27 @@ func (p *Plugin) GetPreferredAllocation(ctx context.Context, req *pb.PreferredAl
 		return nil, err
 	}
 	resp := &pb.PreferredAllocationResponse{}
-	allocated, err := p.allocatedSet(ctx, pods)
+	v, err := p.view(ctx, pods)
 	if err != nil {
 		// Only a preference: Allocate checks again, and refuses without the ledger.
 		p.opts.Log.Error(err, "Preferring devices without the kubelet's allocations")
-		allocated = p.allocatedSnapshot()
 	}
+	v.steered = nil // a preference is steered by nothing but the pod
 	for _, cr := range req.ContainerRequests {
 		size := int(cr.AllocationSize)
 		var want []string
-		if c, err := findCandidate(pods, p.opts.NodeName, p.opts.ResourceName, int64(size), allocated, p.opts.SchedulerName); err == nil {
+		c, err := findCandidate(pods, p.opts.NodeName, p.opts.ResourceName, request{count: int64(size), deviceIDs: cr.MustIncludeDeviceIDs}, v, p.opts.SchedulerName)
+		if err == nil {
 			want = c.gpus.UUIDs
-			allocated[containerKey{c.pod.UID, c.container}] = true
+			v.allocated[c.key()] = true
 		}
-		resp.ContainerResponses = append(resp.ContainerResponses,
-			&pb.ContainerPreferredAllocationResponse{DeviceIDs: prefer(cr.AvailableDeviceIDs, cr.MustIncludeDeviceIDs, want, size)})
+		ids := prefer(cr.AvailableDeviceIDs, cr.MustIncludeDeviceIDs, want, size)
+		if err == nil {
+			p.mu.Lock()
+			p.steered = &steer{key: c.key(), deviceIDs: ids}
+			p.mu.Unlock()
+		}
+		resp.ContainerResponses = append(resp.ContainerResponses, &pb.ContainerPreferredAllocationResponse{DeviceIDs: ids})
 	}
 	return resp, nil
 }
@@ -280,29 +304,53 @@ func prefer(available, must, want []string, size int) []string {
 	return out
 }
 
-func (p *Plugin) allocatedSnapshot() map[containerKey]bool {
+// view is what the plugin knows about the pods on the node: the containers it
+// allocated itself, and those the kubelet has already allocated devices of the resource
+// to: the ones its ledger names, with every container before them in the pod (the
+// kubelet allocates a pod's init containers, then its containers, in order; its ledger
+// leaves init containers out), and all of the containers of a pod it has admitted (it
+// allocates them all then); and which pods the kubelet knows. It is what a restarted
+// plugin starts from. The kubelet's ledger names pods by namespace and name: an entry
+// holding devices the plugin granted to an earlier pod of that name is that pod's.
+// When the ledger cannot be read, the view holds what the plugin knows by itself, and
+// the error says why.
+func (p *Plugin) view(ctx context.Context, pods []corev1.Pod) (view, error) {
 	p.mu.Lock()
-	defer p.mu.Unlock()
-	m := make(map[containerKey]bool, len(p.allocated))
-	for k, v := range p.allocated {
-		m[k] = v
+	v := view{allocated: map[containerKey]bool{}, granted: maps.Clone(p.granted), steered: p.steered}
+	p.mu.Unlock()
+	for k := range v.granted {
+		v.allocated[k] = true
 	}
-	return m
-}
-
-// allocatedSet is every container the plugin allocated since it started, plus those the
-// kubelet has already allocated devices of the resource to: the ones its ledger names,
-// with every container before them in the pod (the kubelet allocates a pod's init
-// containers, then its containers, in order; its ledger leaves init containers out),
-// and all of the containers of a pod it has admitted (it allocates them all then). It is
-// what a restarted plugin starts from.
-func (p *Plugin) allocatedSet(ctx context.Context, pods []corev1.Pod) (map[containerKey]bool, error) {
-	m := p.allocatedSnapshot()
-	var held map[PodContainer]bool
+	var kubelet *KubeletPods
+	var err error
 	if p.opts.Ledger != nil {
-		var err error
-		if held, err = p.opts.Ledger.Allocated(ctx, p.opts.ResourceName); err != nil {
-			return nil, err
+		var kp KubeletPods
+		if kp, err = p.opts.Ledger.Read(ctx, p.opts.ResourceName); err == nil {
+			kubelet = &kp
+		}
+	}
+	p.forgetGone(pods, kubelet)
+	held := map[containerKey]bool{}
+	if kubelet != nil {
+		current := map[PodName]types.UID{}
+		for i := range pods {
+			current[PodName{pods[i].Namespace, pods[i].Name}] = pods[i].UID
+		}
+		earlier := map[PodName]types.UID{} // pods the kubelet lists under a name that another pod has now
+		for pc, ids := range kubelet.Devices {
+			owner := v.granted.owner(pc, ids, current)
+			held[containerKey{owner, pc.Container}] = true
+			if owner != current[pc.pod()] {
+				earlier[pc.pod()] = owner
+			}
+		}
+		v.known = map[types.UID]bool{}
+		for name := range kubelet.Pods {
+			if uid, ok := earlier[name]; ok {
+				v.known[uid] = true
+			} else if uid, ok := current[name]; ok {
+				v.known[uid] = true
+			}
 		}
 	}
 	for i := range pods {
@@ -310,15 +358,15 @@ func (p *Plugin) allocatedSet(ctx context.Context, pods []corev1.Pod) (map[conta
 		names := containerNames(pod)
 		last := -1
 		for j, name := range names {
-			if admitted(pod) || held[PodContainer{pod.Namespace, pod.Name, name}] {
+			if admitted(pod) || held[containerKey{pod.UID, name}] {
 				last = j
 			}
 		}
 		for _, name := range names[:last+1] {
-			m[containerKey{pod.UID, name}] = true
+			v.allocated[containerKey{pod.UID, name}] = true
 		}
 	}
-	return m, nil
+	return v, err
 }
 
 // containerNames are the pod's init containers and containers, in the order the kubelet
@@ -341,21 +389,20 @@ func (p *Plugin) Allocate(ctx context.Context, req *pb.AllocateRequest) (*pb.All
 	if err != nil {
 		return nil, fmt.Errorf("allocate %s: %w", p.opts.ResourceName, err)
 	}
-	p.forgetGone(pods)
-	allocated, err := p.allocatedSet(ctx, pods)
+	v, err := p.view(ctx, pods)
 	if err != nil {
 		// Without the kubelet's record, a pod allocated before a restart of the agent
 		// could be taken for the pod being admitted, and hand it that pod's GPUs.
 		return nil, fmt.Errorf("allocate %s: cannot tell which pods are already allocated: %w", p.opts.ResourceName, err)
 	}
 	resp := &pb.AllocateResponse{}
-	var keys []containerKey
+	handed := grants{}
 	for _, cr := range req.ContainerRequests {
 		count := int64(len(cr.DevicesIds))
-		c, err := findCandidate(pods, p.opts.NodeName, p.opts.ResourceName, count, allocated, p.opts.SchedulerName)
+		c, err := findCandidate(pods, p.opts.NodeName, p.opts.ResourceName, request{count: count, deviceIDs: cr.DevicesIds}, v, p.opts.SchedulerName)
 		if err == nil && p.opts.Slices && (len(c.gpus.UUIDs) != 1 || c.gpus.MemoryMiB <= 0) {
-			err = refuse(c.pod, RefusedInvalid, "pod %s/%s: container %q asks for %s, a GPU memory slice, but its %s entry is not a slice of one GPU",
-				c.pod.Namespace, c.pod.Name, c.container, p.opts.ResourceName, tesserav1.AnnotationGPUAssign)
+			err = refuse(c.pod, RefusedInvalid, "pod %s: container %q asks for %s, a GPU memory slice, but its %s entry is not a slice of one GPU",
+				c.name(), c.container, p.opts.ResourceName, tesserav1.AnnotationGPUAssign)
 		}
 		if err != nil {
 			kv := []any{"resource", p.opts.ResourceName, "devices", cr.DevicesIds, "reason", err.Error()}
@@ -371,42 +418,41 @@ func (p *Plugin) Allocate(ctx context.Context, req *pb.AllocateRequest) (*pb.All
 		}
 		g, err := p.grant(ctx, c, pods)
 		if err != nil {
-			return nil, fmt.Errorf("allocate %d %s for pod %s/%s container %s: %w", count, p.opts.ResourceName, c.pod.Namespace, c.pod.Name, c.container, err)
+			return nil, fmt.Errorf("allocate %d %s for pod %s container %s: %w", count, p.opts.ResourceName, c.name(), c.container, err)
 		}
-		key := containerKey{c.pod.UID, c.container}
-		allocated[key] = true
-		keys = append(keys, key)
+		record := grantRecord{pod: PodName{c.pod.Namespace, c.pod.Name}, deviceIDs: slices.Clone(cr.DevicesIds)}
+		v.allocated[c.key()], v.granted[c.key()], handed[c.key()] = true, record, record
 		resp.ContainerResponses = append(resp.ContainerResponses, p.response(g))
-		p.opts.Log.Info("Allocated GPUs", "pod", c.pod.Namespace+"/"+c.pod.Name, "container", c.container, "uuids", c.gpus.UUIDs,
-			"memoryMiB", c.gpus.MemoryMiB, "strategies", p.opts.Strategies)
+		p.opts.Log.Info("Allocated GPUs", "pod", c.name(), "podUID", c.pod.UID, "container", c.container, "uuids", c.gpus.UUIDs,
+			"memoryMiB", c.gpus.MemoryMiB, "devices", cr.DevicesIds, "strategies", p.opts.Strategies)
 	}
 	p.mu.Lock()
-	for _, k := range keys {
-		p.allocated[k] = true
-	}
+	maps.Copy(p.granted, handed)
+	p.steered = nil
 	p.mu.Unlock()
 	return resp, nil
 }
 
-// forgetGone drops allocation records of pods that are no longer pending.
-func (p *Plugin) forgetGone(pods []corev1.Pod) {
-	pending := map[containerKey]bool{}
+// forgetGone drops the grants of pods that are gone from the API, once the kubelet
+// (when its record is read) no longer holds their devices under their name either.
+func (p *Plugin) forgetGone(pods []corev1.Pod, kubelet *KubeletPods) {
+	present := map[types.UID]bool{}
 	for i := range pods {
-		if pods[i].Status.Phase != corev1.PodPending {
-			continue
-		}
-		for _, list := range [][]corev1.Container{pods[i].Spec.InitContainers, pods[i].Spec.Containers} {
-			for _, c := range list {
-				pending[containerKey{pods[i].UID, c.Name}] = true
-			}
-		}
+		present[pods[i].UID] = true
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for k := range p.allocated {
-		if !pending[k] {
-			delete(p.allocated, k)
+	for k, r := range p.granted {
+		if present[k.pod] {
+			continue
 		}
+		if kubelet != nil {
+			held := kubelet.Devices[PodContainer{r.pod.Namespace, r.pod.Name, k.container}]
+			if slices.ContainsFunc(held, func(id string) bool { return slices.Contains(r.deviceIDs, id) }) {
+				continue
+			}
+		}
+		delete(p.granted, k)
 	}
 }
 
@@ -433,12 +479,35 @@ func (p *Plugin) grant(ctx context.Context, c candidate, pods []corev1.Pod) (gra
 		if len(g.uuids) != 1 {
 			return g, fmt.Errorf("a memory slice of %d GPUs: with MPS a slice is of one GPU", len(g.uuids))
 		}
+		if err := p.mpsServes(ctx, g.uuids[0]); err != nil {
+			return g, err
+		}
 		limit := max(g.sliceMiB, largestSlice(pods, p.opts.NodeName, p.opts.SchedulerName, g.uuids[0]))
 		if err := p.opts.MPS.SetPinnedMemLimit(ctx, g.uuids[0], limit); err != nil {
 			return g, fmt.Errorf("set the MPS memory limit of GPU %s: %w", g.uuids[0], err)
 		}
 	}
 	return g, nil
+}
+
+// mpsServes returns an error unless the MPS control daemon can enforce a memory slice
+// of GPU uuid: the GPU is in EXCLUSIVE_PROCESS compute mode (in DEFAULT mode a process
+// that does not go through MPS opens a context of its own and can use all of the GPU's
+// memory) and the daemon answers.
+func (p *Plugin) mpsServes(ctx context.Context, uuid string) error {
+	d, _ := p.gpu(uuid)
+	fix := fmt.Sprintf("run `nvidia-smi -i %d -c EXCLUSIVE_PROCESS` and `nvidia-cuda-mps-control -d` on node %s "+
+		"(or enable the GPU Operator's MPS sharing)", d.Index, p.opts.NodeName)
+	if d.ComputeMode != gpu.ComputeModeExclusiveProcess {
+		mode := cmp.Or(d.ComputeMode, "unknown")
+		return fmt.Errorf("GPU %d (%s) is in compute mode %s, not %s, so MPS cannot enforce a memory slice on it and a container could use the whole GPU; "+
+			"refusing the slice: %s, then restart the node agent so that it reads the mode again", d.Index, uuid, mode, gpu.ComputeModeExclusiveProcess, fix)
+	}
+	if err := p.opts.MPS.Running(ctx); err != nil {
+		return fmt.Errorf("GPU %d (%s): no MPS control daemon answers on pipe directory %s, so nothing enforces a memory slice; refusing the slice: %s (%w)",
+			d.Index, uuid, p.opts.MPS.PipeDir(), fix, err)
+	}
+	return nil
 }
 
 // largestSlice is the largest memory slice of uuid among the node's unfinished pods the

@@ -16,20 +16,23 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 	pb "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 	podresources "k8s.io/kubelet/pkg/apis/podresources/v1"
 
 	tesserav1 "github.com/tessera-gpu/tessera/api/v1alpha1"
 	"github.com/tessera-gpu/tessera/internal/apitest"
+	"github.com/tessera-gpu/tessera/nodeagent/gpu"
 )
 
 const node = "gpu-node-1"
 
 // fakeKubelet is the kubelet's side of the device plugin protocol: a Registration
 // server on kubelet.sock that, like the kubelet, dials every plugin that registers, and
-// the pod resources API (List) on pod-resources.sock, which reports the allocations the
-// test records with admit, as the kubelet's checkpoint does.
+// the pod resources API (List) on pod-resources.sock, which lists the pods the test
+// says the kubelet received and the allocations it records with admit, as the
+// kubelet's checkpoint does.
 type fakeKubelet struct {
 	pb.UnimplementedRegistrationServer
 	podresources.UnimplementedPodResourcesListerServer
@@ -37,6 +40,7 @@ type fakeKubelet struct {
 	registered chan *pb.RegisterRequest
 
 	mu          sync.Mutex
+	received    map[PodName]*corev1.Pod
 	allocations map[PodContainer]*podresources.ContainerDevices
 }
 
@@ -48,7 +52,8 @@ func startKubelet(t *testing.T) *fakeKubelet {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
-	k := &fakeKubelet{dir: dir, registered: make(chan *pb.RegisterRequest, 4), allocations: map[PodContainer]*podresources.ContainerDevices{}}
+	k := &fakeKubelet{dir: dir, registered: make(chan *pb.RegisterRequest, 4), received: map[PodName]*corev1.Pod{},
+		allocations: map[PodContainer]*podresources.ContainerDevices{}}
 	for _, sock := range []string{"kubelet.sock", "pod-resources.sock"} {
 		lis, err := net.Listen("unix", filepath.Join(dir, sock))
 		if err != nil {
@@ -63,23 +68,54 @@ func startKubelet(t *testing.T) *fakeKubelet {
 	return k
 }
 
-// List reports the recorded allocations, as the kubelet's pod resources API does: by
-// pod namespace and name.
+// List reports the received pods and their recorded allocations, as the kubelet's pod
+// resources API does: by pod namespace and name, every container (init containers
+// only when they restart), with or without devices.
 func (k *fakeKubelet) List(context.Context, *podresources.ListPodResourcesRequest) (*podresources.ListPodResourcesResponse, error) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	resp := &podresources.ListPodResourcesResponse{}
-	for pc, d := range k.allocations {
-		resp.PodResources = append(resp.PodResources, &podresources.PodResources{Namespace: pc.Namespace, Name: pc.Pod,
-			Containers: []*podresources.ContainerResources{{Name: pc.Container, Devices: []*podresources.ContainerDevices{d}}}})
+	for name, pod := range k.received {
+		pr := &podresources.PodResources{Namespace: name.Namespace, Name: name.Name}
+		for _, c := range pod.Spec.Containers {
+			cr := &podresources.ContainerResources{Name: c.Name}
+			if d, ok := k.allocations[PodContainer{name.Namespace, name.Name, c.Name}]; ok {
+				cr.Devices = []*podresources.ContainerDevices{d}
+			}
+			pr.Containers = append(pr.Containers, cr)
+		}
+		resp.PodResources = append(resp.PodResources, pr)
 	}
 	return resp, nil
+}
+
+// receive is the kubelet getting pods bound to its node from the API server: it lists
+// them from then on, the one it admits among them.
+func (k *fakeKubelet) receive(pods ...*corev1.Pod) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	for _, pod := range pods {
+		k.received[PodName{pod.Namespace, pod.Name}] = pod
+	}
+}
+
+// drop is the kubelet removing a pod deleted from the API server, and its allocations.
+func (k *fakeKubelet) drop(pod *corev1.Pod) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	delete(k.received, PodName{pod.Namespace, pod.Name})
+	for pc := range k.allocations {
+		if pc.Namespace == pod.Namespace && pc.Pod == pod.Name {
+			delete(k.allocations, pc)
+		}
+	}
 }
 
 // record keeps an allocation the kubelet made, in its checkpoint.
 func (k *fakeKubelet) record(resource corev1.ResourceName, pod *corev1.Pod, container string, ids []string) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
+	k.received[PodName{pod.Namespace, pod.Name}] = pod
 	k.allocations[PodContainer{pod.Namespace, pod.Name, container}] = &podresources.ContainerDevices{ResourceName: string(resource), DeviceIds: ids}
 }
 
@@ -105,9 +141,10 @@ func (k *fakeKubelet) waitRegistration(t *testing.T) (*pb.RegisterRequest, pb.De
 	return nil, nil
 }
 
+// gpus are the node's GPUs, set up for MPS (EXCLUSIVE_PROCESS compute mode).
 var gpus = []GPU{
-	{UUID: "GPU-0000aaaa-0000-0000-0000-000000000000", MemoryMiB: 81920, NUMANode: 0, Healthy: true},
-	{UUID: "GPU-0000bbbb-0000-0000-0000-000000000000", MemoryMiB: 81920, NUMANode: 1, Healthy: true},
+	{UUID: "GPU-0000aaaa-0000-0000-0000-000000000000", Index: 0, MemoryMiB: 81920, NUMANode: 0, ComputeMode: gpu.ComputeModeExclusiveProcess, Healthy: true},
+	{UUID: "GPU-0000bbbb-0000-0000-0000-000000000000", Index: 1, MemoryMiB: 81920, NUMANode: 1, ComputeMode: gpu.ComputeModeExclusiveProcess, Healthy: true},
 }
 
 // makePod is a pending pod of team-a on this node, created the given seconds after a
@@ -144,8 +181,15 @@ func start(t *testing.T, shares int, mps *fakeMPS, pods ...*corev1.Pod) setup {
 type fakeMPS struct {
 	mu     sync.Mutex
 	limits map[string]int64
-	err    error
+	err    error // of SetPinnedMemLimit
+	down   error // of Running: no daemon answers
 }
+
+const testPipeDir = "/run/nvidia-mps"
+
+func (f *fakeMPS) PipeDir() string { return testPipeDir }
+
+func (f *fakeMPS) Running(context.Context) error { return f.down }
 
 func (f *fakeMPS) SetPinnedMemLimit(_ context.Context, uuid string, mib int64) error {
 	f.mu.Lock()
@@ -166,8 +210,20 @@ func (f *fakeMPS) limit(uuid string) int64 {
 	return f.limits[uuid]
 }
 
-// startWith serves a plugin with opts, completed with the fake kubelet and pods.
+// startWith serves a plugin with opts, completed with the fake kubelet and pods; the
+// plugin reads the fake kubelet's pod resources API unless opts name another ledger.
 func startWith(t *testing.T, opts Options, pods ...*corev1.Pod) setup {
+	t.Helper()
+	return startPlugin(t, opts, true, pods...)
+}
+
+// startWithoutLedger serves a plugin that does not read the kubelet's pod resources API.
+func startWithoutLedger(t *testing.T, opts Options, pods ...*corev1.Pod) setup {
+	t.Helper()
+	return startPlugin(t, opts, false, pods...)
+}
+
+func startPlugin(t *testing.T, opts Options, ledger bool, pods ...*corev1.Pod) setup {
 	t.Helper()
 	k := startKubelet(t)
 	var objs []corev1.Pod
@@ -176,7 +232,7 @@ func startWith(t *testing.T, opts Options, pods ...*corev1.Pod) setup {
 	}
 	cs := fake.NewClientset(&corev1.PodList{Items: objs})
 	opts.NodeName, opts.PluginDir, opts.Pods, opts.RecheckInterval, opts.Log = node, k.dir, KubePods{Client: cs, Node: node}, 20*time.Millisecond, testr.New(t)
-	if opts.Ledger == nil {
+	if opts.Ledger == nil && ledger {
 		opts.Ledger = KubeletLedger{Socket: filepath.Join(k.dir, "pod-resources.sock")}
 	}
 	return serve(t, k, opts)
@@ -196,12 +252,22 @@ func serve(t *testing.T, k *fakeKubelet, opts Options) setup {
 	return setup{p, client, k, reg, stop}
 }
 
-func allocate(t *testing.T, s setup, ids ...string) (*pb.AllocateResponse, error) {
+// allocate is the kubelet receiving pod and allocating ids to its container "main",
+// without asking for a preference first; it records the allocation when it succeeds.
+func allocate(t *testing.T, s setup, pod *corev1.Pod, ids ...string) (*pb.AllocateResponse, error) {
 	t.Helper()
+	s.kubelet.receive(pod)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	return s.client.Allocate(ctx, &pb.AllocateRequest{ContainerRequests: []*pb.ContainerAllocateRequest{{DevicesIds: ids}}})
+	resp, err := s.client.Allocate(ctx, &pb.AllocateRequest{ContainerRequests: []*pb.ContainerAllocateRequest{{DevicesIds: ids}}})
+	if err == nil {
+		s.kubelet.record(s.plugin.opts.ResourceName, pod, "main", ids)
+	}
+	return resp, err
 }
+
+// kube is the API server the plugin lists pods from.
+func (s setup) kube() kubernetes.Interface { return s.plugin.opts.Pods.(KubePods).Client }
 
 func TestRegistrationAndListAndWatch(t *testing.T) {
 	s := start(t, 4, nil)
@@ -253,7 +319,7 @@ func TestAllocateSlice(t *testing.T) {
 	mps := &fakeMPS{}
 	s := start(t, 4, mps, pod)
 	// The kubelet picked a share of GPU 0; the plugin hands out the assigned GPU 1.
-	resp, err := allocate(t, s, gpus[0].UUID+"::2")
+	resp, err := allocate(t, s, pod, gpus[0].UUID+"::2")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -269,15 +335,16 @@ func TestAllocateSlice(t *testing.T) {
 		t.Fatalf("MPS control daemon limit of the GPU = %d MiB, want 20480", got)
 	}
 	// The container is allocated now; another Allocate finds no pod.
-	if _, err := allocate(t, s, gpus[0].UUID+"::3"); err == nil || !strings.Contains(err.Error(), "no pending pod") {
+	if _, err := allocate(t, s, pod, gpus[0].UUID+"::3"); err == nil || !strings.Contains(err.Error(), "no pending pod") {
 		t.Fatalf("second Allocate error = %v, want 'no pending pod'", err)
 	}
 }
 
 func TestAllocateWholeGPUsWithoutMPS(t *testing.T) {
 	a := tesserav1.GPUAssignment{Node: node, Containers: []tesserav1.ContainerGPUs{{Container: "main", UUIDs: []string{gpus[0].UUID, gpus[1].UUID}}}}
-	s := start(t, 1, nil, makePod("whole", 0, 2).Assignment(a).Obj())
-	resp, err := allocate(t, s, gpus[0].UUID, gpus[1].UUID)
+	pod := makePod("whole", 0, 2).Assignment(a).Obj()
+	s := start(t, 1, nil, pod)
+	resp, err := allocate(t, s, pod, gpus[0].UUID, gpus[1].UUID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -289,28 +356,36 @@ func TestAllocateWholeGPUsWithoutMPS(t *testing.T) {
 	if envs[EnvVisibleDevices] != VoidDevices || envs[EnvMemoryLimitMiB] != "81920" {
 		t.Fatalf("envs = %v", envs)
 	}
-	if _, ok := envs[EnvMPSMemoryLimit]; ok {
-		t.Fatalf("MPS limit set without MPS: %v", envs)
+	if _, ok := envs[EnvMPSMemoryLimit]; ok || envs[EnvMPSPipeDir] != "" || len(r.Mounts) > 0 {
+		t.Fatalf("MPS limit or pipe directory set without MPS: %v", r)
 	}
 }
 
-func TestAllocateOldestPodFirstAndMatchesCount(t *testing.T) {
+// The kubelet admits pods in the order it receives them; each gets its own assignment,
+// and a request matches only a container asking for as many devices. Pods that run,
+// sit on another node, or that the kubelet has not received are never taken for the one
+// it admits.
+func TestAllocateFollowsThePodTheKubeletAdmits(t *testing.T) {
 	older := makePod("older", 0, 1).Assignment(slice(gpus[0].UUID, 1000)).Obj()
 	newer := makePod("newer", 10, 1).Assignment(slice(gpus[1].UUID, 2000)).Obj()
 	twoShares := makePod("two-shares", -10, 2).Assignment(slice(gpus[1].UUID, 3000)).Obj()
 	running := makePod("running", -20, 1).Assignment(slice(gpus[1].UUID, 4000)).Phase(corev1.PodRunning).Obj()
 	other := makePod("elsewhere", -30, 1).Assignment(slice(gpus[1].UUID, 5000)).NodeName("other").Obj()
 	s := start(t, 4, nil, newer, older, twoShares, running, other)
-	for _, want := range []string{"1000", "2000"} {
-		resp, err := allocate(t, s, gpus[0].UUID+"::0")
+	s.kubelet.receive(running, twoShares)
+	for _, tc := range []struct {
+		pod  *corev1.Pod
+		want string
+	}{{newer, "2000"}, {older, "1000"}} {
+		resp, err := allocate(t, s, tc.pod, gpus[0].UUID+"::0")
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := resp.ContainerResponses[0].Envs[EnvMemoryLimitMiB]; got != want {
-			t.Fatalf("allocated slice %s MiB, want %s (oldest pending pod asking for 1 share first)", got, want)
+		if got := resp.ContainerResponses[0].Envs[EnvMemoryLimitMiB]; got != tc.want {
+			t.Fatalf("%s: allocated slice %s MiB, want %s", tc.pod.Name, got, tc.want)
 		}
 	}
-	resp, err := allocate(t, s, gpus[0].UUID+"::0", gpus[0].UUID+"::1")
+	resp, err := allocate(t, s, twoShares, gpus[0].UUID+"::0", gpus[0].UUID+"::1")
 	if err != nil || resp.ContainerResponses[0].Envs[EnvMemoryLimitMiB] != "3000" {
 		t.Fatalf("2-share Allocate = %v, %v; want the two-shares pod", resp, err)
 	}
@@ -333,7 +408,7 @@ func TestAllocateRefusesWithoutValidAssignment(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := start(t, 1, nil, tc.pod)
-			_, err := allocate(t, s, gpus[0].UUID)
+			_, err := allocate(t, s, tc.pod, gpus[0].UUID)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("Allocate error = %v, want one containing %q", err, tc.want)
 			}
@@ -342,18 +417,21 @@ func TestAllocateRefusesWithoutValidAssignment(t *testing.T) {
 }
 
 func TestAllocateRefusesUnhealthyGPU(t *testing.T) {
-	s := start(t, 1, nil, makePod("p", 0, 1).Assignment(slice(gpus[1].UUID, 100)).Obj())
+	pod := makePod("p", 0, 1).Assignment(slice(gpus[1].UUID, 100)).Obj()
+	s := start(t, 1, nil, pod)
 	bad := append([]GPU(nil), gpus...)
 	bad[1].Healthy = false
 	s.plugin.SetGPUs(bad)
-	if _, err := allocate(t, s, gpus[0].UUID); err == nil || !strings.Contains(err.Error(), "is unhealthy") {
+	if _, err := allocate(t, s, pod, gpus[0].UUID); err == nil || !strings.Contains(err.Error(), "is unhealthy") {
 		t.Fatalf("Allocate error = %v, want 'is unhealthy'", err)
 	}
 }
 
 func TestPreferredAllocationFollowsAssignment(t *testing.T) {
 	a := tesserav1.GPUAssignment{Node: node, Containers: []tesserav1.ContainerGPUs{{Container: "main", UUIDs: []string{gpus[1].UUID}}}}
-	s := start(t, 2, nil, makePod("p", 0, 2).Assignment(a).Obj())
+	pod := makePod("p", 0, 2).Assignment(a).Obj()
+	s := start(t, 2, nil, pod)
+	s.kubelet.receive(pod)
 	var avail []string
 	for _, g := range gpus {
 		avail = append(avail, g.UUID+"::0", g.UUID+"::1")

@@ -54,7 +54,7 @@ func TestAllocateRefusesAssignmentsTheSchedulerDidNotWrite(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var r refusals
 			s := startWith(t, Options{SharesPerGPU: 1, OnRefusal: r.add}, tc.pod)
-			_, err := allocate(t, s, gpus[1].UUID)
+			_, err := allocate(t, s, tc.pod, gpus[1].UUID)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("Allocate error = %v, want one containing %q", err, tc.want)
 			}
@@ -66,22 +66,22 @@ func TestAllocateRefusesAssignmentsTheSchedulerDidNotWrite(t *testing.T) {
 }
 
 // A forged pod older than a pod the scheduler bound does not get the bound pod's GPUs:
-// the kubelet allocates the oldest pod first, and that allocation is refused; the bound
+// the kubelet admits the forged pod first, and that allocation is refused; the bound
 // pod then gets its own.
 func TestForgedPodNeverTakesABoundPodsGPUs(t *testing.T) {
 	forged := makePod("forged", 0, 1).Assignment(slice(gpus[0].UUID, 1000)).Annotation(tesserav1.AnnotationBoundPodUID, "").Obj()
 	bound := makePod("bound", 10, 1).Assignment(slice(gpus[1].UUID, 2000)).Obj()
 	var r refusals
 	s := startWith(t, Options{SharesPerGPU: 4, OnRefusal: r.add}, forged, bound)
-	if resp, err := allocate(t, s, gpus[0].UUID+"::0"); err == nil {
+	if resp, err := allocate(t, s, forged, gpus[0].UUID+"::0"); err == nil {
 		t.Fatalf("the forged pod's allocation succeeded: %v", resp.ContainerResponses[0])
 	}
 	// The kubelet failed the forged pod; it is no longer pending.
 	forged.Status.Phase = corev1.PodFailed
-	if _, err := s.plugin.opts.Pods.(KubePods).Client.CoreV1().Pods(forged.Namespace).UpdateStatus(t.Context(), forged, metav1.UpdateOptions{}); err != nil {
+	if _, err := s.kube().CoreV1().Pods(forged.Namespace).UpdateStatus(t.Context(), forged, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	resp, err := allocate(t, s, gpus[0].UUID+"::1")
+	resp, err := allocate(t, s, bound, gpus[0].UUID+"::1")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,13 +14,34 @@ import (
 // a container with the compute driver capability.
 const DefaultCommand = "nvidia-cuda-mps-control"
 
+// DefaultPipeDirectory is where the MPS control daemon and its clients meet when
+// CUDA_MPS_PIPE_DIRECTORY is not set.
+const DefaultPipeDirectory = "/tmp/nvidia-mps"
+
 // ControlDaemon talks to a running MPS control daemon through its control program.
 type ControlDaemon struct {
 	// Command is the control program (default DefaultCommand).
 	Command string
 	// PipeDirectory is the daemon's CUDA_MPS_PIPE_DIRECTORY; empty: the program's default
-	// (/tmp/nvidia-mps).
+	// (DefaultPipeDirectory).
 	PipeDirectory string
+}
+
+// PipeDir is the daemon's pipe directory, which its clients need too.
+func (d ControlDaemon) PipeDir() string {
+	if d.PipeDirectory == "" {
+		return DefaultPipeDirectory
+	}
+	return d.PipeDirectory
+}
+
+// Running returns an error unless a control daemon answers on the pipe directory: the
+// control program fails when none runs.
+func (d ControlDaemon) Running(ctx context.Context) error {
+	if _, err := d.run(ctx, "get_server_list"); err != nil {
+		return fmt.Errorf("MPS control daemon not running: %w", err)
+	}
+	return nil
 }
 
 // SetPinnedMemLimit sets the default device pinned memory limit of GPU uuid to mib MiB:

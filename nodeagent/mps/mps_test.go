@@ -47,3 +47,25 @@ func TestSetPinnedMemLimitFails(t *testing.T) {
 		t.Fatalf("error = %v, want the program's output", err)
 	}
 }
+
+func TestRunning(t *testing.T) {
+	script, log := control(t, 0)
+	d := ControlDaemon{Command: script}
+	if err := d.Running(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "pipe=\nget_server_list\n"; string(got) != want {
+		t.Fatalf("control daemon got %q, want %q", got, want)
+	}
+	if d.PipeDir() != DefaultPipeDirectory || (ControlDaemon{PipeDirectory: "/run/nvidia-mps"}).PipeDir() != "/run/nvidia-mps" {
+		t.Fatalf("PipeDir = %q", d.PipeDir())
+	}
+	stopped, _ := control(t, 1)
+	if err := (ControlDaemon{Command: stopped}).Running(t.Context()); err == nil || !strings.Contains(err.Error(), "not running") {
+		t.Fatalf("Running with no daemon: %v", err)
+	}
+}

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tesserav1 "github.com/tessera-gpu/tessera/api/v1alpha1"
+	"github.com/tessera-gpu/tessera/internal/apitest"
 	"github.com/tessera-gpu/tessera/nodeagent/publish"
 	"github.com/tessera-gpu/tessera/test/testenv"
 )
@@ -80,9 +81,9 @@ func awaitRefusal(ctx context.Context, t *testing.T, what, want string, try func
 
 // TestTenantNodeAgentOtherNode: the node agent's ServiceAccount, as the kustomize base
 // grants and limits it, writes its own Node (labels, gpu-memory capacity) and GPUNode
-// (object and status) as the agent does; the same writes to another node, its status or
-// its GPUNode are refused by the admission policy, and so is every write with a token
-// that names no node.
+// (object and status) and ResourceSlice as the agent does; the same writes to another
+// node, its status, its GPUNode or its ResourceSlice are refused by the admission policy,
+// and so is every write with a token that names no node.
 func TestTenantNodeAgentOtherNode(t *testing.T) {
 	e := requireEnv(t)
 	ctx := testenv.Context(t, time.Minute)
@@ -95,7 +96,7 @@ func TestTenantNodeAgentOtherNode(t *testing.T) {
 	onA := agentOn(t, e, "node-a", "node-a")
 	status := tesserav1.GPUNodeStatus{DriverVersion: "570.86.15", SharesPerGPU: 4}
 	fields := publish.NodeFields{Model: "NVIDIA A100-SXM4-80GB", Count: 2, MemoryMiB: 2 * 81920, AllocatableMiB: 2 * 81920}
-	other := "tessera-node-agent on node node-a may write only its own Node and GPUNode (node-a), not "
+	other := "tessera-node-agent on node node-a may write only its own Node, GPUNode and ResourceSlices (node-a), not "
 
 	// The policy and the RBAC reach the API server's informers a moment after they are
 	// created: wait for the refusal of another node's labels.
@@ -137,6 +138,19 @@ func TestTenantNodeAgentOtherNode(t *testing.T) {
 	refused(t, "GPUNode node-b", err, other+"gpunodes node-b")
 	_, err = gpuNodes.ApplyStatus(ctx, "node-b", gpuNodeB, apply)
 	refused(t, "status of GPUNode node-b", err, other+"gpunodes/status node-b")
+
+	// ResourceSlices: its own node's pool, not another's.
+	slices := onA.Kube.ResourceV1().ResourceSlices()
+	for _, node := range []string{"node-a", "node-b"} {
+		s := apitest.GPUSlice(node, 1, 81920, 1024, false, func(i int) string { return apitest.GPUUUID(node, i) })
+		_, err := slices.Create(ctx, s, metav1.CreateOptions{})
+		if node == "node-b" {
+			refused(t, "ResourceSlice of node-b", err, other+"resourceslices "+s.Name)
+			continue
+		}
+		must(t, "ResourceSlice of node-a", err)
+		must(t, "delete the ResourceSlice of node-a", slices.Delete(ctx, s.Name, metav1.DeleteOptions{}))
+	}
 
 	// A token that names no node writes no node, its own included.
 	noNode := agentOn(t, e, "", "node-a")
