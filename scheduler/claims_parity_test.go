@@ -64,10 +64,10 @@ func TestClaimsParity(t *testing.T) {
 					groups[p.group]++
 				}
 				for g, n := range groups {
-					b.AddPodGroup(apitest.MakePodGroup(g, "ns").UID("uid-"+g).MinMember(n).Obj())
+					b.AddPodGroup(apitest.MakePodGroup(g, "ns").UID("uid-" + g).MinMember(n).Obj())
 				}
 				for i, p := range pods {
-					w := apitest.MakePod(p.name, "ns").UID("uid-"+p.name).Created(time.Date(2026, 1, 1, 0, 0, i, 0, time.UTC)).
+					w := apitest.MakePod(p.name, "ns").UID("uid-" + p.name).Created(time.Date(2026, 1, 1, 0, 0, i, 0, time.UTC)).
 						SchedulerName(tesserav1.SchedulerName).CPU("1").Memory("1Gi").Group(p.group).Phase(corev1.PodPending)
 					switch {
 					case claims && p.gpus > 0:

@@ -136,6 +136,8 @@ const (
 	DeviceClassGPU       = "gpu.tessera.dev"
 	DeviceClassGPUShare  = "gpu-share.tessera.dev"
 	DeviceCapacityMemory = "memory"
-	// DeviceAttributeUUID is the device attribute holding the GPU's UUID.
-	DeviceAttributeUUID = "uuid"
+	// DeviceAttributeUUID is the device attribute holding the GPU's UUID, and
+	// DeviceAttributeSharing the one saying it takes memory shares.
+	DeviceAttributeUUID    = "uuid"
+	DeviceAttributeSharing = "sharing"
 )

@@ -20,7 +20,7 @@ func DeviceClasses() []*resourcev1.DeviceClass {
 	driver := fmt.Sprintf("device.driver == %q", tesserav1.DRADriver)
 	return []*resourcev1.DeviceClass{
 		class(tesserav1.DeviceClassGPU, driver),
-		class(tesserav1.DeviceClassGPUShare, fmt.Sprintf("%s && device.attributes[%q].sharing", driver, tesserav1.DRADriver)),
+		class(tesserav1.DeviceClassGPUShare, fmt.Sprintf("%s && device.attributes[%q].%s", driver, tesserav1.DRADriver, tesserav1.DeviceAttributeSharing)),
 	}
 }
 
@@ -35,14 +35,15 @@ func GPUSlice(node string, gpus int, memMiB, stepMiB int64, shareable bool, uuid
 	step := resource.NewQuantity(stepMiB<<20, resource.BinarySI)
 	for i := range gpus {
 		id, share := uuid(i), shareable
+		capacity := resourcev1.DeviceCapacity{Value: *mem}
 		d := resourcev1.Device{Name: fmt.Sprintf("gpu-%d", i),
 			Attributes: map[resourcev1.QualifiedName]resourcev1.DeviceAttribute{
-				tesserav1.DeviceAttributeUUID: {StringValue: &id}, "sharing": {BoolValue: &share}},
-			Capacity: map[resourcev1.QualifiedName]resourcev1.DeviceCapacity{tesserav1.DeviceCapacityMemory: {Value: *mem,
-				RequestPolicy: &resourcev1.CapacityRequestPolicy{Default: mem, ValidRange: &resourcev1.CapacityRequestPolicyRange{Min: step, Max: mem, Step: step}}}}}
-		if shareable {
+				tesserav1.DeviceAttributeUUID: {StringValue: &id}, tesserav1.DeviceAttributeSharing: {BoolValue: &share}}}
+		if shareable { // the API takes a request policy only on devices that share
 			d.AllowMultipleAllocations = &share
+			capacity.RequestPolicy = &resourcev1.CapacityRequestPolicy{Default: mem, ValidRange: &resourcev1.CapacityRequestPolicyRange{Min: step, Max: mem, Step: step}}
 		}
+		d.Capacity = map[resourcev1.QualifiedName]resourcev1.DeviceCapacity{tesserav1.DeviceCapacityMemory: capacity}
 		s.Spec.Devices = append(s.Spec.Devices, d)
 	}
 	return s

@@ -111,12 +111,14 @@ func allocation(c *resourcev1.ResourceClaim, n *framework.Node, gpus []int, devs
 			}
 			res := resourcev1.DeviceRequestAllocationResult{Request: r.Name, Driver: tesserav1.DRADriver, Pool: n.Name, Device: g.Device}
 			if g.Shareable {
-				mib := g.MemoryMiB
-				if isShare {
+				mib, d := g.MemoryMiB, devs.Of(n.Name, g.UUID)
+				switch {
+				case isShare && d != nil:
+					mib = d.ShareMiB(share)
+				case isShare:
 					mib = share
-					if d := devs.Of(n.Name, g.UUID); d != nil {
-						mib = d.ShareMiB(share)
-					}
+				case d != nil:
+					mib = d.WholeMiB
 				}
 				id := types.UID(uuid.NewUUID())
 				res.ShareID = &id

@@ -21,8 +21,9 @@ type Device struct {
 	// Shareable: the device takes several allocations (memory shares).
 	Shareable bool
 	// MemoryMiB is the device's memory capacity; StepMiB and MinMiB round a share up as
-	// the capacity's request policy says (0 when it says nothing).
-	MemoryMiB, StepMiB, MinMiB int64
+	// the capacity's request policy says (0 when it says nothing), and WholeMiB is what
+	// a request that names no memory consumes (the policy's default, else MemoryMiB).
+	MemoryMiB, StepMiB, MinMiB, WholeMiB int64
 	cel                        cel.Device
 }
 
@@ -68,6 +69,10 @@ func IndexDevices(rs []*resourcev1.ResourceSlice) *Devices {
 				cel: cel.Device{Driver: s.Spec.Driver, AllowMultipleAllocations: d.AllowMultipleAllocations, Attributes: d.Attributes, Capacity: d.Capacity}}
 			if c, ok := d.Capacity[tesserav1.DeviceCapacityMemory]; ok {
 				dev.MemoryMiB = mib(c.Value.Value())
+				dev.WholeMiB = dev.MemoryMiB
+				if p := c.RequestPolicy; p != nil && p.Default != nil {
+					dev.WholeMiB = p.Default.Value() >> 20
+				}
 				if p := c.RequestPolicy; p != nil && p.ValidRange != nil {
 					if p.ValidRange.Step != nil {
 						dev.StepMiB = mib(p.ValidRange.Step.Value())
