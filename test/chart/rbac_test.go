@@ -53,6 +53,9 @@ var allowedRBAC = []grant{
 	g("tessera-scheduler", clusterWide, "tessera.dev", "podgroups", "create,patch"),
 	g("tessera-scheduler", clusterWide, "tessera.dev", "podgroups/status,queues/status", "patch"),
 	g("tessera-scheduler", clusterWide, "events.k8s.io", "events", "create,patch"),
+	g("tessera-scheduler", clusterWide, "resource.k8s.io", "resourceslices,deviceclasses,resourceclaims", "list,watch"),
+	g("tessera-scheduler", clusterWide, "resource.k8s.io", "resourceclaims", "update,patch"),
+	g("tessera-scheduler", clusterWide, "resource.k8s.io", "resourceclaims/status,resourceclaims/binding", "update,patch"),
 	g("tessera-scheduler", inTessera, "coordination.k8s.io", "leases", "get,create,update"),
 	g("tessera-scheduler", inTessera, "", "events", "create,patch"),
 
@@ -113,17 +116,21 @@ var allowedRBAC = []grant{
 	g("tessera-node-agent", clusterWide, "tessera.dev", "gpunodes/status", "patch"),
 	g("tessera-node-agent", clusterWide, "", "pods", "list"),
 	g("tessera-node-agent", clusterWide, "", "events", "create,patch"),
+	g("tessera-node-agent", clusterWide, "resource.k8s.io", "resourceslices", "list,watch,create,update,delete"),
+	g("tessera-node-agent", clusterWide, "resource.k8s.io", "resourceclaims", "get"),
 
 	// `helm test`: reads the scheduler's Lease.
 	g("tessera-test", inTessera, "coordination.k8s.io", "leases", "get", "tessera-scheduler"),
 	g("tessera-test", inTessera, "apps", "daemonsets", "get", "tessera-node-agent"),
 
 	// The tenant ClusterRole (tenantRole.create), bound per tenant namespace: runs and
-	// removes its own GPU work; no update or patch, nothing cluster-wide.
+	// removes its own GPU work, claims included; no update or patch, no claim status,
+	// nothing cluster-wide.
 	g("ClusterRole/tessera-tenant", clusterWide, "", "pods", "get,list,watch,create,delete"),
 	g("ClusterRole/tessera-tenant", clusterWide, "", "pods/log", "get"),
 	g("ClusterRole/tessera-tenant", clusterWide, "batch", "jobs", "get,list,watch,create,delete"),
 	g("ClusterRole/tessera-tenant", clusterWide, "tessera.dev", "podgroups", "get,list,watch,create,delete"),
+	g("ClusterRole/tessera-tenant", clusterWide, "resource.k8s.io", "resourceclaims,resourceclaimtemplates", "get,list,watch,create,delete"),
 }
 
 const tenantRole = "ClusterRole/tessera-tenant"
@@ -336,6 +343,8 @@ func TestTenantRole(t *testing.T) {
 		"queues": "", "admissionpolicies": "", "scaledownpolicies": "", "gpunodes": "", "podgroups/status": "",
 		"priorityclasses": "", "leases": "", "roles": "", "rolebindings": "", "clusterroles": "", "clusterrolebindings": "",
 		"mutatingwebhookconfigurations": "", "validatingwebhookconfigurations": "", "customresourcedefinitions": "",
+		"resourceclaims/status": "", "resourceclaims/binding": "", "resourceclaims/driver": "", "resourceslices": "", "deviceclasses": "",
+		"validatingadmissionpolicies": "", "validatingadmissionpolicybindings": "",
 	}
 	for _, p := range ps {
 		if _, bad := forbidden[p.resource]; bad {

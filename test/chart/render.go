@@ -3,6 +3,7 @@ package chart
 import (
 	"fmt"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 
@@ -38,6 +39,9 @@ type Options struct {
 	Values map[string]any
 	// Service is .Release.Service (app.kubernetes.io/managed-by); empty: Helm.
 	Service string
+	// APIVersions are served by the cluster besides Helm's defaults, as
+	// `helm template --api-versions` gives them ("resource.k8s.io/v1/DeviceClass").
+	APIVersions []string
 }
 
 // Load loads the chart in dir.
@@ -97,9 +101,11 @@ func renderChart(dir string, opts Options) (*chartv2.Chart, map[string]string, e
 	if err != nil {
 		return nil, nil, err
 	}
+	caps := *common.DefaultCapabilities
+	caps.APIVersions = append(slices.Clone(caps.APIVersions), opts.APIVersions...)
 	vals, err := chartutil.ToRenderValues(ch, opts.Values, common.ReleaseOptions{
 		Name: ReleaseName, Namespace: opts.Namespace, Revision: 1, IsInstall: true,
-	}, nil)
+	}, &caps)
 	if err != nil {
 		return nil, nil, err
 	}

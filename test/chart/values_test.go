@@ -21,12 +21,14 @@ type valuesSet struct {
 	values string
 	// want are kinds/names the rendering must hold; absent ones it must not.
 	want, absent []string
+	// apiVersions are served by the cluster besides Helm's defaults (Options.APIVersions).
+	apiVersions []string
 }
 
 var valuesSets = []valuesSet{
 	{name: "defaults",
 		want:   []string{"Deployment/tessera-scheduler", "Deployment/tessera-webhook", "DaemonSet/tessera-node-agent", "Deployment/tessera-autoscaler", "ClusterRole/tessera-autoscaler", "PodDisruptionBudget/tessera-webhook", "Role/tessera-webhook", "ConfigMap/tessera-dashboard", "PriorityClass/batch-normal"},
-		absent: []string{"ServiceMonitor/tessera", "Certificate/tessera-webhook", "Namespace/tessera-system"}},
+		absent: []string{"ServiceMonitor/tessera", "Certificate/tessera-webhook", "Namespace/tessera-system", "DeviceClass/gpu.tessera.dev"}},
 	{name: "ha", values: `
 scheduler: {replicas: 3, podDisruptionBudget: {enabled: true, minAvailable: 2}}
 webhook: {replicas: 3, podDisruptionBudget: {enabled: true, minAvailable: 2}, excludeNamespaces: [monitoring]}
@@ -61,6 +63,8 @@ autoscaler: {podSecurityContext: {runAsUser: null, runAsGroup: null}}
 tests: {podSecurityContext: {runAsUser: null, runAsGroup: null}}
 tenantRole: {create: true}
 `, want: []string{"ClusterRole/tessera-tenant", "Pod/tessera-test", "Role/tessera-test"}},
+	{name: "dra", values: `tenantRole: {create: true}`, apiVersions: []string{draAPI},
+		want: draObjects},
 }
 
 // testImages are the images of every values set that names none of its own: the chart
@@ -113,7 +117,7 @@ func (o object) id() string   { return o.kind() + "/" + o.name() }
 
 func render(t testing.TB, s valuesSet) []object {
 	t.Helper()
-	ms, err := Render(chartDir, Options{Namespace: namespace, Values: s.parse(t)})
+	ms, err := Render(chartDir, Options{Namespace: namespace, Values: s.parse(t), APIVersions: s.apiVersions})
 	if err != nil {
 		t.Fatalf("%s: %v", s.name, err)
 	}
@@ -183,6 +187,7 @@ func TestSchemaNamesTheBadField(t *testing.T) {
 		{`webhook: {topologySpreadConstraints: [{maxSkew: 1, topologyKey: kubernetes.io/hostname, whenUnsatisfiable: Sometimes}]}`, "whenUnsatisfiable"},
 		{`scheduler: {podLabels: {tier: 3}}`, "tier"},
 		{`tenantRole: {create: "yes"}`, "create"},
+		{`dra: {enabled: maybe}`, "enabled"},
 	} {
 		s := valuesSet{name: c.values, values: c.values}
 		_, err := Render(chartDir, Options{Namespace: namespace, Values: s.parse(t)})

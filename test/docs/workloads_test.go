@@ -65,11 +65,18 @@ type gangClaim struct {
 
 var gangMarker = regexp.MustCompile(`^<!-- gang: (\S+) (\d+) -->$`)
 
-// readWorkloadsPage returns the page, its YAML blocks' objects block by block, and its
-// gang markers.
+// readWorkloadsPage returns docs/workloads.md, its YAML blocks' objects block by block,
+// and its gang markers.
 func readWorkloadsPage(t *testing.T) (string, [][]manifest, []gangClaim) {
 	t.Helper()
-	b, err := os.ReadFile(workloadsPage)
+	return readPage(t, workloadsPage)
+}
+
+// readPage returns the page, its YAML blocks' objects block by block, and its gang
+// markers.
+func readPage(t *testing.T, page string) (string, [][]manifest, []gangClaim) {
+	t.Helper()
+	b, err := os.ReadFile(page)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +99,7 @@ func readWorkloadsPage(t *testing.T) (string, [][]manifest, []gangClaim) {
 			body.Reset()
 		case fence != "" && trimmed == "```":
 			if fence == "yaml" {
-				blocks = append(blocks, decodeBlock(t, start, body.Bytes()))
+				blocks = append(blocks, decodeBlock(t, page, start, body.Bytes()))
 			}
 			fence = ""
 		case fence != "":
@@ -100,7 +107,7 @@ func readWorkloadsPage(t *testing.T) (string, [][]manifest, []gangClaim) {
 		default:
 			if m := gangMarker.FindStringSubmatch(trimmed); m != nil {
 				if len(blocks) == 0 {
-					t.Fatalf("%s:%d: a gang marker before any YAML block", workloadsPage, n)
+					t.Fatalf("%s:%d: a gang marker before any YAML block", page, n)
 				}
 				size, _ := strconv.Atoi(m[2])
 				claims = append(claims, gangClaim{line: n, name: m[1], size: size, block: blocks[len(blocks)-1]})
@@ -108,12 +115,12 @@ func readWorkloadsPage(t *testing.T) (string, [][]manifest, []gangClaim) {
 		}
 	}
 	if fence != "" {
-		t.Fatalf("%s:%d: the block is not closed", workloadsPage, start)
+		t.Fatalf("%s:%d: the block is not closed", page, start)
 	}
 	return string(b), blocks, claims
 }
 
-func decodeBlock(t *testing.T, line int, body []byte) []manifest {
+func decodeBlock(t *testing.T, page string, line int, body []byte) []manifest {
 	t.Helper()
 	var out []manifest
 	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(body)))
@@ -123,11 +130,11 @@ func decodeBlock(t *testing.T, line int, body []byte) []manifest {
 			break
 		}
 		if err != nil {
-			t.Fatalf("%s:%d: %v", workloadsPage, line, err)
+			t.Fatalf("%s:%d: %v", page, line, err)
 		}
 		o := &unstructured.Unstructured{}
 		if err := yaml.Unmarshal(doc, &o.Object); err != nil {
-			t.Fatalf("%s:%d: the YAML block does not parse: %v", workloadsPage, line, err)
+			t.Fatalf("%s:%d: the YAML block does not parse: %v", page, line, err)
 		}
 		if len(o.Object) == 0 {
 			continue
@@ -135,7 +142,7 @@ func decodeBlock(t *testing.T, line int, body []byte) []manifest {
 		out = append(out, manifest{line: line, raw: doc, obj: o})
 	}
 	if len(out) == 0 {
-		t.Fatalf("%s:%d: a YAML block without an object", workloadsPage, line)
+		t.Fatalf("%s:%d: a YAML block without an object", page, line)
 	}
 	return out
 }

@@ -20,6 +20,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -72,7 +73,8 @@ func tenantEnv(t *testing.T) *testenv.Env {
 
 // tenantRules are what a tenant gets in its namespace in practice (much of the
 // cluster's edit role): its workloads of every kind, their pods with ephemeral
-// containers, ConfigMaps and disruption budgets, all with update and patch.
+// containers, ConfigMaps, disruption budgets and resource claims, all with update and
+// patch; never a status subresource.
 var tenantRules = []rbacv1.PolicyRule{
 	{APIGroups: []string{""}, Resources: []string{"pods", "pods/ephemeralcontainers", "configmaps"}, Verbs: tenantVerbs},
 	{APIGroups: []string{"apps"}, Resources: []string{"deployments", "statefulsets"}, Verbs: tenantVerbs},
@@ -82,6 +84,7 @@ var tenantRules = []rbacv1.PolicyRule{
 	{APIGroups: []string{"ray.io"}, Resources: []string{"rayclusters", "rayjobs"}, Verbs: tenantVerbs},
 	{APIGroups: []string{"leaderworkerset.x-k8s.io"}, Resources: []string{"leaderworkersets"}, Verbs: tenantVerbs},
 	{APIGroups: []string{tesserav1.GroupVersion.Group}, Resources: []string{"podgroups"}, Verbs: tenantVerbs},
+	{APIGroups: []string{resourcev1.GroupName}, Resources: []string{"resourceclaims", "resourceclaimtemplates"}, Verbs: tenantVerbs},
 }
 
 var tenantVerbs = []string{"get", "list", "watch", "create", "update", "patch", "delete"}
@@ -253,12 +256,15 @@ func grantScheduler(t *testing.T, e *testenv.Env) {
 			t.Fatal(err)
 		}
 	}
-	// The API server's RBAC authorizer learns of new bindings from its informers: wait
-	// until it allows what the binding grants.
-	review := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
-		User:               "system:serviceaccount:" + tessNS + ":" + webhooks.SchedulerServiceAccount,
-		ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: tenantNS, Verb: "create", Resource: "pods"},
-	}}
+	awaitAllowed(ctx, t, e, "system:serviceaccount:"+tessNS+":"+webhooks.SchedulerServiceAccount,
+		authorizationv1.ResourceAttributes{Namespace: tenantNS, Verb: "create", Resource: "pods"})
+}
+
+// awaitAllowed waits until the API server allows user what attrs say. Its RBAC
+// authorizer learns of new bindings from its informers, a moment after they are written.
+func awaitAllowed(ctx context.Context, t *testing.T, e *testenv.Env, user string, attrs authorizationv1.ResourceAttributes) {
+	t.Helper()
+	review := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{User: user, ResourceAttributes: &attrs}}
 	for !review.Status.Allowed {
 		review.Status = authorizationv1.SubjectAccessReviewStatus{}
 		review.ResourceVersion, review.Name = "", ""
@@ -268,7 +274,7 @@ func grantScheduler(t *testing.T, e *testenv.Env) {
 		if !review.Status.Allowed {
 			select {
 			case <-ctx.Done():
-				t.Fatal("the scheduler's pod grant never took effect")
+				t.Fatalf("%s is never allowed to %s %s/%s", user, attrs.Verb, attrs.Resource, attrs.Subresource)
 			case <-time.After(50 * time.Millisecond):
 			}
 		}

@@ -203,3 +203,28 @@ tessera.selectorText: a node selector as key=value pairs, for messages; "none" w
 {{- range $k, $v := . }}{{ $pairs = append $pairs (printf "%s=%s" $k $v) }}{{ end }}
 {{- if $pairs }}{{ join ", " $pairs }}{{ else }}none{{ end }}
 {{- end }}
+
+{{/*
+tessera.dra: "true" when the chart renders Tessera's Dynamic Resource Allocation objects
+(DeviceClasses, their admission policies): dra.enabled true, or auto and the cluster
+serves resource.k8s.io/v1 DeviceClasses (Kubernetes 1.34 and later). Empty otherwise.
+`helm template` knows no cluster: auto renders nothing there unless
+--api-versions resource.k8s.io/v1/DeviceClass is given.
+*/}}
+{{- define "tessera.dra" -}}
+{{- $on := .Values.dra.enabled -}}
+{{- if eq (toString $on) "auto" -}}
+{{- $on = .Capabilities.APIVersions.Has "resource.k8s.io/v1/DeviceClass" -}}
+{{- end -}}
+{{- if $on }}true{{ end -}}
+{{- end -}}
+
+{{/* The DRA driver of the node agent: the driver name of Tessera's GPUs in ResourceSlices and allocations. */}}
+{{- define "tessera.draDriver" -}}
+gpu.tessera.dev
+{{- end -}}
+
+{{/* Tessera's DeviceClasses (templates/dra/deviceclasses.yaml), as a CEL list. */}}
+{{- define "tessera.deviceClasses" -}}
+["gpu.tessera.dev", "gpu-share.tessera.dev"]
+{{- end -}}
