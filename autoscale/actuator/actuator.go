@@ -41,6 +41,9 @@ type Options struct {
 	// Workloads are the workload kinds whose objects size gangs, as the scheduler
 	// watches them (cache.ServedWorkloads), so that the planner sees the same gangs.
 	Workloads []workloads.Kind
+	// DRA says the API server serves resource.k8s.io/v1 (cache.ServesDRA): the GPUs of
+	// pods' resource claims count as the scheduler counts them.
+	DRA bool
 }
 
 func (o *Options) defaults() {
@@ -153,7 +156,7 @@ func (a *Actuator) runPolicy(ctx context.Context, r *round, obj *tesserav1.Scale
 	if err != nil {
 		return err
 	}
-	c, state, err := readCluster(ctx, a.reader, obj, snapshot.Options{WholeGPUs: a.opts.Scheduler.WholeGPUs, Workloads: a.opts.Workloads}, r.now)
+	c, state, err := readCluster(ctx, a.reader, obj, snapshot.Options{WholeGPUs: a.opts.Scheduler.WholeGPUs, Workloads: a.opts.Workloads, DRA: a.opts.DRA}, r.now)
 	if err != nil {
 		return err
 	}

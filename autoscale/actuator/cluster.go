@@ -11,6 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -116,6 +117,10 @@ func PlanCluster(ctx context.Context, r client.Reader, infra Infrastructure, cfg
 	for i := range nodes.Items {
 		nodeList[i] = &nodes.Items[i]
 	}
+	var dra bool
+	if m, ok := r.(interface{ RESTMapper() meta.RESTMapper }); ok { // a client.Client
+		dra = cache.ServesDRA(m.RESTMapper())
+	}
 	var out []*autoscale.Plan
 	for i := range pols.Items {
 		pol, err := autoscale.PolicyFrom(&pols.Items[i])
@@ -126,7 +131,7 @@ func PlanCluster(ctx context.Context, r client.Reader, infra Infrastructure, cfg
 		if err != nil {
 			return nil, err
 		}
-		c, err := ReadCluster(ctx, r, &pols.Items[i], snapshot.Options{WholeGPUs: cfg.WholeGPUs}, now)
+		c, err := ReadCluster(ctx, r, &pols.Items[i], snapshot.Options{WholeGPUs: cfg.WholeGPUs, DRA: dra}, now)
 		if err != nil {
 			return nil, err
 		}

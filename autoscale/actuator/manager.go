@@ -91,11 +91,12 @@ func NewManager(restCfg *rest.Config, scheme *runtime.Scheme, cfg Config) (manag
 	}
 	cfg.Actuator.defaults()
 	cfg.Actuator.Workloads = cache.ServedWorkloads(mgr.GetRESTMapper())
+	cfg.Actuator.DRA = cache.ServesDRA(mgr.GetRESTMapper())
 	log := cfg.Serving.Log
 	ev := controller.NewEventSink(mgr.GetEventRecorder("tessera-autoscaler"), cfg.Actuator.Clock.Now)
 	act := NewActuator(mgr.GetCache(), mgr.GetClient(), cfg.Infrastructure, ev, NewMetrics(cfg.Registerer), log, cfg.Actuator)
 	rec, err := idlereclaim.New(mgr.GetCache(), mgr.GetAPIReader(), mgr.GetClient(), ev, idlereclaim.NewMetrics(cfg.Registerer), log.WithName("idle-reclaim"),
-		idlereclaim.Options{Scheduler: cfg.Actuator.Scheduler, Workloads: cfg.Actuator.Workloads, Clock: cfg.Actuator.Clock})
+		idlereclaim.Options{Scheduler: cfg.Actuator.Scheduler, Workloads: cfg.Actuator.Workloads, DRA: cfg.Actuator.DRA, Clock: cfg.Actuator.Clock})
 	if err != nil {
 		return nil, nil, err
 	}

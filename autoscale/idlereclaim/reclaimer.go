@@ -32,6 +32,8 @@ type Options struct {
 	// Workloads are the workload kinds whose objects size gangs, as the scheduler
 	// watches them (cache.ServedWorkloads), so that pods fall into the same queues.
 	Workloads []workloads.Kind
+	// DRA says the API server serves resource.k8s.io/v1, as for the scheduler.
+	DRA bool
 	// Clock is the time source of the snapshots; default the real clock. Idle time
 	// itself is measured between the node agent's samples.
 	Clock clock.PassiveClock
@@ -105,7 +107,7 @@ func (r *Reclaimer) RunOnce(ctx context.Context) error {
 		return nil
 	}
 	now := r.opts.Clock.Now()
-	snap, state, _, err := cache.New(r.reader, snapshot.Options{WholeGPUs: r.opts.Scheduler.WholeGPUs, Workloads: r.opts.Workloads}).Snapshot(ctx, now)
+	snap, state, _, err := cache.New(r.reader, snapshot.Options{WholeGPUs: r.opts.Scheduler.WholeGPUs, Workloads: r.opts.Workloads, DRA: r.opts.DRA}).Snapshot(ctx, now)
 	if err != nil {
 		return err
 	}

@@ -78,6 +78,7 @@ var allowedRBAC = []grant{
 	// keeps the GPUProfiles of ended pods' workloads (GPU right-sizing);
 	// Cluster API when this is the management cluster; its Lease.
 	g("tessera-autoscaler", clusterWide, "", "pods,nodes,namespaces", "list,watch"),
+	g("tessera-autoscaler", clusterWide, "resource.k8s.io", "resourceslices,deviceclasses,resourceclaims", "list,watch"),
 	g("tessera-autoscaler", clusterWide, "batch", "jobs", "list,watch"),
 	g("tessera-autoscaler", clusterWide, "scheduling.k8s.io", "podgroups", "list,watch"),
 	g("tessera-autoscaler", clusterWide, "scheduling.x-k8s.io", "podgroups", "list,watch"),
