@@ -145,6 +145,9 @@ func New(opts Options) (*Env, error) {
 			ValidatingWebhooks: opts.ValidatingWebhooks,
 		},
 	}
+	// envtest waits 10s for the CRDs to be served; on a busy two-core machine the API
+	// server can take longer to serve a few dozen.
+	env.CRDInstallOptions.MaxTime = time.Minute
 	if opts.WorkloadAPI {
 		env.ControlPlane.GetAPIServer().Configure().
 			Append("feature-gates", "GenericWorkload=true").Append("runtime-config", "scheduling.k8s.io/v1alpha3=true")
