@@ -12,8 +12,6 @@ import (
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/go-logr/logr/testr"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -24,11 +22,10 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/record"
-	drapb "k8s.io/kubelet/pkg/apis/dra/v1"
-	registerapi "k8s.io/kubelet/pkg/apis/pluginregistration/v1"
 
 	"github.com/tessera-gpu/tessera/internal/apitest"
 	"github.com/tessera-gpu/tessera/nodeagent/cdi"
+	"github.com/tessera-gpu/tessera/nodeagent/dra/dratest"
 	"github.com/tessera-gpu/tessera/nodeagent/mps"
 	"github.com/tessera-gpu/tessera/nodeagent/nvidia/nvidiatest"
 	"github.com/tessera-gpu/tessera/test/testenv"
@@ -40,20 +37,18 @@ func TestMain(m *testing.M) {
 	testenv.Main(m, testenv.Options{}, func(e *testenv.Env) { env = e })
 }
 
-// kubelet plays the kubelet's part over the driver's real sockets.
+// kubelet plays the kubelet's part towards the driver.
 type kubelet struct {
+	*dratest.Kubelet
 	driver *Driver
-	client drapb.DRAPluginClient
 	kube   kubernetes.Interface
 	node   string
 	gpus   []GPU
-	// daemon exists while the stand-in MPS control daemon runs.
-	daemon string
+	mps    *dratest.MPSControl
 }
 
 // startDriver runs the driver for node on gpus against the real API server, with MPS
-// on and its control daemon running, and connects to it as the kubelet does: through
-// the registration socket, then the socket it names.
+// on and its control daemon running, and connects to it as the kubelet does.
 func startDriver(t *testing.T, node string, gpus *nvidiatest.Node) *kubelet {
 	t.Helper()
 	if env == nil {
@@ -68,27 +63,14 @@ func startDriver(t *testing.T, node string, gpus *nvidiatest.Node) *kubelet {
 	bc.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kube.CoreV1().Events("")})
 	t.Cleanup(bc.Shutdown)
 
-	// Short paths: unix socket paths are limited to 108 bytes.
-	root, err := os.MkdirTemp("", "dra")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = os.RemoveAll(root) })
+	root := dratest.SocketDir(t)
 	pipe, registry := filepath.Join(root, "mps"), filepath.Join(root, "registry")
 	for _, dir := range []string{pipe, registry} {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			t.Fatal(err)
 		}
 	}
-	// The control program answers while the daemon runs, as nvidia-cuda-mps-control does.
-	daemon, control := filepath.Join(root, "daemon-running"), filepath.Join(root, "nvidia-cuda-mps-control")
-	script := "#!/bin/sh\ncat >/dev/null\nif [ -e " + daemon + " ]; then exit 0; fi\necho 'Cannot find MPS control daemon process'\nexit 1\n"
-	if err := os.WriteFile(control, []byte(script), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(daemon, nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	control := dratest.StartMPSControl(t, root)
 
 	src := gpus.Source()
 	if err := src.Init(); err != nil {
@@ -102,7 +84,7 @@ func startDriver(t *testing.T, node string, gpus *nvidiatest.Node) *kubelet {
 	for _, d := range inv.Devices {
 		list = append(list, GPU{Device: d})
 	}
-	d, err := New(Options{NodeName: node, Kube: kube, MPS: &mps.ControlDaemon{Command: control, PipeDirectory: pipe}, CDIDir: filepath.Join(root, "cdi"),
+	d, err := New(Options{NodeName: node, Kube: kube, MPS: &mps.ControlDaemon{Command: control.Command, PipeDirectory: pipe}, CDIDir: filepath.Join(root, "cdi"),
 		PluginsDir: filepath.Join(root, "plugins"), RegistryDir: registry, Log: testr.New(t),
 		Recorder: bc.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "tessera-node-agent", Host: node})})
 	if err != nil {
@@ -118,47 +100,7 @@ func startDriver(t *testing.T, node string, gpus *nvidiatest.Node) *kubelet {
 		close(done)
 	}()
 	t.Cleanup(func() { cancel(); <-done })
-
-	endpoint := register(t, ctx, filepath.Join(registry, DriverName+"-reg.sock"))
-	conn, err := grpc.NewClient("unix://"+endpoint, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = conn.Close() })
-	return &kubelet{driver: d, client: drapb.NewDRAPluginClient(conn), kube: kube, node: node, gpus: list, daemon: daemon}
-}
-
-// register asks the plugin's registration socket what it is, as the kubelet's plugin
-// watcher does, and returns the DRA endpoint it names.
-func register(t *testing.T, ctx context.Context, socket string) string {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		if _, err := os.Stat(socket); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no registration socket %s", socket)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	conn, err := grpc.NewClient("unix://"+socket, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = conn.Close() }()
-	reg := registerapi.NewRegistrationClient(conn)
-	info, err := reg.GetInfo(ctx, &registerapi.InfoRequest{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if info.Type != registerapi.DRAPlugin || info.Name != DriverName || !slices.Contains(info.SupportedVersions, drapb.DRAPluginService) {
-		t.Fatalf("registration info %+v", info)
-	}
-	if _, err := reg.NotifyRegistrationStatus(ctx, &registerapi.RegistrationStatus{PluginRegistered: true}); err != nil {
-		t.Fatal(err)
-	}
-	return info.Endpoint
+	return &kubelet{Kubelet: dratest.Connect(t, ctx, registry), driver: d, kube: kube, node: node, gpus: list, mps: control}
 }
 
 // claim creates a claim for one GPU and writes its allocation as a scheduler would:
@@ -187,49 +129,15 @@ func (k *kubelet) claim(t *testing.T, name string, index int, share string) *res
 	return c
 }
 
-func ref(c *resourceapi.ResourceClaim) *drapb.Claim {
-	return &drapb.Claim{Namespace: c.Namespace, Name: c.Name, Uid: string(c.UID)}
-}
-
-// prepare is NodePrepareResources for one claim.
-func (k *kubelet) prepare(t *testing.T, c *resourceapi.ResourceClaim) *drapb.NodePrepareResourceResponse {
-	t.Helper()
-	resp, err := k.client.NodePrepareResources(context.Background(), &drapb.NodePrepareResourcesRequest{Claims: []*drapb.Claim{ref(c)}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, ok := resp.Claims[string(c.UID)]
-	if !ok || len(resp.Claims) != 1 {
-		t.Fatalf("response %v: want one answer, for claim %s", resp, c.UID)
-	}
-	return r
-}
-
-func (k *kubelet) unprepare(t *testing.T, c *resourceapi.ResourceClaim) {
-	t.Helper()
-	resp, err := k.client.NodeUnprepareResources(context.Background(), &drapb.NodeUnprepareResourcesRequest{Claims: []*drapb.Claim{ref(c)}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r := resp.Claims[string(c.UID)]; r == nil || r.Error != "" {
-		t.Fatalf("unprepare: %v", resp)
-	}
-}
-
-// claimEnv is the environment the claim's CDI device for result gives a container.
+// claimSpec is what the claim's CDI device gives a container: its environment and
+// mounts.
 func (k *kubelet) claimSpec(t *testing.T, c *resourceapi.ResourceClaim) (env []string, mounts []string) {
 	t.Helper()
-	spec, err := k.driver.cdi.Read(string(c.UID))
-	if err != nil {
-		t.Fatal(err)
+	d := dratest.ReadClaimDevice(t, k.driver.cdi.Dir, c)
+	if want := claimDeviceName(c, c.Status.Allocation.Devices.Results[0]); d.Name != want {
+		t.Fatalf("CDI device %s, want %s", d.Name, want)
 	}
-	if spec.Kind != cdi.ClaimKind || len(spec.Devices) != 1 || spec.Devices[0].Name != claimDeviceName(c, c.Status.Allocation.Devices.Results[0]) {
-		t.Fatalf("CDI spec %+v", spec)
-	}
-	for _, m := range spec.Devices[0].ContainerEdits.Mounts {
-		mounts = append(mounts, m.HostPath+":"+m.ContainerPath)
-	}
-	return spec.Devices[0].ContainerEdits.Env, mounts
+	return d.Env, d.Mounts
 }
 
 func TestDRAPrepareWholeGPUAndShare(t *testing.T) {
@@ -241,7 +149,7 @@ func TestDRAPrepareWholeGPUAndShare(t *testing.T) {
 	whole := k.claim(t, "whole", 0, "")
 	share := k.claim(t, "share", 1, "10Gi")
 	for range 2 { // the kubelet retries: preparing again answers the same
-		r := k.prepare(t, whole)
+		r := k.Prepare(t, whole)
 		if r.Error != "" || len(r.Devices) != 1 {
 			t.Fatalf("whole GPU: %v", r)
 		}
@@ -255,7 +163,7 @@ func TestDRAPrepareWholeGPUAndShare(t *testing.T) {
 			t.Fatalf("whole GPU: env %v, mounts %v", env, mounts)
 		}
 
-		r = k.prepare(t, share)
+		r = k.Prepare(t, share)
 		if r.Error != "" || len(r.Devices) != 1 {
 			t.Fatalf("share: %v", r)
 		}
@@ -272,11 +180,9 @@ func TestDRAPrepareWholeGPUAndShare(t *testing.T) {
 
 	for _, c := range []*resourceapi.ResourceClaim{whole, share} {
 		for range 2 { // unprepare is idempotent too
-			k.unprepare(t, c)
+			k.Unprepare(t, c)
 		}
-		if _, err := os.Stat(k.driver.cdi.Path(string(c.UID))); !os.IsNotExist(err) {
-			t.Fatalf("claim %s: CDI spec left after unprepare (%v)", c.Name, err)
-		}
+		dratest.SpecRemoved(t, k.driver.cdi.Dir, c)
 	}
 }
 
@@ -287,7 +193,7 @@ func TestDRAShareRefusedWithoutMPS(t *testing.T) {
 
 	// GPU 2 is in DEFAULT compute mode: a share there is not enforced.
 	c := k.claim(t, "share-default-mode", 2, "8Gi")
-	r := k.prepare(t, c)
+	r := k.Prepare(t, c)
 	for _, want := range []string{"default/share-default-mode", "GPU gpu-2 (" + gpus.UUID(2), "compute mode Default",
 		"-c EXCLUSIVE_PROCESS", "nvidia-cuda-mps-control -d", "GPU Operator's MPS sharing"} {
 		if !strings.Contains(r.Error, want) {
@@ -303,16 +209,14 @@ func TestDRAShareRefusedWithoutMPS(t *testing.T) {
 	waitForEvent(t, k.kube, c, "compute mode Default")
 
 	// GPU 3 is in EXCLUSIVE_PROCESS mode, but the MPS control daemon stops.
-	if err := os.Remove(k.daemon); err != nil {
-		t.Fatal(err)
-	}
+	k.mps.Stop(t)
 	c = k.claim(t, "share-no-daemon", 3, "8Gi")
-	if r := k.prepare(t, c); !strings.Contains(r.Error, "the MPS control daemon is not running") || !strings.Contains(r.Error, "nvidia-cuda-mps-control -d") {
+	if r := k.Prepare(t, c); !strings.Contains(r.Error, "the MPS control daemon is not running") || !strings.Contains(r.Error, "nvidia-cuda-mps-control -d") {
 		t.Errorf("error %q: want the MPS control daemon named, and how to start it", r.Error)
 	}
 
 	// A whole GPU in DEFAULT mode needs no MPS.
-	if r := k.prepare(t, k.claim(t, "whole-default-mode", 2, "")); r.Error != "" {
+	if r := k.Prepare(t, k.claim(t, "whole-default-mode", 2, "")); r.Error != "" {
 		t.Errorf("whole GPU refused: %s", r.Error)
 	}
 }
