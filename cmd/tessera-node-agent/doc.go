@@ -6,5 +6,7 @@
 // It is the one cgo binary of Tessera: go-nvml loads libnvidia-ml.so.1 from the host
 // driver at run time, so it is built with CGO_ENABLED=1 against glibc
 // (Dockerfile.node-agent). Everything else is the pure-Go tessera binary (cmd/tessera).
-// --fake-gpus runs the agent on go-nvml's simulated servers, without GPUs.
+// --fake-gpus runs the agent on go-nvml's simulated servers, without GPUs;
+// --fake-compute-mode puts their GPUs in a compute mode (exclusive-process to share them
+// by memory through DRA).
 package main

@@ -53,6 +53,7 @@ type agentFlags struct {
 	kube                   kubeclient.Options
 	metricsAddr, probeAddr string
 	fakeGPUs               string
+	fakeComputeMode        string
 	strategies             string
 	shareStep              string
 	verbosity              int
@@ -126,6 +127,8 @@ Exit codes: 0 stopped by SIGINT or SIGTERM, 1 failed, 2 unusable flags or kubeco
 	cli.DeprecatedAlias(cmd, "metrics-bind-address", "metrics-addr")
 	fs.StringVar(&f.probeAddr, "health-probe-bind-address", "", "address of /healthz and /readyz (default: the metrics address; 0 disables them)")
 	fs.StringVar(&f.fakeGPUs, "fake-gpus", "", "simulate the node's GPUs with go-nvml's mocks instead of loading NVML ("+strings.Join(fakeGPUModels(), ", ")+"), to try Tessera or test it without GPUs")
+	fs.StringVar(&f.fakeComputeMode, "fake-compute-mode", "", "with --fake-gpus: every simulated GPU's compute mode, as nvidia-smi -c names it ("+strings.Join(fakeComputeModeNames(), ", ")+
+		"; unset: default); exclusive-process with --mps makes them DRA devices shared by memory")
 	fs.IntVarP(&f.verbosity, "v", "v", 0, "log level (verbosity)")
 	cli.AddVersion(cmd)
 	cli.PlainBoolFlags(cmd)
@@ -176,6 +179,13 @@ func (f agentFlags) validate() error {
 			}
 		}
 	}
+	if f.fakeComputeMode != "" {
+		if f.fakeGPUs == "" {
+			errs = append(errs, fmt.Errorf("--fake-compute-mode %q: only with --fake-gpus; a real GPU's compute mode is set with `nvidia-smi -c`", f.fakeComputeMode))
+		} else if _, ok := nvidiatest.ComputeModes[f.fakeComputeMode]; !ok {
+			errs = append(errs, fmt.Errorf("--fake-compute-mode %q: want one of %s", f.fakeComputeMode, strings.Join(fakeComputeModeNames(), ", ")))
+		}
+	}
 	if f.verbosity < 0 {
 		errs = append(errs, fmt.Errorf("-v %d: must not be negative", f.verbosity))
 	}
@@ -195,7 +205,7 @@ func (f agentFlags) prepare(stderr io.Writer) (func(context.Context) error, erro
 	if err := f.validate(); err != nil {
 		return nil, err
 	}
-	gpus, err := gpuSource(f.fakeGPUs)
+	gpus, err := gpuSource(f.fakeGPUs, f.fakeComputeMode)
 	if err != nil {
 		return nil, err
 	}
@@ -283,8 +293,9 @@ func (f agentFlags) serve(reg *prometheus.Registry, stop func()) ([]*http.Server
 	return servers, errc
 }
 
-// gpuSource is the real NVML library, or the simulated node --fake-gpus names.
-func gpuSource(fake string) (*nvidia.Source, error) {
+// gpuSource is the real NVML library, or the simulated node --fake-gpus names with its
+// GPUs in the compute mode --fake-compute-mode names ("": NVML's default).
+func gpuSource(fake, computeMode string) (*nvidia.Source, error) {
 	if fake == "" {
 		return nvidia.NewSystem(), nil
 	}
@@ -292,7 +303,14 @@ func gpuSource(fake string) (*nvidia.Source, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--fake-gpus: %w", err)
 	}
+	if mode, ok := nvidiatest.ComputeModes[computeMode]; ok {
+		for i := range node.Devices {
+			node.SetComputeMode(i, mode)
+		}
+	}
 	return node.Source(), nil
 }
 
 func fakeGPUModels() []string { return slices.Sorted(maps.Keys(nvidiatest.Models)) }
+
+func fakeComputeModeNames() []string { return slices.Sorted(maps.Keys(nvidiatest.ComputeModes)) }

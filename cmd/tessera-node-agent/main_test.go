@@ -16,6 +16,7 @@ import (
 	"github.com/tessera-gpu/tessera/internal/cli"
 	"github.com/tessera-gpu/tessera/internal/cli/clitest"
 	"github.com/tessera-gpu/tessera/internal/kubeclient/kubeclienttest"
+	"github.com/tessera-gpu/tessera/nodeagent/gpu"
 )
 
 // execute runs the command line and returns its standard output (stderr is dropped).
@@ -29,19 +30,26 @@ func TestFakeGPUs(t *testing.T) {
 		!strings.Contains(err.Error(), `--fake-gpus: unknown simulated node "dgx9": use one of dgxa100, dgxa100-80gb, dgxh100, pcie-a100`) {
 		t.Fatalf("unknown --fake-gpus: got %v", err)
 	}
-	src, err := gpuSource("dgxa100-80gb")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := src.Init(); err != nil {
-		t.Fatal(err)
-	}
-	inv, err := src.Inventory()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(inv.Devices) != 8 || !strings.Contains(inv.Devices[0].Model, "80GB") {
-		t.Fatalf("dgxa100-80gb: %d GPUs, first %+v", len(inv.Devices), inv.Devices[0])
+	for mode, want := range map[string]string{"": gpu.ComputeModeDefault, "exclusive-process": gpu.ComputeModeExclusiveProcess} {
+		src, err := gpuSource("dgxa100-80gb", mode)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := src.Init(); err != nil {
+			t.Fatal(err)
+		}
+		inv, err := src.Inventory()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(inv.Devices) != 8 || !strings.Contains(inv.Devices[0].Model, "80GB") {
+			t.Fatalf("dgxa100-80gb: %d GPUs, first %+v", len(inv.Devices), inv.Devices[0])
+		}
+		for _, d := range inv.Devices {
+			if d.ComputeMode != want {
+				t.Fatalf("--fake-compute-mode %q: GPU %d in compute mode %q, want %q", mode, d.Index, d.ComputeMode, want)
+			}
+		}
 	}
 }
 
@@ -66,7 +74,7 @@ func TestCommandLine(t *testing.T) {
 	}
 	for _, flag := range []string{"--node-name", "--kubeconfig", "--shares-per-gpu", "--mps ", "--sample-interval", "--idle-utilization-percent",
 		"--proc-root", "--device-plugin-dir", "--nvml-retry-max", "--metrics-bind-address", "--health-probe-bind-address",
-		"--request-timeout", "--fake-gpus", "-v, --v", "--slices-per-gpu", "--mps-pipe-directory", "--device-list-strategy", "--cdi-kind",
+		"--request-timeout", "--fake-gpus", "--fake-compute-mode", "-v, --v", "--slices-per-gpu", "--mps-pipe-directory", "--device-list-strategy", "--cdi-kind",
 		"--pod-resources-socket", "--toolkit-config", "--unsafe-skip-toolkit-check", "--dra ", "--dra-share-step", "--cdi-spec-dir",
 		"--kubelet-plugins-dir", "--kubelet-registry-dir"} {
 		if !strings.Contains(help, flag) {
@@ -99,6 +107,8 @@ func TestFlagsCheckedBeforeConnecting(t *testing.T) {
 		{[]string{"-v=-1"}, "-v -1: must not be negative"},
 		{[]string{"--sample-interval=often"}, `invalid argument "often" for "--sample-interval" flag`},
 		{[]string{"--fake-gpus=dgx9"}, `--fake-gpus: unknown simulated node "dgx9"`},
+		{[]string{"--fake-compute-mode=exclusive"}, `--fake-compute-mode "exclusive": want one of default, exclusive-process, prohibited`},
+		{[]string{"--fake-gpus=", "--fake-compute-mode=exclusive-process"}, `--fake-compute-mode "exclusive-process": only with --fake-gpus`},
 		{[]string{"--node-name="}, "node name is empty"},
 		{[]string{"--device-list-strategy=cdi"}, `--device-list-strategy "cdi": unknown device list strategy "cdi"`},
 		{[]string{"--device-list-strategy=envvar"}, "the environment alone is not delivery"},

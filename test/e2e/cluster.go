@@ -79,6 +79,10 @@ type Cluster struct {
 	cancel  context.CancelFunc
 	done    []func()
 
+	// mpsBin holds the agents' stand-in MPS control program; toolkitConfig is the NVIDIA
+	// container toolkit configuration they check (dra.go).
+	mpsBin, toolkitConfig string
+
 	mu         sync.Mutex
 	agentPorts map[string]int
 }
@@ -221,7 +225,8 @@ func (c *Cluster) startAPIServer(ctx context.Context, root string) error {
 }
 
 // startNodeComponents runs kube-controller-manager (Jobs create pods, evicted pods come
-// back, the default ServiceAccount exists, Ready nodes lose the not-ready taint) and kwok
+// back, the default ServiceAccount exists, Ready nodes lose the not-ready taint, pods'
+// ResourceClaimTemplates become ResourceClaims, released when the pods end) and kwok
 // (fake nodes stay Ready; their pods run, and complete after tessera.dev/fake-runtime).
 func (c *Cluster) startNodeComponents(ctx context.Context, _ string) error {
 	if _, err := c.run("kube-controller-manager", c.bins["KUBE_CONTROLLER_MANAGER"], []string{
@@ -231,7 +236,7 @@ func (c *Cluster) startNodeComponents(ctx context.Context, _ string) error {
 		"--authentication-skip-lookup",
 		"--leader-elect=false",
 		"--bind-address=127.0.0.1", "--secure-port=" + strconv.Itoa(freePort()),
-		"--controllers=job,replicaset,garbagecollector,serviceaccount,namespace,nodelifecycle,podgc,disruption",
+		"--controllers=job,replicaset,garbagecollector,serviceaccount,namespace,nodelifecycle,podgc,disruption,resourceclaim-controller",
 		"--node-monitor-grace-period=60s",
 		"--concurrent-job-syncs=10",
 	}); err != nil {
@@ -258,7 +263,8 @@ func (c *Cluster) startNodeComponents(ctx context.Context, _ string) error {
 }
 
 // startTessera runs the webhook (its certificate from its own rotator, the API server
-// reaching it on https://localhost), the scheduler and the autoscaler.
+// reaching it on https://localhost), the scheduler and the autoscaler, and creates the
+// DeviceClasses the node agents' DRA devices are claimed through.
 func (c *Cluster) startTessera(ctx context.Context, root string) error {
 	dir, err := os.MkdirTemp(c.Dir, "bin-")
 	if err != nil {
@@ -268,6 +274,12 @@ func (c *Cluster) startTessera(ctx context.Context, root string) error {
 		return err
 	}
 	if c.agent, err = testenv.BuildNodeAgentTo(dir); err != nil {
+		return err
+	}
+	if c.mpsBin, c.toolkitConfig, err = writeAgentSupport(filepath.Join(c.Dir, "agent")); err != nil {
+		return err
+	}
+	if err := c.installDeviceClasses(ctx, root); err != nil {
 		return err
 	}
 	if err := c.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: Namespace, Name: webhookSecret}}); err != nil && !apierrors.IsAlreadyExists(err) {
@@ -420,7 +432,8 @@ func (c *Cluster) startClusterAPI(ctx context.Context, _ string) error {
 	})
 }
 
-// StartAgent runs the node agent of a fake node on simulated GPUs (idempotent).
+// StartAgent runs the node agent of a fake node on simulated GPUs, its node's DRA driver
+// (idempotent).
 func (c *Cluster) StartAgent(node string) error {
 	name := "agent-" + node
 	c.mu.Lock()
@@ -433,9 +446,13 @@ func (c *Cluster) StartAgent(node string) error {
 		return p.Start()
 	}
 	port := freePort()
-	if _, err := c.run(name, c.agent, []string{"--node-name=" + node, "--kubeconfig=" + c.Kubeconfig,
+	draArgs, env, err := c.agentDRA(node)
+	if err != nil {
+		return err
+	}
+	if _, err := c.run(name, c.agent, append([]string{"--node-name=" + node, "--kubeconfig=" + c.Kubeconfig,
 		"--fake-gpus=" + c.opts.GPUs, "--device-plugin-dir=", "--sample-interval=5s",
-		"--metrics-bind-address=127.0.0.1:" + strconv.Itoa(port)}); err != nil {
+		"--metrics-bind-address=127.0.0.1:" + strconv.Itoa(port)}, draArgs...), env...); err != nil {
 		return err
 	}
 	c.mu.Lock()

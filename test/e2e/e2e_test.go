@@ -52,6 +52,7 @@ func TestEndToEnd(t *testing.T) {
 		{"preemption", s.preemption},
 		{"scale-down", s.scaleDown},
 		{"workload controllers' gangs", s.workloadGangs},
+		{"a gang of GPU-share claims", s.claimGang},
 		{"scale-up", s.scaleUp},
 		{"gitops changes", s.gitopsChanges},
 	} {

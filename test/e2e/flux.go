@@ -142,13 +142,20 @@ func (c *Cluster) KustomizationStatus(ctx context.Context, name string) (ready, 
 		return "", "", "", err
 	}
 	applied, _, _ = unstructured.NestedString(ks.Object, "status", "lastAppliedRevision")
-	conds, _, _ := unstructured.NestedSlice(ks.Object, "status", "conditions")
+	ready, message = condition(ks, "Ready")
+	return ready, message, applied, nil
+}
+
+// condition returns the status and message of the condition typ of a custom resource,
+// "" when it has none.
+func condition(o *unstructured.Unstructured, typ string) (status, message string) {
+	conds, _, _ := unstructured.NestedSlice(o.Object, "status", "conditions")
 	for _, cond := range conds {
 		m, _ := cond.(map[string]any)
-		if m["type"] == "Ready" {
-			ready, _ = m["status"].(string)
+		if m["type"] == typ {
+			status, _ = m["status"].(string)
 			message, _ = m["message"].(string)
 		}
 	}
-	return ready, message, applied, nil
+	return status, message
 }

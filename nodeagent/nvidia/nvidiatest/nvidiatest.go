@@ -280,6 +280,14 @@ func (n *Node) SetUsage(i int, u Usage) {
 	n.usage[i] = u
 }
 
+// ComputeModes are the compute modes a simulated GPU can be in, by the names
+// nvidia-smi -c takes.
+var ComputeModes = map[string]nvml.ComputeMode{
+	"default":           nvml.COMPUTEMODE_DEFAULT,
+	"exclusive-process": nvml.COMPUTEMODE_EXCLUSIVE_PROCESS,
+	"prohibited":        nvml.COMPUTEMODE_PROHIBITED,
+}
+
 // SetComputeMode sets GPU i's compute mode (every GPU starts in DEFAULT).
 func (n *Node) SetComputeMode(i int, m nvml.ComputeMode) {
 	n.mu.Lock()
