@@ -52,6 +52,9 @@ type Handler struct {
 	// Profiles, when set, finds the GPUProfiles by which a pod created in a queue with
 	// spec.gpuRightSizing is right-sized (mutating handler only); nil right-sizes nothing.
 	Profiles ProfileSource
+	// Claims, when set, reads the resource claims pods name (input.workload.claimRequests);
+	// nil: the policies see claims' GPUs as none.
+	Claims ClaimSource
 	// Guards refuse, before any policy runs, what no AdmissionPolicy may allow: scheduling
 	// state written by anybody but the scheduler (StateGuard), GPU delivery env (EnvGuard),
 	// a workload's queue and gang changed after creation (ImmutableGuard), a pod update
@@ -284,6 +287,9 @@ func (h *Handler) rightSizingCandidate(req *admissionv1.AdmissionRequest, cluste
 func (h *Handler) input(ctx context.Context, req *admissionv1.AdmissionRequest, ns *Namespace, cluster *Cluster, pod *corev1.Pod, queue string) (map[string]any, *rightSizing, error) {
 	if pod == nil {
 		doc, err := BuildInput(req, ns)
+		if err == nil {
+			h.addClaimRequests(ctx, req, doc)
+		}
 		return doc, nil, err
 	}
 	if queue == "" {
@@ -304,6 +310,7 @@ func (h *Handler) input(ctx context.Context, req *admissionv1.AdmissionRequest, 
 	if err != nil {
 		return nil, nil, err
 	}
+	h.addClaimRequests(ctx, in, doc)
 	if s != nil {
 		doc["recommendation"] = s.doc(pod)
 	}

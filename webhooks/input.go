@@ -45,7 +45,7 @@ type Namespace struct {
 //	workload:  {name, labels, annotations, queue, schedulerName, nodeName, priorityClassName,
 //	            tolerations: [{key, operator, value, effect}],
 //	            replicas, minAvailable, gangSize, containers: [{name, image, init, requests, limits}],
-//	            podRequests, gangRequests, deserved, capability, guarantee, parent,
+//	            podRequests, claimRequests, gangRequests, deserved, capability, guarantee, parent,
 //	            namespaceSelector, namespaceSelectorError, allowedPriorityClasses,
 //	            templates: [{path, replicas, labels, schedulerName, nodeName, priorityClassName,
 //	                         tolerations, containers, podRequests}]}
@@ -59,6 +59,10 @@ type Namespace struct {
 // smallest pods), podRequests the largest pod's requests (per resource), containers
 // those of every template, and queue, schedulerName, priorityClassName and nodeName
 // what its templates say (customWorkload).
+//
+// claimRequests (pods only, set by the handler from its ClaimSource) are the GPUs the
+// pod asks through resource claims of Tessera's device classes: tessera.dev/gpu whole
+// GPUs, tessera.dev/gpu-memory the MiB of a share.
 //
 // Quantities become numbers (int64 when whole, else float64; GPU memory in MiB).
 // Fields a workload does not have are left out. ns may be nil. The mutating handler

@@ -198,7 +198,10 @@ func policyInputExamples() []policyInputExample {
 			"`podRequests` the pod's effective requests (the largest init container or the sum of the containers, plus overhead).",
 			apitest.MakeJob("resnet", "vision").Queue("train").Parallelism(4).Template(worker).
 				Annotation(tesserav1.AnnotationMinAvailable, "4").Obj()},
-		{"Pod", "`minAvailable` comes from the `" + tesserav1.AnnotationMinAvailable + "` annotation; `tolerations` is `spec.tolerations`.", pod},
+		{"Pod", "`minAvailable` comes from the `" + tesserav1.AnnotationMinAvailable + "` annotation; `tolerations` is `spec.tolerations`. " +
+			"A pod that names resource claims also has `claimRequests`: what the claims (or their templates) ask of Tessera's device classes, " +
+			"`" + tesserav1.ResourceGPU.String() + "` whole GPUs and `" + tesserav1.ResourceGPUMemory.String() + "` the MiB of a share; " +
+			"the default policies count it as they count `podRequests` to tell a GPU workload.", pod},
 		{"PodGroup", "`replicas` comes from the `" + AnnotationReplicas + "` annotation; `gangRequests` is `spec.minResources`.",
 			apitest.MakePodGroup("resnet", "vision").Queue("train").MinMember(4).PriorityClass("batch-normal").
 				MinResources(tesserav1.ResourceGPU, "4").Annotation(AnnotationReplicas, "4").Obj()},

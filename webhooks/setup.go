@@ -6,12 +6,14 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -108,6 +110,10 @@ func Setup(ctx context.Context, mgr manager.Manager, opts Options) (*Webhooks, e
 		Complete(pc); err != nil {
 		return nil, fmt.Errorf("admission policy controller: %w", err)
 	}
+	claims, err := claimSource(ctx, mgr)
+	if err != nil {
+		return nil, err
+	}
 	ns := opts.Namespace
 	if ns == "" {
 		ns = DefaultNamespace
@@ -119,13 +125,34 @@ func Setup(ctx context.Context, mgr manager.Manager, opts Options) (*Webhooks, e
 		Cluster:    cc,
 		Controller: pc,
 		Mutating: &Handler{Mutating: true, ValidateOnMutate: map[string]bool{KindPod: true}, Evaluator: engine, Cluster: cc,
-			Profiles: CachedProfiles{Reader: mgr.GetCache()}, Metrics: wm, Guards: guards, Log: log.WithName("mutating")},
-		Validating: &Handler{Evaluator: engine, Cluster: cc, Policies: pc, Metrics: wm, Guards: guards, Log: log.WithName("validating")},
+			Profiles: CachedProfiles{Reader: mgr.GetCache()}, Claims: claims, Metrics: wm, Guards: guards, Log: log.WithName("mutating")},
+		Validating: &Handler{Evaluator: engine, Cluster: cc, Policies: pc, Claims: claims, Metrics: wm, Guards: guards, Log: log.WithName("validating")},
 	}
 	srv := mgr.GetWebhookServer()
 	srv.Register(MutatePath, w.Mutating)
 	srv.Register(ValidatePath, w.Validating)
 	return w, nil
+}
+
+// claimSource reads resource claims from the manager's cache where the API server serves
+// resource.k8s.io/v1 (their informers started now, not on the first pod); nil elsewhere.
+func claimSource(ctx context.Context, mgr manager.Manager) (ClaimSource, error) {
+	objs := []client.Object{&resourcev1.ResourceClaim{}, &resourcev1.ResourceClaimTemplate{}, &resourcev1.DeviceClass{}}
+	for _, o := range objs {
+		gvk, err := apiutil.GVKForObject(o, mgr.GetScheme())
+		if err != nil {
+			return nil, err
+		}
+		if _, err := mgr.GetRESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version); err != nil {
+			return nil, nil // not served
+		}
+	}
+	for _, o := range objs {
+		if _, err := mgr.GetCache().GetInformer(ctx, o); err != nil {
+			return nil, fmt.Errorf("informer for %T: %w", o, err)
+		}
+	}
+	return CachedClaims{Reader: mgr.GetCache()}, nil
 }
 
 func invalidateOn(ctx context.Context, mgr manager.Manager, cc *CachedCluster, objs ...client.Object) error {

@@ -13,6 +13,13 @@ is_gpu_workload if {
 	v > 0
 }
 
+# A pod's resource claims of Tessera's device classes (input.workload.claimRequests).
+is_gpu_workload if {
+	some r, v in object.get(input.workload, "claimRequests", {})
+	gpu_resource(r)
+	v > 0
+}
+
 is_gpu_workload if {
 	some r, v in object.get(input.workload, "gangRequests", {})
 	gpu_resource(r)

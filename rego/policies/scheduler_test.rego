@@ -16,6 +16,14 @@ test_idempotent_and_other_schedulers_kept if {
 	not scheduler.mutate.schedulerName with input as {"kind": "Pod", "workload": {"schedulerName": "volcano", "podRequests": {"nvidia.com/gpu": 1}}}
 }
 
+test_claim_pod_gets_tessera if {
+	scheduler.mutate.schedulerName == "tessera" with input as {"kind": "Pod", "workload": {"podRequests": {"cpu": 1}, "claimRequests": {"tessera.dev/gpu-memory": 10240}}}
+}
+
+test_claim_pod_may_tolerate_gpu_taint if {
+	count(scheduler.deny) == 0 with input as {"kind": "Pod", "workload": {"schedulerName": "tessera", "claimRequests": {"tessera.dev/gpu": 1}, "tolerations": [{"key": "tessera.dev/gpu", "operator": "Exists"}]}}
+}
+
 test_cpu_pod_untouched if {
 	not scheduler.mutate.schedulerName with input as {"kind": "Pod", "workload": {"podRequests": {"cpu": 4}}}
 }

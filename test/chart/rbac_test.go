@@ -63,6 +63,7 @@ var allowedRBAC = []grant{
 	// AdmissionPolicy status; with its own certificate, updates Tessera's two webhook
 	// configurations and its one Secret.
 	g("tessera-webhook", clusterWide, "tessera.dev", "queues,gpunodes,admissionpolicies", "get,list,watch"),
+	g("tessera-webhook", clusterWide, "resource.k8s.io", "resourceclaims,resourceclaimtemplates,deviceclasses", "get,list,watch"),
 	g("tessera-webhook", clusterWide, "scheduling.k8s.io", "priorityclasses", "get,list,watch"),
 	g("tessera-webhook", clusterWide, "", "namespaces", "get,list,watch"),
 	g("tessera-webhook", clusterWide, "tessera.dev", "gpuprofiles", "get,list,watch"),
