@@ -24,7 +24,7 @@ type Device struct {
 	// the capacity's request policy says (0 when it says nothing), and WholeMiB is what
 	// a request that names no memory consumes (the policy's default, else MemoryMiB).
 	MemoryMiB, StepMiB, MinMiB, WholeMiB int64
-	cel                        cel.Device
+	cel                                  cel.Device
 }
 
 // Devices are the published GPUs by UUID, and by node and UUID.
