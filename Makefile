@@ -148,10 +148,13 @@ figures: build
 ## process), kube-scheduler and the API server's ceiling in one run, with each
 ## scheduler's peak RSS; writes out/bench-scheduler.json. BENCH_SCHEDULER_FLAGS picks
 ## other cases: -cases single5k,churn5k (5,000 nodes: 35,000 pods; 70% full with 100
-## pods/s created and deleted for 3 minutes, bind latency p50/p99), sizes -nodes -pods
-## -big-nodes -big-pods -churn-duration ..., -rounds 3 for medians of three rounds,
-## -watched-ceiling for the ceiling of binds that write what Tessera's write while a
-## cache watches every pod, -apiserver-profile 3s for the API server's CPU profiles
+## pods/s created and deleted for 3 minutes, bind latency p50/p99), dra5k (5,000 nodes
+## publishing ResourceSlices, 5,000 pods with a ResourceClaim each, then 20 pods/s for
+## 15 s: rate and bind latency p50/p99 against the same pods with the extended resource),
+## sizes -nodes -pods -big-nodes -big-pods -dra-pods -churn-duration ..., -rounds 3 for
+## medians of three rounds, -watched-ceiling for the ceiling of binds that write what
+## Tessera's write while a cache watches every pod, -apiserver-profile 3s for the API
+## server's CPU profiles
 bench-scheduler: k8s-binaries
 	CGO_ENABLED=0 $(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/tessera
 	KUBEBUILDER_ASSETS="$$(hack/k8s-binaries.sh)" $(GO) run ./test/benchscheduler -tessera $(BIN) \

@@ -221,7 +221,7 @@ func (c *Cache) Watch(ctx context.Context, informers crcache.Informers) error {
 		c.track()
 	}
 	c.mu.Unlock()
-	for _, o := range slices.Concat(Objects(), workloadObjects(c.opts.Workloads), draObjects(c.opts.DRA)) {
+	for _, o := range c.watched() {
 		inf, err := informers.GetInformer(ctx, o)
 		if err != nil {
 			return fmt.Errorf("informer for %T: %w", o, err)
@@ -379,7 +379,13 @@ func record[T any](m map[string]*T, key string, o *T, deleted bool) {
 // watching reports whether the event handlers have seen every informer's objects;
 // called with c.mu held.
 func (c *Cache) watching() bool {
-	return c.objects != nil && len(c.synced) == len(Objects()) && allSynced(c.synced)
+	return c.objects != nil && len(c.synced) == len(c.watched()) && allSynced(c.synced)
+}
+
+// watched are the kinds Watch registers handlers on: Objects, the served workload kinds
+// and, with DRA, its kinds.
+func (c *Cache) watched() []client.Object {
+	return slices.Concat(Objects(), workloadObjects(c.opts.Workloads), draObjects(c.opts.DRA))
 }
 
 func allSynced(synced []func() bool) bool {
@@ -396,7 +402,7 @@ func allSynced(synced []func() bool) bool {
 // Watch lists every time).
 func (c *Cache) awaitHandlers(ctx context.Context) {
 	c.mu.Lock()
-	registered := c.objects != nil && len(c.synced) == len(Objects())
+	registered := c.objects != nil && len(c.synced) == len(c.watched())
 	if !registered || allSynced(c.synced) {
 		c.mu.Unlock()
 		return // nothing to wait for: the common case, every session once synced

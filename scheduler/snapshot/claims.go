@@ -160,7 +160,8 @@ func (b *Builder) RemoveResourceClaim(namespace, name string) {
 	b.claimChanged(key)
 }
 
-// AddResourceSlice adds a ResourceSlice; every job that uses claims is assembled again.
+// AddResourceSlice adds a ResourceSlice; every job that uses claims is assembled again
+// at the next Build.
 // A nil slice is ignored.
 func (b *Builder) AddResourceSlice(s *resourcev1.ResourceSlice) {
 	if s != nil {
@@ -197,12 +198,13 @@ func (b *Builder) claimChanged(key string) {
 	}
 }
 
+// devicesChanged drops the device index; the jobs that use claims are assembled again
+// when it is rebuilt (Devices), once for any number of changes: the informer's first
+// list adds every ResourceSlice one by one, and marking every claim's pods for each
+// would cost slices times claims.
 func (b *Builder) devicesChanged() {
 	b.dra.devices = nil
 	clear(b.dra.accepts)
-	for key := range b.dra.users {
-		b.claimChanged(key)
-	}
 }
 
 // useClaims records which claims pod p (namespace/name key) uses; p nil forgets it.
@@ -228,10 +230,14 @@ func (b *Builder) useClaims(key string, old, p *corev1.Pod) {
 	}
 }
 
-// Devices returns the published GPUs.
+// Devices returns the published GPUs. Indexing them again (after a change of the
+// slices or device classes) marks the jobs that use claims for assembly.
 func (b *Builder) Devices() *Devices {
 	if b.dra.devices == nil {
 		b.dra.devices = IndexDevices(slices.Collect(maps.Values(b.dra.slices)))
+		for key := range b.dra.users {
+			b.claimChanged(key)
+		}
 	}
 	return b.dra.devices
 }

@@ -105,6 +105,25 @@ func TestClaimCreatedAfterItsPod(t *testing.T) {
 	}
 }
 
+// A job with claims is assembled again when the devices change after it was built: here
+// a selector that accepted a GPU of n1 accepts none once n1's slice is published again
+// without that GPU.
+func TestClaimsFollowPublishedDevices(t *testing.T) {
+	b := draBuilder().WithMemo(NewMemo())
+	c := apitest.GPUClaim("p", "ns", 1, "")
+	c.Spec.Devices.Requests[0].Exactly.Selectors = []resourcev1.DeviceSelector{{CEL: &resourcev1.CELDeviceSelector{
+		Expression: fmt.Sprintf(`device.attributes["%s"].uuid == "%s"`, tesserav1.DRADriver, uuid("n1", 3))}}}
+	b.AddResourceClaim(c)
+	b.AddPod(testPod("p", "ns").ResourceClaim("gpu", "p").Obj(), 0)
+	if task, errs := taskOf(t, b, "p"); len(errs) > 0 || task == nil || task.GPU.Count != 1 {
+		t.Fatalf("errors %v task %+v, want one GPU through the claim", errs, task)
+	}
+	b.AddResourceSlice(apitest.GPUSlice("n1", 3, 81559, 1024, true, func(i int) string { return uuid("n1", i) }))
+	if _, errs := taskOf(t, b, "p"); len(errs) != 1 || !strings.Contains(errs[0].Error(), "accept no") {
+		t.Fatalf("errors %v, want the claim's selector to accept no device", errs)
+	}
+}
+
 // Devices that another scheduler allocated count on their GPUs; those of this
 // scheduler's bound pods count through the pods' assignments only.
 func TestClaimsOfOthersCharged(t *testing.T) {

@@ -27,6 +27,7 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 
 	tesserav1 "github.com/tessera-gpu/tessera/api/v1alpha1"
+	"github.com/tessera-gpu/tessera/internal/apitest"
 	"github.com/tessera-gpu/tessera/internal/controller"
 	"github.com/tessera-gpu/tessera/scheduler"
 	"github.com/tessera-gpu/tessera/scheduler/daemon"
@@ -46,6 +47,8 @@ type bench struct {
 	timeout  time.Duration
 	out      string // the report's path; logs go next to it
 	nodeList []string
+	// published are how many of nodeList have their GPUs published as ResourceSlices.
+	published int
 	// ts says how Tessera's scheduler is run.
 	ts tesseraRun
 	// rssMiB is the peak RSS of the last scheduler run as its own process.
@@ -116,6 +119,12 @@ func parallel(n int, f func(int) error) error {
 	return first
 }
 
+// Every bench node has gpusPerNode A100-80GB GPUs of gpuMemoryMiB each.
+const (
+	gpusPerNode  = 8
+	gpuMemoryMiB = 81920
+)
+
 // nodes creates nodes up to n, each with 8 A100-80GB GPUs, 128 CPUs and ready.
 func (b *bench) nodes(ctx context.Context, n int) error {
 	have := len(b.nodeList)
@@ -124,7 +133,7 @@ func (b *bench) nodes(ctx context.Context, n int) error {
 	}
 	res := corev1.ResourceList{
 		corev1.ResourceCPU: resource.MustParse("128"), corev1.ResourceMemory: resource.MustParse("1Ti"), corev1.ResourcePods: resource.MustParse("110"),
-		tesserav1.ResourceGPU: resource.MustParse("8"), tesserav1.ResourceGPUMemory: resource.MustParse("655360"),
+		tesserav1.ResourceGPU: *resource.NewQuantity(gpusPerNode, resource.DecimalSI), tesserav1.ResourceGPUMemory: *resource.NewQuantity(gpusPerNode*gpuMemoryMiB, resource.DecimalSI),
 	}
 	names := make([]string, n-have)
 	err := parallel(n-have, func(i int) error {
@@ -155,11 +164,12 @@ type runner struct {
 	start         func(ctx context.Context, ns string) (stop func(), err error)
 }
 
-// measure creates the pods (gangs of size gang), starts the runner and returns the pods
-// bound per second between the first and the last bind the watch reports; the pods are
-// deleted afterwards so the nodes are empty for the next measurement.
-func (b *bench) measure(ctx context.Context, ns string, pods, gang int, r runner) (_ float64, err error) {
-	if err := b.createPods(ctx, ns, r.schedulerName, pods, gang, false); err != nil {
+// measure creates the pods (gangs of size gang, asking for a GPU as gpu says), starts
+// the runner and returns the pods bound per second between the first and the last bind
+// the watch reports; the pods are deleted afterwards so the nodes are empty for the
+// next measurement.
+func (b *bench) measure(ctx context.Context, ns string, pods, gang int, gpu gpuAsk, r runner) (_ float64, err error) {
+	if err := b.createPods(ctx, ns, r.schedulerName, pods, gang, gpu); err != nil {
 		return 0, err
 	}
 	defer b.deletePodsAfter(ctx, ns, &err)
@@ -170,7 +180,50 @@ func (b *bench) measure(ctx context.Context, ns string, pods, gang int, r runner
 	return float64(pods-1) / last.Sub(first).Seconds(), nil
 }
 
-func (b *bench) createPods(ctx context.Context, ns, schedulerName string, pods, gang int, noGPU bool) error {
+// gpuAsk is how a bench pod asks for its GPU.
+type gpuAsk int
+
+const (
+	// gpuExtended: one tessera.dev/gpu, the extended resource.
+	gpuExtended gpuAsk = iota
+	// gpuNone: no GPU.
+	gpuNone
+	// gpuClaim: a ResourceClaim of one whole GPU of the DeviceClass gpu.tessera.dev,
+	// named after the pod and created just before it.
+	gpuClaim
+)
+
+// podRequests are a bench pod's container requests (and limits): 1 CPU, 1Gi and, for
+// gpuExtended, one tessera.dev/gpu.
+func podRequests(gpu gpuAsk) corev1.ResourceList {
+	req := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1Gi")}
+	if gpu == gpuExtended {
+		req[tesserav1.ResourceGPU] = resource.MustParse("1")
+	}
+	return req
+}
+
+// createPod creates the pod name of ns for schedulerName, and before it its claim when
+// gpu is gpuClaim; labels may be nil.
+func (b *bench) createPod(ctx context.Context, ns, name, schedulerName string, gpu gpuAsk, labels map[string]string) error {
+	req := podRequests(gpu)
+	p := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: labels},
+		Spec: corev1.PodSpec{SchedulerName: schedulerName,
+			Containers: []corev1.Container{{Name: "main", Image: "x", Resources: corev1.ResourceRequirements{Requests: req, Limits: req}}}},
+	}
+	if gpu == gpuClaim {
+		if _, err := b.cs.ResourceV1().ResourceClaims(ns).Create(ctx, apitest.GPUClaim(name, ns, 1, ""), metav1.CreateOptions{}); err != nil {
+			return err
+		}
+		p.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimName: &name}}
+		p.Spec.Containers[0].Resources.Claims = []corev1.ResourceClaim{{Name: "gpu"}}
+	}
+	_, err := b.cs.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{})
+	return err
+}
+
+func (b *bench) createPods(ctx context.Context, ns, schedulerName string, pods, gang int, gpu gpuAsk) error {
 	if _, err := b.cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 		return err
 	}
@@ -183,21 +236,12 @@ func (b *bench) createPods(ctx context.Context, ns, schedulerName string, pods, 
 			return err
 		}
 	}
-	req := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1Gi")}
-	if !noGPU {
-		req[tesserav1.ResourceGPU] = resource.MustParse("1")
-	}
 	return parallel(pods, func(i int) error {
-		p := &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("p%05d", i), Namespace: ns},
-			Spec: corev1.PodSpec{SchedulerName: schedulerName,
-				Containers: []corev1.Container{{Name: "main", Image: "x", Resources: corev1.ResourceRequirements{Requests: req, Limits: req}}}},
-		}
+		var labels map[string]string
 		if gang > 1 {
-			p.Labels = map[string]string{tesserav1.LabelPodGroup: fmt.Sprintf("g%05d", i/gang)}
+			labels = map[string]string{tesserav1.LabelPodGroup: fmt.Sprintf("g%05d", i/gang)}
 		}
-		_, err := b.cs.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{})
-		return err
+		return b.createPod(ctx, ns, fmt.Sprintf("p%05d", i), schedulerName, gpu, labels)
 	})
 }
 
@@ -287,10 +331,15 @@ func (b *bench) deletePods(ctx context.Context, ns string) error {
 	return fmt.Errorf("the pods of namespace %s are still there after deleting them for 200s", ns)
 }
 
-// deletePodsAfter deletes the pods of ns when a measurement ends, and reports a failure
-// to do so in *err unless the measurement failed already.
+// deletePodsAfter deletes the pods of ns, then their ResourceClaims, when a
+// measurement ends, and reports a failure to do so in *err unless the measurement
+// failed already.
 func (b *bench) deletePodsAfter(ctx context.Context, ns string, err *error) {
-	if derr := b.deletePods(ctx, ns); derr != nil && *err == nil {
+	derr := b.deletePods(ctx, ns)
+	if derr == nil {
+		derr = b.deleteClaims(ctx, ns)
+	}
+	if derr != nil && *err == nil {
 		*err = derr
 	}
 }
@@ -326,7 +375,7 @@ func (b *bench) ceilingBinds(watched bool) runner {
 					Target: corev1.ObjectReference{Kind: "Node", Name: node}}
 				if watched {
 					a := tesserav1.GPUAssignment{Node: node, Containers: []tesserav1.ContainerGPUs{{Container: p.Spec.Containers[0].Name,
-						UUIDs: []string{framework.DerivedGPUUUID(node, i/len(b.nodeList)%8)}}}}
+						UUIDs: []string{framework.DerivedGPUUUID(node, i/len(b.nodeList)%gpusPerNode)}}}}
 					binding.Annotations = map[string]string{tesserav1.AnnotationGPUAssign: a.Encode(), tesserav1.AnnotationBoundPodUID: string(p.UID)}
 				}
 				return cs.CoreV1().Pods(ns).Bind(ctx, binding, metav1.CreateOptions{})
@@ -431,7 +480,7 @@ func (b *bench) tesseraProcess(bin string) runner {
 // process and returns the live heap afterwards, in MiB.
 func (b *bench) heap(ctx context.Context, pods int) (float64, error) {
 	const ns = "heap"
-	if err := b.createPods(ctx, ns, tesserav1.SchedulerName, pods, 1, true); err != nil {
+	if err := b.createPods(ctx, ns, tesserav1.SchedulerName, pods, 1, gpuNone); err != nil {
 		return 0, err
 	}
 	bin := b.ts.bin

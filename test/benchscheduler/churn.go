@@ -11,23 +11,21 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
 	toolscache "k8s.io/client-go/tools/cache"
-
-	tesserav1 "github.com/tessera-gpu/tessera/api/v1alpha1"
 )
 
-// churnResult is one scheduler's figures under churn.
+// churnResult is one scheduler's figures for pods that arrive while it runs (under
+// churn, or after dra5k's burst).
 type churnResult struct {
-	// P50 and P99 are the creation-to-bind latencies of the pods created during the
-	// churn (creation: just before the create call; bind: when the watch shows it), in
-	// seconds; a pod still unbound at the end counts as the whole churn duration.
+	// P50 and P99 are the creation-to-bind latencies of the pods created while it runs
+	// (creation: just before the create call; bind: when the watch shows it), in
+	// seconds; a pod still unbound at the end counts as the whole time of arrivals.
 	P50, P99 float64
-	// PodsPerS are the churn pods bound per second of churn.
+	// PodsPerS are the arriving pods bound per second of arrivals.
 	PodsPerS float64
-	// Unbound are the churn pods not bound when the churn and its grace period ended.
+	// Unbound are the arriving pods not bound when the arrivals and their grace period ended.
 	Unbound int
 }
 
@@ -35,16 +33,15 @@ type churnResult struct {
 // rate per second while deleting as many bound ones (jobs that complete), and measures
 // how long the new pods wait to be bound.
 func (b *bench) churn(ctx context.Context, ns string, r runner, fill int, rate float64, dur time.Duration) (res churnResult, err error) {
-	if err := b.createPods(ctx, ns, r.schedulerName, fill, 1, false); err != nil {
+	if err := b.createPods(ctx, ns, r.schedulerName, fill, 1, gpuExtended); err != nil {
 		return res, err
 	}
 	defer b.deletePodsAfter(ctx, ns, &err)
 	var (
-		mu      sync.Mutex
-		created = map[string]time.Time{}
-		bindAt  = map[string]time.Time{}
-		live    []string // bound pods not deleted yet
-		filled  = make(chan struct{})
+		mu     sync.Mutex
+		bindAt = map[string]time.Time{}
+		live   []string // bound pods not deleted yet
+		filled = make(chan struct{})
 	)
 	seen := func(obj any) {
 		p, ok := obj.(*corev1.Pod)
@@ -77,53 +74,68 @@ func (b *bench) churn(ctx context.Context, ns string, r runner, fill int, rate f
 		return res, fmt.Errorf("%s: the fill did not bind within %s", ns, b.timeout)
 	}
 	fmt.Fprintf(os.Stderr, "%s: %d pods bound; churning %.0f pods/s for %s\n", ns, fill, rate, dur)
-	req := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1Gi"), tesserav1.ResourceGPU: resource.MustParse("1")}
-	rng := rand.New(rand.NewPCG(1, 2))
 	zero := int64(0)
-	var errs atomic.Int64
-	var wg sync.WaitGroup
+	rng := rand.New(rand.NewPCG(1, 2))
+	// Each pod created deletes a bound one picked at random (a job that completes).
+	deleteOne := func() func(context.Context) error {
+		if len(live) == 0 {
+			return nil
+		}
+		k := rng.IntN(len(live))
+		victim := live[k]
+		live[k] = live[len(live)-1]
+		live = live[:len(live)-1]
+		return func(ctx context.Context) error {
+			return b.cs.CoreV1().Pods(ns).Delete(ctx, victim, metav1.DeleteOptions{GracePeriodSeconds: &zero})
+		}
+	}
+	return b.arrivals(ctx, ns, r.schedulerName, gpuExtended, rate, dur, &mu, bindAt, deleteOne), nil
+}
+
+// arrivals creates pods c000000, c000001, ... in ns at rate per second for dur, each
+// from its own goroutine, waits up to 30 s for them all to be bound and returns their
+// creation-to-bind latencies (creation: just before the create call). The caller's
+// watch records binds in bindAt under mu. With each pod, then, when not nil, is called
+// under mu and returns what to do after the create (or nil).
+func (b *bench) arrivals(ctx context.Context, ns, schedulerName string, gpu gpuAsk, rate float64, dur time.Duration,
+	mu *sync.Mutex, bindAt map[string]time.Time, then func() func(context.Context) error) (res churnResult) {
+	var (
+		errs    atomic.Int64
+		wg      sync.WaitGroup
+		names   []string
+		created = map[string]time.Time{}
+	)
 	tick := time.NewTicker(time.Duration(float64(time.Second) / rate))
 	start := time.Now()
-	var names []string
 	for i := 0; time.Since(start) < dur; i++ {
 		<-tick.C
 		name := fmt.Sprintf("c%06d", i)
 		names = append(names, name)
 		mu.Lock()
 		created[name] = time.Now()
-		var victim string
-		if len(live) > 0 {
-			k := rng.IntN(len(live))
-			victim = live[k]
-			live[k] = live[len(live)-1]
-			live = live[:len(live)-1]
+		var after func(context.Context) error
+		if then != nil {
+			after = then()
 		}
 		mu.Unlock()
 		wg.Go(func() {
-			p := &corev1.Pod{
-				ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-				Spec: corev1.PodSpec{SchedulerName: r.schedulerName,
-					Containers: []corev1.Container{{Name: "main", Image: "x", Resources: corev1.ResourceRequirements{Requests: req, Limits: req}}}},
-			}
-			if _, err := b.cs.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{}); err != nil {
+			if err := b.createPod(ctx, ns, name, schedulerName, gpu, nil); err != nil {
 				errs.Add(1)
 			}
-			if victim != "" {
-				if err := b.cs.CoreV1().Pods(ns).Delete(ctx, victim, metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
+			if after != nil {
+				if err := after(ctx); err != nil {
 					errs.Add(1)
 				}
 			}
 		})
 		if i > 0 && i%int(rate*30) == 0 {
-			mu.Lock()
-			fmt.Fprintf(os.Stderr, "%s: %d churn pods created, %d bound pods\n", ns, i, len(live))
-			mu.Unlock()
+			fmt.Fprintf(os.Stderr, "%s: %d pods created at %.0f/s\n", ns, i, rate)
 		}
 	}
 	tick.Stop()
 	elapsed := time.Since(start)
 	wg.Wait()
-	// Grace for the last pods: up to 30 s for every churn pod to be bound.
+	// Grace for the last pods: up to 30 s for every pod created to be bound.
 	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
 		mu.Lock()
 		all := true
@@ -160,7 +172,7 @@ func (b *bench) churn(ctx context.Context, ns string, r runner, fill int, rate f
 	if n := errs.Load(); n > 0 {
 		fmt.Fprintf(os.Stderr, "%s: %d creates or deletes failed\n", ns, n)
 	}
-	return res, nil
+	return res
 }
 
 // quantile of sorted values (nearest rank).
@@ -174,8 +186,10 @@ func quantile(sorted []float64, q float64) float64 {
 
 // ceilingWatch binds every pod of the namespace that names no scheduler of the bench,
 // round-robin over the nodes, as soon as the watch shows it: the API server's bind rate
-// and latency with no scheduling work, also for pods created while it runs.
-func (b *bench) ceilingWatch() runner {
+// and latency with no scheduling work, also for pods created while it runs. With claims
+// it first allocates each pod's ResourceClaims as a scheduler does (delete protection,
+// then allocation and reservation), a GPU of the node each, in turn.
+func (b *bench) ceilingWatch(claims bool) runner {
 	return runner{schedulerName: "unscheduled", start: func(ctx context.Context, ns string) (func(), error) {
 		ctx, cancel := context.WithCancel(ctx)
 		queue := make(chan *corev1.Pod, 100000)
@@ -203,7 +217,14 @@ func (b *bench) ceilingWatch() runner {
 					case <-ctx.Done():
 						return
 					case p := <-queue:
-						node := b.nodeList[int(next.Add(1))%len(b.nodeList)]
+						n := int(next.Add(1))
+						node := b.nodeList[n%len(b.nodeList)]
+						if claims {
+							if err := b.allocateClaims(ctx, p, node, n/len(b.nodeList)%gpusPerNode); err != nil {
+								fmt.Fprintf(os.Stderr, "%s: %v\n", ns, err)
+								continue
+							}
+						}
 						binding := &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: ns, UID: p.UID},
 							Target: corev1.ObjectReference{Kind: "Node", Name: node}}
 						_ = b.cs.CoreV1().Pods(ns).Bind(ctx, binding, metav1.CreateOptions{})

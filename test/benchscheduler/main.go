@@ -32,8 +32,9 @@ type Case struct {
 	// only when it runs as its own process, -tessera).
 	TesseraRSSMiB       float64 `json:"tessera_rss_mib,omitempty"`
 	KubeSchedulerRSSMiB float64 `json:"kube_scheduler_rss_mib,omitempty"`
-	// Churn cases: creation-to-bind latency of the pods created during the churn, and
-	// the churn's length and rate (pods created, and as many deleted, per second).
+	// Churn cases (and dra5k's arrivals): creation-to-bind latency of the pods created
+	// while the scheduler runs, and the churn's length and rate (pods created, and as
+	// many deleted, per second).
 	TesseraP50BindSeconds       float64 `json:"tessera_p50_bind_seconds,omitempty"`
 	TesseraP99BindSeconds       float64 `json:"tessera_p99_bind_seconds,omitempty"`
 	KubeSchedulerP50BindSeconds float64 `json:"kube_scheduler_p50_bind_seconds,omitempty"`
@@ -44,6 +45,22 @@ type Case struct {
 	KubeSchedulerUnbound        int     `json:"kube_scheduler_unbound,omitempty"`
 	ChurnSeconds                float64 `json:"churn_seconds,omitempty"`
 	ChurnPodsPerS               float64 `json:"churn_pods_per_s,omitempty"`
+	// dra5k: Tessera's figures for the same pods asking the extended resource instead
+	// of a claim, and its rate with claims over that rate.
+	TesseraExtendedPodsPerS       float64 `json:"tessera_extended_pods_per_s,omitempty"`
+	TesseraExtendedP50BindSeconds float64 `json:"tessera_extended_p50_bind_seconds,omitempty"`
+	TesseraExtendedP99BindSeconds float64 `json:"tessera_extended_p99_bind_seconds,omitempty"`
+	ClaimsOfExtended              float64 `json:"tessera_claims_of_extended,omitempty"`
+	// dra5k: the ceiling of the same pods asking the extended resource, and the claims
+	// ceiling over it: the most of its extended-resource rate a scheduler keeps with claims.
+	CeilingExtendedPodsPerS       float64 `json:"ceiling_extended_pods_per_s,omitempty"`
+	CeilingExtendedP50BindSeconds float64 `json:"ceiling_extended_p50_bind_seconds,omitempty"`
+	CeilingExtendedP99BindSeconds float64 `json:"ceiling_extended_p99_bind_seconds,omitempty"`
+	CeilingClaimsOfExtended       float64 `json:"ceiling_claims_of_extended,omitempty"`
+	// dra5k: the arrivals after the burst, whose bind latencies are the p50 and p99:
+	// pods created at this rate for this long while the scheduler runs.
+	ArrivalSeconds  float64 `json:"arrival_seconds,omitempty"`
+	ArrivalPodsPerS float64 `json:"arrival_pods_per_s,omitempty"`
 	// LoadAverage is the machine's 1-minute load average when the case ended.
 	LoadAverage float64 `json:"load_average_1m,omitempty"`
 	// Rounds are each round's rates when a throughput case ran more than once
@@ -73,12 +90,15 @@ type Report struct {
 func main() {
 	nodes := flag.Int("nodes", 1000, "nodes, 8 GPUs each, of the cases single and gang8")
 	pods := flag.Int("pods", 7000, "one-GPU pods per case of single and gang8")
-	cases := flag.String("cases", "single,gang8", "cases to run, in this order: single, gang8, single5k, churn5k (a case that needs more nodes adds them; run the larger ones last)")
-	bigNodes := flag.Int("big-nodes", 5000, "nodes of the cases single5k and churn5k")
+	cases := flag.String("cases", "single,gang8", "cases to run, in this order: single, gang8, single5k, churn5k, dra5k (a case that needs more nodes adds them; run the larger ones last)")
+	bigNodes := flag.Int("big-nodes", 5000, "nodes of the cases single5k, churn5k and dra5k")
 	bigPods := flag.Int("big-pods", 35000, "one-GPU pods of the case single5k")
 	churnFill := flag.Float64("churn-fill", 0.7, "churn5k: share of the GPUs held by running pods")
 	churnRate := flag.Float64("churn-rate", 100, "churn5k: pods created (and as many deleted) per second")
 	churnFor := flag.Duration("churn-duration", 3*time.Minute, "churn5k: how long the churn lasts")
+	draPods := flag.Int("dra-pods", 5000, "dra5k: pods of the burst, each with its own ResourceClaim of one GPU (on -big-nodes nodes)")
+	draRate := flag.Float64("dra-rate", 20, "dra5k: pods created per second after the burst, whose bind latency is measured")
+	draFor := flag.Duration("dra-duration", 15*time.Second, "dra5k: how long pods are created after the burst")
 	tesseraBin := flag.String("tessera", "", "tessera binary, run as `tessera scheduler` in its own process (its peak RSS is reported); empty: in this process")
 	out := flag.String("o", "out/bench-scheduler.json", "JSON report")
 	kubeScheduler := flag.String("kube-scheduler", "", "kube-scheduler binary; empty: skip it")
@@ -91,9 +111,14 @@ func main() {
 	apiProfile := flag.Duration("apiserver-profile", 0, "profile the API server's CPU for this long from each measurement's first bind, into kube-apiserver-<namespace>.pprof next to the report (0: not)")
 	tesseraFlags := flag.String("tessera-flags", "", "more flags for `tessera scheduler` run from -tessera, space-separated (say, --bind-workers=64)")
 	flag.Parse()
-	big := bigCases{nodes: *bigNodes, pods: *bigPods, fill: *churnFill, rate: *churnRate, dur: *churnFor}
+	big := bigCases{nodes: *bigNodes, pods: *bigPods, fill: *churnFill, rate: *churnRate, dur: *churnFor,
+		dra: draSizes{nodes: *bigNodes, pods: *draPods, rate: *draRate, dur: *draFor}}
 	if *rounds < 1 {
 		fmt.Fprintf(os.Stderr, "benchscheduler: -rounds %d: must be at least 1\n", *rounds)
+		os.Exit(2)
+	}
+	if *draRate <= 0 {
+		fmt.Fprintf(os.Stderr, "benchscheduler: -dra-rate %g: must be above 0 pods per second\n", *draRate)
 		os.Exit(2)
 	}
 	if *apiProfile < 0 || *apiProfile%time.Second != 0 {
@@ -106,11 +131,12 @@ func main() {
 	}
 }
 
-// bigCases size single5k and churn5k.
+// bigCases size single5k, churn5k and dra5k.
 type bigCases struct {
 	nodes, pods int
 	fill, rate  float64
 	dur         time.Duration
+	dra         draSizes
 }
 
 func run(nodes, pods int, cases, out, kubeScheduler string, ts tesseraRun, big bigCases, heapNodes, heapPods int, timeout time.Duration, rounds int, watched bool, apiProfile time.Duration) error {
@@ -147,8 +173,12 @@ func run(nodes, pods int, cases, out, kubeScheduler string, ts tesseraRun, big b
 			if c, err = b.churnCase(ctx, name, big, kubeScheduler); err != nil {
 				return err
 			}
+		case "dra5k":
+			if c, err = b.draCase(ctx, name, big.dra, kubeScheduler); err != nil {
+				return err
+			}
 		default:
-			return fmt.Errorf("-cases: unknown case %q; known: single, gang8, single5k, churn5k", name)
+			return fmt.Errorf("-cases: unknown case %q; known: single, gang8, single5k, churn5k, dra5k", name)
 		}
 		c.LoadAverage = loadAverage()
 		rep.Cases = append(rep.Cases, c)
@@ -222,7 +252,7 @@ func (b *bench) throughput(ctx context.Context, name string, nodes, pods, gang i
 				ns += fmt.Sprintf("-%d", r+1)
 			}
 			b.rssMiB = 0
-			rate, err := b.measure(ctx, ns, pods, gang, a.r)
+			rate, err := b.measure(ctx, ns, pods, gang, gpuExtended, a.r)
 			if err != nil {
 				return c, err
 			}
@@ -272,7 +302,7 @@ func (b *bench) churnCase(ctx context.Context, name string, big bigCases, kubeSc
 	c.Nodes = len(b.nodeList)
 	fill := int(float64(c.Nodes*8) * big.fill)
 	c.Pods = fill
-	ceil, err := b.churn(ctx, name+"-ceiling", b.ceilingWatch(), fill, big.rate, big.dur)
+	ceil, err := b.churn(ctx, name+"-ceiling", b.ceilingWatch(false), fill, big.rate, big.dur)
 	if err != nil {
 		return c, err
 	}
