@@ -33,6 +33,7 @@ func benchSnapshot(nodes, gang int, claims bool) *framework.Snapshot {
 			for i := range n.GPUs {
 				n.GPUs[i].Device, n.GPUs[i].Shareable = fmt.Sprintf("gpu-%d", i), true
 			}
+			n.Refresh()
 		}
 		for _, j := range jobs {
 			for _, t := range j.Tasks {

@@ -52,6 +52,9 @@ type Node struct {
 
 	freeWhole    int   // healthy GPUs with nothing allocated
 	maxFreeMilli int64 // largest free share on one healthy GPU
+	// allDevices: every GPU is published as a DRA device; allShareable: as one that
+	// takes several allocations.
+	allDevices, allShareable bool
 	// Reserved marks a node held for a starving gang; only that job may use it.
 	Reserved *Job
 	// Version changes whenever the node's allocation changes, for plugin caches.
@@ -75,14 +78,25 @@ func (n *Node) FreeGPUMilli() int64 {
 	return f
 }
 
+// ClaimsLikeExtended reports whether a request made through claims fits n exactly as
+// the same request as extended resources would: the claims accept every GPU and every
+// GPU of n is published as a device that can serve it. Then the node's GPU summaries
+// answer for the claims too.
+func (n *Node) ClaimsLikeExtended(r *GPURequest) bool {
+	return r.Claim == nil || r.Claim.Allowed == nil && n.allDevices && (n.allShareable || !r.Shared())
+}
+
 // Idle reports whether nothing is allocated on the node.
 func (n *Node) Idle() bool { return len(n.Tasks) == 0 }
 
 // Refresh recomputes the node's GPU summaries; call after changing GPUs directly.
 func (n *Node) Refresh() {
 	n.freeWhole, n.maxFreeMilli = 0, 0
+	n.allDevices, n.allShareable = true, true
 	for i := range n.GPUs {
 		g := &n.GPUs[i]
+		n.allDevices = n.allDevices && g.Device != ""
+		n.allShareable = n.allShareable && g.Shareable
 		f := g.FreeMilli()
 		if f == MilliPerGPU {
 			n.freeWhole++

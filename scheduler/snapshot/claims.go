@@ -406,6 +406,7 @@ func markDevices(n *framework.Node, devs *Devices) {
 			g.Device, g.Shareable = d.Name, d.Shareable
 		}
 	}
+	n.Refresh()
 }
 
 // chargeForeignClaims counts on their GPUs the devices of claims allocated for anything

@@ -74,7 +74,7 @@ func FitGPU(r *framework.GPURequest, n *framework.Node) framework.FitCode {
 	if len(n.GPUs) == 0 || !r.AllowsModel(n.GPUModel) {
 		return framework.FitGPUModel
 	}
-	if r.Claim != nil {
+	if !n.ClaimsLikeExtended(r) {
 		return fitClaimGPU(r, n)
 	}
 	switch {
