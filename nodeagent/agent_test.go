@@ -90,15 +90,7 @@ func startConfig(t *testing.T, cfg *rest.Config, acfg Config, gpus *nvidiatest.N
 // eventually polls cond until it returns "" or the deadline passes.
 func eventually(t *testing.T, what string, cond func() string) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	last := ""
-	for time.Now().Before(deadline) {
-		if last = cond(); last == "" {
-			return
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatalf("%s: %s", what, last)
+	testenv.Eventually(t, what, 30*time.Second, cond)
 }
 
 func (h *harness) gpuNode(t *testing.T) *tesserav1.GPUNode {

@@ -91,11 +91,7 @@ func allocation(c *resourcev1.ResourceClaim, n *framework.Node, gpus []int, devs
 		if r.Exactly == nil {
 			return nil, nil, fmt.Errorf("request %s: only exactly requests are allocated", r.Name)
 		}
-		share, isShare := int64(0), false
-		if r.Exactly.Capacity != nil {
-			q, ok := r.Exactly.Capacity.Requests[tesserav1.DeviceCapacityMemory]
-			share, isShare = (q.Value()+1<<20-1)>>20, ok
-		}
+		share, isShare := snapshot.ShareRequestMiB(r.Exactly)
 		count := int(max(r.Exactly.Count, 1))
 		if isShare {
 			count = 1

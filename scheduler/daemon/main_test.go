@@ -212,19 +212,10 @@ func (h *harness) waitBound(what string, want int, d time.Duration) {
 	})
 }
 
-// eventually polls cond until it returns "" or the deadline passes, failing with the
-// last message.
+// eventually polls cond until it returns "" or d passes, failing with the last message.
 func (h *harness) eventually(what string, d time.Duration, cond func() string) {
 	h.t.Helper()
-	deadline := time.Now().Add(d)
-	msg := ""
-	for time.Now().Before(deadline) {
-		if msg = cond(); msg == "" {
-			return
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	h.t.Fatalf("%s: %s", what, msg)
+	testenv.Eventually(h.t, what, d, cond)
 }
 
 // podGroup creates a PodGroup.

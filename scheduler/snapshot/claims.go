@@ -286,11 +286,11 @@ func (s *build) claimGPU(p *corev1.Pod, t *framework.Task) error {
 				return bad(field, "%s: allocationMode All is not supported; ask an exact count", rfield)
 			}
 			count := int(max(e.Count, 1))
-			if q, ok := capacityRequest(e); ok {
+			if q, ok := ShareRequestMiB(e); ok {
 				if count != 1 || req.Count > 0 || req.MemoryMiB > 0 {
 					return bad(field, "%s: a share of GPU memory must be the pod's only GPU request, of count 1", rfield)
 				}
-				req.MemoryMiB = shareMiB(mib(q), acc, devs)
+				req.MemoryMiB = shareMiB(q, acc, devs)
 			} else {
 				if req.MemoryMiB > 0 {
 					return bad(field, "%s: a share of GPU memory must be the pod's only GPU request", rfield)
@@ -317,13 +317,14 @@ func ptrOr(s *string) string {
 	return *s
 }
 
-// capacityRequest is the GPU memory a request names, if any.
-func capacityRequest(e *resourcev1.ExactDeviceRequest) (int64, bool) {
+// ShareRequestMiB is the GPU memory a request names, in MiB rounded up, if it names
+// any: a share of one GPU.
+func ShareRequestMiB(e *resourcev1.ExactDeviceRequest) (int64, bool) {
 	if e.Capacity == nil {
 		return 0, false
 	}
 	q, ok := e.Capacity.Requests[tesserav1.DeviceCapacityMemory]
-	return q.Value(), ok
+	return mib(q.Value()), ok
 }
 
 // shareMiB is a share of req MiB as the accepted devices round it: the largest of their
@@ -414,8 +415,7 @@ func markDevices(n *framework.Node, devs *Devices) {
 // kube-scheduler or another scheduler allocated, and claims allocated and not yet
 // consumed.
 func (s *build) chargeForeignClaims() {
-	for _, key := range slices.Sorted(maps.Keys(s.Builder.dra.claims)) {
-		c := s.Builder.dra.claims[key]
+	for _, c := range s.Builder.dra.claims { // (in any order: the charges add up)
 		if c.Status.Allocation == nil || s.placedConsumer(c) {
 			continue
 		}

@@ -148,15 +148,7 @@ func (p *draPath) cleanup() {
 // message.
 func (p *draPath) eventually(what string, cond func() string) {
 	p.t.Helper()
-	deadline := time.Now().Add(draWait)
-	msg := ""
-	for time.Now().Before(deadline) {
-		if msg = cond(); msg == "" {
-			return
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	p.t.Fatalf("%s: %s", what, msg)
+	testenv.Eventually(p.t, what, draWait, cond)
 }
 
 // devices returns the devices of the node's pool once check accepts them.
