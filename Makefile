@@ -14,7 +14,7 @@ STATICCHECK   := $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 GENERATED     := api deploy/crds deploy/helm/tessera/crds deploy/kustomize/base docs/reference volcano/testdata/jobset
 CHART         := deploy/helm/tessera
 
-.PHONY: all build images test chart-test unit integration rules-test fuzz k8s-binaries e2e-binaries e2e dev-cluster lint generate verify demo figures bench bench-scheduler clean
+.PHONY: all build images test chart-test unit integration rules-test fuzz k8s-binaries e2e-binaries e2e faults dev-cluster lint generate verify demo figures bench bench-scheduler clean
 
 all: build
 
@@ -52,6 +52,17 @@ e2e-binaries:
 e2e: e2e-binaries
 	@hack/ensure-promtool.sh
 	TESSERA_E2E=1 $(GO) test -count=1 -timeout 45m -v -run 'TestEndToEnd|TestGuidePages' ./test/e2e
+
+## faults: faults injected into the end-to-end cluster (test/faults): Tessera built with its
+## fault points (-tags faults), two replicas of the scheduler and the autoscaler, a mixed
+## workload; every fault point crashed, failed or delayed, the API server and etcd killed,
+## the invariants checked after each recovery. Ends with a table of fault points x faults
+## x violations x recovery and "N faults injected at M fault points, V violations". The
+## CI schedule is seed 1 (every point once); FAULT_SEEDS=1-25 make faults is the long one
+FAULT_SEEDS ?=
+faults: e2e-binaries
+	$(GO) test -count=1 -tags faults ./internal/failpoint
+	TESSERA_FAULTS=1 FAULT_SEEDS="$(FAULT_SEEDS)" $(GO) test -count=1 -timeout 0 -v -run TestFaults ./test/faults
 
 ## dev-cluster: the same cluster with Tessera running on fake GPU nodes, to try it without
 ## GPUs; prints a KUBECONFIG and commands to try; Ctrl-C tears it down

@@ -22,6 +22,7 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	tesserav1 "github.com/tessera-gpu/tessera/api/v1alpha1"
+	"github.com/tessera-gpu/tessera/internal/failpoint"
 	"github.com/tessera-gpu/tessera/nodeagent/cgroup"
 	"github.com/tessera-gpu/tessera/nodeagent/deviceplugin"
 	"github.com/tessera-gpu/tessera/nodeagent/dra"
@@ -384,6 +385,9 @@ func (a *Agent) nvmlFailed(ctx context.Context, err error, retry time.Duration) 
 // sample reads the GPUs once and publishes everything derived from the reading.
 func (a *Agent) sample(ctx context.Context) error {
 	samples, err := a.deps.GPUs.Sample()
+	if err == nil {
+		err = failpoint.Inject(failpoint.NodeAgentSample)
+	}
 	if err != nil {
 		return fmt.Errorf("sample GPUs: %w", err)
 	}
@@ -568,7 +572,11 @@ func (a *Agent) write(ctx context.Context, devs []tesserav1.GPUDevice, cond meta
 	for _, l := range a.inv.Links {
 		status.Links = append(status.Links, tesserav1.GPULink{A: int32(l.A), B: int32(l.B), NVLinks: int32(l.NVLinks), PCIe: l.PCIe})
 	}
-	if err := a.pub.GPUNode(ctx, status); err != nil {
+	err := failpoint.Inject(failpoint.NodeAgentPublishGPUNode)
+	if err == nil {
+		err = a.pub.GPUNode(ctx, status)
+	}
+	if err != nil {
 		a.deps.Log.Error(err, "Publish GPUNode")
 	}
 	f := nodeFields(devs)

@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	tesserav1 "github.com/tessera-gpu/tessera/api/v1alpha1"
+	"github.com/tessera-gpu/tessera/internal/failpoint"
 	"github.com/tessera-gpu/tessera/scheduler/cache"
 )
 
@@ -75,7 +76,7 @@ func (s *step) revalidate(ctx context.Context) error {
 		return err
 	}
 	s.a.events.Normal(s.node, "ScaleDownDraining", "Cordon", "still a candidate after %s (%s): cordoned; evicting its pods", s.a.opts.RevalidateAfter, d.Message)
-	return nil
+	return failpoint.Inject(failpoint.AutoscalerCordoned)
 }
 
 // cancelled undoes the scale-down when a pending workload now needs the node, or a
@@ -108,7 +109,10 @@ func (s *step) drain(ctx context.Context) error {
 		return left.err()
 	}
 	// Pods still terminating past the timeout end with the node.
-	return s.next(ctx, autoscale.PhaseDrained, nil)
+	if err := s.next(ctx, autoscale.PhaseDrained, nil); err != nil {
+		return err
+	}
+	return failpoint.Inject(failpoint.AutoscalerDrained)
 }
 
 // mark marks the drained node's Machine for deletion, the last point where a pending
@@ -123,6 +127,9 @@ func (s *step) mark(ctx context.Context) error {
 		var err error
 		if machine, err = s.a.infra.Mark(ctx, s.node); err != nil {
 			return fmt.Errorf("mark the Machine for deletion: %w", err)
+		}
+		if err := failpoint.Inject(failpoint.AutoscalerMachineMarked); err != nil {
+			return err
 		}
 	}
 	if machine == "" {
@@ -150,6 +157,9 @@ func (s *step) remove(ctx context.Context) error {
 		return fmt.Errorf("the Machine %s is marked, but no Cluster API management cluster is configured", s.sd.Machine)
 	}
 	what, err := s.a.infra.Lower(ctx, s.node)
+	if err == nil {
+		err = failpoint.Inject(failpoint.AutoscalerLowered)
+	}
 	if err != nil {
 		return fmt.Errorf("lower the node group: %w", err)
 	}

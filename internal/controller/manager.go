@@ -90,6 +90,7 @@ func (s *Serving) AddFlags(fs *pflag.FlagSet, leaseID string) {
 	fs.BoolVar(&s.LeaderElect, "leader-elect", true, "elect one active replica through a Lease")
 	fs.StringVar(&s.LeaderElectionNamespace, "leader-election-namespace", os.Getenv("POD_NAMESPACE"), "namespace of the Lease; defaults to $POD_NAMESPACE")
 	fs.StringVar(&s.LeaderElectionID, "leader-election-id", leaseID, "name of the Lease")
+	fs.DurationVar(&s.LeaseDuration, "leader-elect-lease-duration", 15*time.Second, "how long a standby replica waits before it takes over from a leader that stopped renewing (renew deadline 2/3 and retry period 1/5 of it)")
 	s.AddServingFlags(fs)
 }
 

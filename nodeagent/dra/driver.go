@@ -20,6 +20,7 @@ import (
 	"k8s.io/dynamic-resource-allocation/resourceslice"
 	"k8s.io/klog/v2"
 
+	"github.com/tessera-gpu/tessera/internal/failpoint"
 	"github.com/tessera-gpu/tessera/nodeagent/cdi"
 	"github.com/tessera-gpu/tessera/nodeagent/deviceplugin"
 	"github.com/tessera-gpu/tessera/nodeagent/mps"
@@ -156,6 +157,11 @@ func (d *Driver) publishLocked() {
 	}
 	sortByIndex(gpus)
 	res := d.policy.resources(d.opts.NodeName, gpus)
+	if err := failpoint.Inject(failpoint.NodeAgentPublishSlices); err != nil {
+		d.opts.Log.Error(err, "Publish the node's ResourceSlices")
+		d.published = nil // written again next time
+		return
+	}
 	if d.published != nil && apiequality.Semantic.DeepEqual(d.published, &res) {
 		return
 	}
@@ -184,7 +190,11 @@ func (d *Driver) WatchHealthStatus(context.Context, chan<- kubeletplugin.DeviceH
 func (d *Driver) PrepareResourceClaims(ctx context.Context, claims []*resourceapi.ResourceClaim) (map[types.UID]kubeletplugin.PrepareResult, error) {
 	out := make(map[types.UID]kubeletplugin.PrepareResult, len(claims))
 	for _, c := range claims {
-		devices, err := d.prepare(ctx, c)
+		err := failpoint.Inject(failpoint.NodeAgentPrepare)
+		var devices []kubeletplugin.Device
+		if err == nil {
+			devices, err = d.prepare(ctx, c)
+		}
 		if err != nil {
 			err = fmt.Errorf("prepare ResourceClaim %s/%s: %w", c.Namespace, c.Name, err)
 			d.opts.Log.Error(err, "Refusing claim", "claim", klog.KObj(c), "uid", c.UID)

@@ -17,6 +17,7 @@ import (
 
 	tesserav1 "github.com/tessera-gpu/tessera/api/v1alpha1"
 	"github.com/tessera-gpu/tessera/internal/controller"
+	"github.com/tessera-gpu/tessera/internal/failpoint"
 	"github.com/tessera-gpu/tessera/scheduler"
 	"github.com/tessera-gpu/tessera/scheduler/cache"
 	"github.com/tessera-gpu/tessera/scheduler/framework"
@@ -166,8 +167,15 @@ func (b *Binder) bind(ctx context.Context, state *cache.State, bindings []schedu
 // resource claims, if any (released again should the bind fail).
 func (b *Binder) bindOne(ctx context.Context, state *cache.State, pod *corev1.Pod, bd scheduler.Binding) error {
 	claims, err := b.allocateClaims(ctx, state, pod, bd)
+	if err == nil && len(claims) > 0 {
+		err = failpoint.Inject(failpoint.SchedulerClaimsAllocated)
+	}
 	if err == nil {
 		err = b.writeBinding(ctx, pod, bd)
+		if err != nil && ctx.Err() == nil && b.boundAnyway(pod, bd.Node.Name) {
+			// The bind was written but its answer lost: the pod and its claims stay.
+			err = nil
+		}
 	}
 	if err != nil {
 		for _, c := range claims {
@@ -203,7 +211,19 @@ func (b *Binder) writeBinding(ctx context.Context, pod *corev1.Pod, bd scheduler
 	// session of tens of thousands of pods takes longer than assumeTTL, and a watch that
 	// lags behind must not make the first pods of the session look pending again.
 	b.cache.Assume(pod.UID, bd.Node.Name, assignment, b.opts.Now())
-	return nil
+	return failpoint.Inject(failpoint.SchedulerBound)
+}
+
+// boundAnyway reports whether pod is bound to node after all, as the API server says
+// now: a bind whose answer was lost (a timeout, a connection cut) may have been written.
+func (b *Binder) boundAnyway(pod *corev1.Pod, node string) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	fresh := &corev1.Pod{}
+	if err := b.client.Get(ctx, client.ObjectKeyFromObject(pod), fresh); err != nil {
+		return false
+	}
+	return fresh.UID == pod.UID && fresh.Spec.NodeName == node
 }
 
 // refusals are when PodDisruptionBudgets first and last refused a victim's eviction.
@@ -238,6 +258,9 @@ func (b *Binder) evict(ctx context.Context, state *cache.State, evictions []evic
 			return
 		}
 		err := controller.Evict(ctx, b.client, pod)
+		if err == nil {
+			err = failpoint.Inject(failpoint.SchedulerEvicted)
+		}
 		switch {
 		case err == nil:
 			n.Add(1)

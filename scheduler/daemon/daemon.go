@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -10,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/tessera-gpu/tessera/internal/controller"
+	"github.com/tessera-gpu/tessera/internal/failpoint"
 	"github.com/tessera-gpu/tessera/scheduler"
 	"github.com/tessera-gpu/tessera/scheduler/cache"
 	"github.com/tessera-gpu/tessera/scheduler/framework"
@@ -143,6 +145,11 @@ func (d *Daemon) RunOnce(ctx context.Context) (Summary, error) {
 	snapshotted := d.opts.Now()
 	res := d.scheduler.RunSession(snap)
 	placed := d.opts.Now()
+	if holdsReservation(snap) {
+		if err := failpoint.Inject(failpoint.SchedulerReserved); err != nil {
+			return Summary{}, err
+		}
+	}
 	var sum Summary
 	evictions, broken := d.binder.repairGangs(snap, start)
 	for _, e := range res.Evictions {
@@ -162,4 +169,9 @@ func (d *Daemon) RunOnce(ctx context.Context) (Summary, error) {
 			"snapshot", snapshotted.Sub(start), "schedule", placed.Sub(snapshotted), "commit", committed.Sub(placed), "status", d.opts.Now().Sub(committed))
 	}
 	return sum, nil
+}
+
+// holdsReservation reports whether the session left nodes reserved for a starving gang.
+func holdsReservation(snap *framework.Snapshot) bool {
+	return slices.ContainsFunc(snap.Nodes, func(n *framework.Node) bool { return n.Reserved != nil })
 }

@@ -19,6 +19,7 @@ import (
 
 	tesserav1 "github.com/tessera-gpu/tessera/api/v1alpha1"
 	"github.com/tessera-gpu/tessera/internal/controller"
+	"github.com/tessera-gpu/tessera/internal/failpoint"
 	"github.com/tessera-gpu/tessera/scheduler/cache"
 	"github.com/tessera-gpu/tessera/scheduler/framework"
 	"github.com/tessera-gpu/tessera/scheduler/snapshot"
@@ -133,7 +134,11 @@ func (w *StatusWriter) podScheduled(ctx context.Context, pod *corev1.Pod, r *fra
 	} else {
 		patched.Status.Conditions = append(patched.Status.Conditions, want)
 	}
-	if err := w.client.Status().Patch(ctx, patched, client.StrategicMergeFrom(pod)); err != nil && !apierrors.IsNotFound(err) {
+	err := failpoint.Inject(failpoint.SchedulerUnschedulable)
+	if err == nil {
+		err = w.client.Status().Patch(ctx, patched, client.StrategicMergeFrom(pod))
+	}
+	if err != nil && !apierrors.IsNotFound(err) {
 		w.log.Info("pod condition update failed", "pod", pod.Namespace+"/"+pod.Name, "error", err.Error())
 	}
 }

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -44,6 +45,16 @@ type Options struct {
 	Dir string
 	// Logf reports progress.
 	Logf func(format string, args ...any)
+	// Faults builds Tessera's binaries with their fault points (-tags faults), each
+	// process serving them on an address FailpointAddr returns.
+	Faults bool
+	// Replicas of the scheduler and of the autoscaler (default 1). Above one they elect
+	// a leader through a Lease of LeaseDuration (default 15s); the second replica of
+	// each is named tessera-scheduler-2, tessera-autoscaler-2.
+	Replicas      int
+	LeaseDuration time.Duration
+	// SchedulerConfig is the scheduler's --config file; empty: its default profile.
+	SchedulerConfig string
 }
 
 // The names of the objects the harness creates.
@@ -85,6 +96,8 @@ type Cluster struct {
 
 	mu         sync.Mutex
 	agentPorts map[string]int
+	failpoints map[string]string // process name: its fault points' address
+	metrics    map[string]string // Tessera's control-plane processes: their metrics address
 }
 
 // Start brings the whole cluster up; Stop tears it down.
@@ -117,7 +130,7 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	ctx, cancel := context.WithCancel(ctx)
 	c = &Cluster{
 		Dir: opts.Dir, Procs: map[string]*Process{}, opts: opts, bins: bins, cancel: cancel,
-		logDir: filepath.Join(opts.Dir, "logs"), agentPorts: map[string]int{},
+		logDir: filepath.Join(opts.Dir, "logs"), agentPorts: map[string]int{}, failpoints: map[string]string{}, metrics: map[string]string{},
 	}
 	defer func() {
 		if err != nil {
@@ -163,8 +176,49 @@ func (c *Cluster) Logs(lines int) string {
 	return out
 }
 
-// run starts a component and registers its stop.
+// FailpointAddr is the address where the process name (a Tessera component started
+// with Options.Faults) serves its fault points; "" for any other.
+func (c *Cluster) FailpointAddr(name string) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.failpoints[name]
+}
+
+// MetricsAddr is where Tessera's control-plane process name (tessera-scheduler, ...)
+// serves its metrics; "" for any other.
+func (c *Cluster) MetricsAddr(name string) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.metrics[name]
+}
+
+// Process is the running component name (see Procs), or nil.
+func (c *Cluster) Process(name string) *Process {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.Procs[name]
+}
+
+// ProcessNames are the components started so far, sorted.
+func (c *Cluster) ProcessNames() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Sorted(maps.Keys(c.Procs))
+}
+
+// Env is the control plane's API server and etcd (to restart them).
+func (c *Cluster) Env() *testenv.Env { return c.env }
+
+// run starts a component and registers its stop. A Tessera component of a cluster with
+// Options.Faults serves its fault points on an address of its own.
 func (c *Cluster) run(name, bin string, args []string, env ...string) (*Process, error) {
+	if c.opts.Faults && (bin == c.tessera || bin == c.agent) {
+		addr := "127.0.0.1:" + strconv.Itoa(freePort())
+		env = append(env, "TESSERA_FAILPOINTS_ADDR="+addr)
+		c.mu.Lock()
+		c.failpoints[name] = addr
+		c.mu.Unlock()
+	}
 	p, err := startProcess(c.logDir, name, bin, args, env...)
 	if err != nil {
 		return nil, err
@@ -270,10 +324,14 @@ func (c *Cluster) startTessera(ctx context.Context, root string) error {
 	if err != nil {
 		return err
 	}
-	if c.tessera, err = testenv.BuildTesseraTo(dir); err != nil {
+	var tags []string
+	if c.opts.Faults {
+		tags = append(tags, "faults")
+	}
+	if c.tessera, err = testenv.BuildTesseraTo(dir, tags...); err != nil {
 		return err
 	}
-	if c.agent, err = testenv.BuildNodeAgentTo(dir); err != nil {
+	if c.agent, err = testenv.BuildNodeAgentTo(dir, tags...); err != nil {
 		return err
 	}
 	if c.mpsBin, c.toolkitConfig, err = writeAgentSupport(filepath.Join(c.Dir, "agent")); err != nil {
@@ -305,14 +363,31 @@ func (c *Cluster) startTessera(ctx context.Context, root string) error {
 	if err := c.Client.Create(ctx, review); err != nil {
 		return fmt.Errorf("who is the kubeconfig's user: %w", err)
 	}
-	components := []struct {
+	type component struct {
 		name string
 		args []string
-	}{
+	}
+	components := []component{
 		{"tessera-webhook", []string{"webhook", kc, "--namespace=" + Namespace, "--port=" + strconv.Itoa(webhookPort),
 			"--cert-dir=" + certDir, "--cert-extra-dns-names=localhost", "--scheduler-user=" + review.Status.UserInfo.Username}},
-		{"tessera-scheduler", []string{"scheduler", kc, "--leader-elect=false", "--period=1s"}},
-		{"tessera-autoscaler", []string{"autoscaler", kc, "--leader-elect=false", "--period=2s", "--revalidate-after=4s", "--step-timeout=2m"}},
+	}
+	scheduler := []string{"scheduler", kc, "--period=1s"}
+	if c.opts.SchedulerConfig != "" {
+		scheduler = append(scheduler, "--config="+c.opts.SchedulerConfig)
+	}
+	autoscaler := []string{"autoscaler", kc, "--period=2s", "--revalidate-after=4s", "--step-timeout=2m"}
+	for i := range max(c.opts.Replicas, 1) {
+		suffix, election := "", []string{"--leader-elect=false"}
+		if i > 0 {
+			suffix = "-" + strconv.Itoa(i+1)
+		}
+		if c.opts.Replicas > 1 {
+			election = []string{"--leader-elect=true", "--leader-election-namespace=" + Namespace,
+				"--leader-elect-lease-duration=" + cmp.Or(c.opts.LeaseDuration, 15*time.Second).String()}
+		}
+		components = append(components,
+			component{"tessera-scheduler" + suffix, append(slices.Clone(scheduler), election...)},
+			component{"tessera-autoscaler" + suffix, append(slices.Clone(autoscaler), election...)})
 	}
 	for _, comp := range components {
 		metrics, probe := freePort(), freePort()
@@ -324,6 +399,9 @@ func (c *Cluster) startTessera(ctx context.Context, root string) error {
 		if err := c.addScrapeTarget(comp.name, metrics); err != nil {
 			return err
 		}
+		c.mu.Lock()
+		c.metrics[comp.name] = "127.0.0.1:" + strconv.Itoa(metrics)
+		c.mu.Unlock()
 		if err := waitReady(ctx, p, probe); err != nil {
 			return err
 		}

@@ -1,10 +1,8 @@
 package e2e
 
 import (
-	"cmp"
 	"context"
 	"fmt"
-	"slices"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -15,7 +13,7 @@ import (
 )
 
 // scaleUp shows a gang that needs more GPUs than the cluster has bringing up a Machine
-// through a stand-in for the Cluster API autoscaler's scale-up (standInScaleUp), which,
+// through a stand-in for the Cluster API autoscaler's scale-up (StandInScaleUp), which,
 // as Cluster Autoscaler does, reads only the pods' PodScheduled conditions; the gang
 // binds, whole, on the node that joins.
 func (s *scenario) scaleUp() {
@@ -33,7 +31,7 @@ func (s *scenario) scaleUp() {
 		}
 		return nil
 	})
-	go standInScaleUp(ctx, s.c.Client, s.tl.Logf)
+	go StandInScaleUp(ctx, s.c.Client, 0, s.tl.Logf)
 	gang := Job(TenantNamespace, "wide", 3, 8, 0, 0)
 	s.create(gang)
 	pods := client.MatchingLabels{batchv1.JobNameLabel: gang.Name}
@@ -60,95 +58,4 @@ func (s *scenario) scaleUp() {
 	}
 	s.tl.Logf("the gang of 3 bound whole; MachineDeployment %s at %d replicas", DeploymentName, ptr.Deref(md.Spec.Replicas, 0))
 	s.delete(gang)
-}
-
-func scheduledCondition(p *corev1.Pod) *corev1.PodCondition {
-	for i := range p.Status.Conditions {
-		if p.Status.Conditions[i].Type == corev1.PodScheduled {
-			return &p.Status.Conditions[i]
-		}
-	}
-	return nil
-}
-
-// standInScaleUp raises the MachineDeployment's replicas by the nodes the pods marked
-// PodScheduled=False, reason Unschedulable need, every 2 seconds until ctx ends: it
-// packs their GPU requests first onto the free GPUs of the ready nodes, then onto new
-// nodes shaped like them (8 GPUs), as Cluster Autoscaler's scale-up simulates pending
-// pods on a node group's template. It waits while Machines have no Node yet.
-func standInScaleUp(ctx context.Context, c client.Client, logf func(string, ...any)) {
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(2 * time.Second):
-		}
-		if n, err := nodesWanted(ctx, c); err != nil || n == 0 {
-			continue
-		} else if err := addMachines(ctx, c, n); err == nil {
-			logf("stand-in scale-up: %d node(s) for the Unschedulable pods", n)
-		}
-	}
-}
-
-// nodesWanted is how many new 8-GPU nodes the Unschedulable pods need.
-func nodesWanted(ctx context.Context, c client.Client) (int, error) {
-	var pods corev1.PodList
-	if err := c.List(ctx, &pods); err != nil {
-		return 0, err
-	}
-	var nodes corev1.NodeList
-	if err := c.List(ctx, &nodes); err != nil {
-		return 0, err
-	}
-	var machines clusterv1.MachineList
-	if err := c.List(ctx, &machines, client.InNamespace(ClusterNamespace)); err != nil {
-		return 0, err
-	}
-	if len(machines.Items) > len(nodes.Items) {
-		return 0, nil // a scale-up is under way
-	}
-	free := map[string]float64{}
-	for _, n := range nodes.Items {
-		if !n.Spec.Unschedulable {
-			free[n.Name] = 8
-		}
-	}
-	var want []float64
-	for i := range pods.Items {
-		p := &pods.Items[i]
-		if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
-			continue // holds nothing
-		}
-		if p.Spec.NodeName != "" {
-			free[p.Spec.NodeName] -= podGPUs(p)
-		} else if c := scheduledCondition(p); c != nil && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
-			want = append(want, podGPUs(p))
-		}
-	}
-	slices.SortFunc(want, func(a, b float64) int { return cmp.Compare(b, a) })
-	bins := make([]float64, 0, len(free))
-	for _, f := range free {
-		bins = append(bins, f)
-	}
-	added := 0
-	for _, g := range want {
-		i := slices.IndexFunc(bins, func(f float64) bool { return f >= g })
-		if i < 0 {
-			bins, added, i = append(bins, 8), added+1, len(bins)
-		}
-		bins[i] -= g
-	}
-	return added, nil
-}
-
-// addMachines raises the MachineDeployment's replicas by n.
-func addMachines(ctx context.Context, c client.Client, n int) error {
-	var md clusterv1.MachineDeployment
-	if err := c.Get(ctx, client.ObjectKey{Namespace: ClusterNamespace, Name: DeploymentName}, &md); err != nil {
-		return err
-	}
-	patched := md.DeepCopy()
-	patched.Spec.Replicas = ptr.To(ptr.Deref(md.Spec.Replicas, 0) + int32(n))
-	return c.Patch(ctx, patched, client.MergeFrom(&md))
 }

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"k8s.io/client-go/tools/clientcmd"
@@ -42,24 +43,24 @@ func BuildTessera(tb testing.TB) string {
 
 // BuildTesseraTo builds the tessera binary from this checkout into dir and returns its
 // path: static, with cgo off, as `make build` and the image build it.
-func BuildTesseraTo(dir string) (string, error) {
-	return buildTo(dir, "tessera", false)
+func BuildTesseraTo(dir string, tags ...string) (string, error) {
+	return buildTo(dir, "tessera", false, tags)
 }
 
 // BuildNodeAgentTo builds the tessera-node-agent binary from this checkout into dir and
 // returns its path: with cgo, as `make build` and the image build it (go-nvml).
-func BuildNodeAgentTo(dir string) (string, error) {
-	return buildTo(dir, "tessera-node-agent", true)
+func BuildNodeAgentTo(dir string, tags ...string) (string, error) {
+	return buildTo(dir, "tessera-node-agent", true, tags)
 }
 
-// buildTo runs `go build -o dir/name ./cmd/name` in the repository.
-func buildTo(dir, name string, cgo bool) (string, error) {
+// buildTo runs `go build -o dir/name ./cmd/name` in the repository, with build tags.
+func buildTo(dir, name string, cgo bool, tags []string) (string, error) {
 	root, err := RepoRoot()
 	if err != nil {
 		return "", err
 	}
 	bin := filepath.Join(dir, name)
-	cmd := exec.Command("go", "build", "-o", bin, "./cmd/"+name)
+	cmd := exec.Command("go", "build", "-tags", strings.Join(tags, ","), "-o", bin, "./cmd/"+name)
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if cgo {

@@ -32,6 +32,10 @@ type Env struct {
 	// Webhook holds the serving options when Options.Webhooks was set.
 	Webhook *envtest.WebhookInstallOptions
 	env     *envtest.Environment
+	// stopped are the command lines of control-plane processes Kill ended; revived
+	// those Revive started again.
+	stopped map[string][]string
+	revived []*exec.Cmd
 }
 
 // Options tunes the environment.
@@ -169,7 +173,10 @@ func New(opts Options) (*Env, error) {
 }
 
 // Stop shuts the API server and etcd down.
-func (e *Env) Stop() error { return e.env.Stop() }
+func (e *Env) Stop() error {
+	e.stopRevived()
+	return e.env.Stop()
+}
 
 // Start starts an environment for one test and stops it when the test ends. Without
 // binaries it skips, unless TESSERA_REQUIRE_K8S=1 makes that a failure.
