@@ -1,6 +1,8 @@
 package daemon_test
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -14,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	tesserav1 "github.com/tessera-gpu/tessera/api/v1alpha1"
 	"github.com/tessera-gpu/tessera/internal/apitest"
@@ -234,5 +237,37 @@ func TestDRAExplain(t *testing.T) {
 	}
 	if e := h.explain("pod", h.ns+"/no-device"); e.State != "Pending" || !strings.Contains(e.Message, framework.FitGPUDevice.String()) {
 		t.Errorf("no device: %s %s: %s, want pending with %q", e.State, e.Reason, e.Message, framework.FitGPUDevice.String())
+	}
+}
+
+// TestDRABindAnswerLost: a bind the API server wrote but whose answer was lost (a
+// timeout, a connection cut) is read back: the pod stays bound and its claim allocated
+// and reserved for it, instead of released under a bound pod.
+func TestDRABindAnswerLost(t *testing.T) {
+	h := newHarness(t)
+	h.draNode("a", 1)
+	c, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lost := interceptor.NewClient(c, interceptor.Funcs{
+		SubResourceCreate: func(ctx context.Context, c client.Client, sub string, obj client.Object, subObj client.Object, opts ...client.SubResourceCreateOption) error {
+			if err := c.SubResource(sub).Create(ctx, obj, subObj, opts...); err != nil || sub != "binding" {
+				return err
+			}
+			return errors.New("http2: client connection lost")
+		},
+	})
+	p := h.claimPod(h.makePod("lost"), 0, "10Gi")
+	if _, err := h.daemon(lost).RunOnce(h.ctx); err != nil {
+		t.Fatal(err)
+	}
+	bound := &corev1.Pod{}
+	if err := h.c.Get(h.ctx, client.ObjectKeyFromObject(p), bound); err != nil || bound.Spec.NodeName == "" {
+		t.Fatalf("pod not bound (%v)", err)
+	}
+	cl := h.claim("lost")
+	if allocated(cl) == "" || len(cl.Status.ReservedFor) != 1 || cl.Status.ReservedFor[0].UID != bound.UID {
+		t.Errorf("claim allocated %q reserved for %v after a bind whose answer was lost; want it kept for its bound pod", allocated(cl), cl.Status.ReservedFor)
 	}
 }
