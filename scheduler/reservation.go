@@ -26,11 +26,17 @@ func waitsForCapacity(j *framework.Job) bool {
 // reserve holds nodes for a starving job, replacing any earlier reservation: the nodes
 // that are closest to free and whose capacity, once their current tasks end, holds the
 // job's pending tasks; nodes running work that does not yield to the job (which it
-// could not preempt) come last. It reports false, changing nothing, when no node could
-// ever hold one of them.
+// could not preempt) come last. It reports false, changing nothing, when the nodes, all
+// freed, could not hold them.
 func (s *Session) reserve(j *framework.Job) bool {
 	t := firstPending(j)
-	if !slices.ContainsFunc(s.Snap.Nodes, func(n *framework.Node) bool { return capacityFor(t, n) > 0 }) {
+	room := 0
+	for _, n := range s.Snap.Nodes {
+		room += capacityFor(t, n)
+	}
+	if room == 0 || room < j.Count(framework.TaskPending) {
+		// Not even every node freed would hold it (the cluster shrank since it was
+		// enqueued): holding nodes would idle them without ever starting it.
 		return false
 	}
 	for _, n := range s.Snap.Nodes {

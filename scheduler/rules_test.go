@@ -672,3 +672,26 @@ func TestPendingReasons(t *testing.T) {
 		t.Fatalf("behind: %v", behind.Pending)
 	}
 }
+
+// TestNoReservationBeyondTheCluster: a gang enqueued while the cluster was larger, which
+// all its nodes freed could no longer hold, gets no nodes reserved: work that overtook
+// it keeps running there, and new work still starts.
+func TestNoReservationBeyondTheCluster(t *testing.T) {
+	s := newReserving(t, time.Hour, 3*time.Hour, time.Hour)
+	ns := nodes(2, 8)
+	qa := testutil.MakeQueue("qa").Obj()
+	big := testutil.MakeJob("big").Tasks(3).GPU(8).Priority(10).Queue(qa).Obj()
+	big.WaitingSince = testutil.Epoch
+	big.Inqueue = true // enqueued while the cluster was larger
+	snap := testutil.Snapshot(0, ns, []*framework.Job{big}, qa)
+	snap.Now = testutil.Epoch.Add(4 * time.Hour) // past its deadline too
+	later := testutil.MakeJob("later").GPU(1).Priority(10).Queue(qa).Created(time.Minute).Obj()
+	snap.Jobs = append(snap.Jobs, later)
+	r := s.RunSession(snap)
+	if ns[0].Reserved != nil || ns[1].Reserved != nil {
+		t.Fatalf("nodes reserved for a gang of 24 GPUs on 16: %v, %v", ns[0].Reserved, ns[1].Reserved)
+	}
+	if boundTasks(r, later) != 1 || len(r.Evictions) != 0 {
+		t.Fatalf("later bound %d, %d evictions; want it bound and none", boundTasks(r, later), len(r.Evictions))
+	}
+}

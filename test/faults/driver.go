@@ -16,6 +16,7 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	tesserav1 "github.com/tessera-gpu/tessera/api/v1alpha1"
 	"github.com/tessera-gpu/tessera/autoscale"
 	"github.com/tessera-gpu/tessera/internal/failpoint"
 	"github.com/tessera-gpu/tessera/test/e2e"
@@ -112,15 +113,18 @@ func (d *Driver) RunSeed(ctx context.Context, seed uint64) []Result {
 func (d *Driver) inject(ctx context.Context, seed uint64, step int, f Fault) Result {
 	r := Result{Seed: seed, Step: step, Fault: f}
 	var at time.Time
+	var targets []string
 	undo := d.prepare(ctx, f.Point)
 	if strings.HasPrefix(f.Point, "process/") {
 		r.Injected, r.Reached, at = 1, true, time.Now()
-		if err := d.kill(ctx, f); err != nil {
+		var err error
+		if targets, err = d.kill(ctx, f); err != nil {
 			d.logf("seed %d step %d %s: %v", seed, step, f, err)
 			r.Reached = false
 		}
 	} else {
-		r.Injected, at = d.failpoint(ctx, f)
+		targets = d.targets(ctx, failpoint.Point(f.Point))
+		r.Injected, at = d.failpoint(ctx, f, targets)
 		r.Reached = r.Injected > 0
 	}
 	undo()
@@ -134,6 +138,9 @@ func (d *Driver) inject(ctx context.Context, seed uint64, step int, f Fault) Res
 		r.Recovery, r.Recovered = d.waitScaleStep(ctx, at, d.scaleState(ctx))
 	case f.Point == KillAutoscalerLeader:
 		r.Recovery, r.Recovered = d.waitLeader(ctx, at, "tessera-autoscaler")
+	case f.Point == KillNodeAgent || (strings.HasPrefix(f.Point, "node-agent/") && failpoint.Point(f.Point) != failpoint.NodeAgentPrepare):
+		// Back to normal: the agent published its GPUs again.
+		r.Recovery, r.Recovered = d.waitPublished(ctx, at, strings.TrimPrefix(targets[0], "agent-"))
 	default:
 		r.Recovery, r.Recovered = d.waitBind(ctx, at)
 	}
@@ -144,9 +151,8 @@ func (d *Driver) inject(ctx context.Context, seed uint64, step int, f Fault) Res
 
 // failpoint arms f in the processes that reach it, waits until it fires and returns
 // how many faults it injected and when the first fired.
-func (d *Driver) failpoint(ctx context.Context, f Fault) (int, time.Time) {
+func (d *Driver) failpoint(ctx context.Context, f Fault, targets []string) (int, time.Time) {
 	point := failpoint.Point(f.Point)
-	targets := d.targets(ctx, point)
 	if len(targets) == 0 {
 		return 0, time.Time{}
 	}
@@ -242,19 +248,19 @@ func (d *Driver) agents() []string {
 	return out
 }
 
-// kill runs a process fault.
-func (d *Driver) kill(ctx context.Context, f Fault) error {
+// kill runs a process fault and returns the processes it killed.
+func (d *Driver) kill(ctx context.Context, f Fault) ([]string, error) {
 	down := time.Second
 	if _, rest, ok := strings.Cut(f.Action, "kill("); ok {
 		down, _ = time.ParseDuration(strings.TrimSuffix(rest, ")"))
 	}
 	switch f.Point {
 	case KillAPIServer:
-		return d.c.Env().Restart(ctx, "kube-apiserver", down)
+		return []string{"kube-apiserver"}, d.c.Env().Restart(ctx, "kube-apiserver", down)
 	case KillEtcd:
-		return d.c.Env().Restart(ctx, "etcd", down)
+		return []string{"etcd"}, d.c.Env().Restart(ctx, "etcd", down)
 	case KillWebhook:
-		return d.sup.kill(ctx, "tessera-webhook", down)
+		return []string{"tessera-webhook"}, d.sup.kill(ctx, "tessera-webhook", down)
 	case KillSchedulerLeader, KillAutoscalerLeader:
 		component := "tessera-scheduler"
 		if f.Point == KillAutoscalerLeader {
@@ -262,17 +268,18 @@ func (d *Driver) kill(ctx context.Context, f Fault) error {
 		}
 		name := leader(d.c, component)
 		if name == "" {
-			return fmt.Errorf("no %s leader", component)
+			return nil, fmt.Errorf("no %s leader", component)
 		}
-		return d.sup.kill(ctx, name, down)
+		return []string{name}, d.sup.kill(ctx, name, down)
 	case KillNodeAgent:
 		agents := d.agents()
 		if len(agents) == 0 {
-			return fmt.Errorf("no node agent runs")
+			return nil, fmt.Errorf("no node agent runs")
 		}
-		return d.sup.kill(ctx, agents[d.load.intn(len(agents))], down)
+		name := agents[d.load.intn(len(agents))]
+		return []string{name}, d.sup.kill(ctx, name, down)
 	}
-	return fmt.Errorf("unknown fault point %s", f.Point)
+	return nil, fmt.Errorf("unknown fault point %s", f.Point)
 }
 
 // prepare makes the workload that reaches point and returns what undoes it.
@@ -291,10 +298,10 @@ func (d *Driver) prepare(ctx context.Context, point string) func() {
 		low.Spec.Template.Spec.PriorityClassName = "offline-low"
 		_ = d.load.create(ctx, low)
 		waitBound(ctx, d.c.Client, low, 2, time.Minute)
-		nodes := d.nodes(ctx)
+		nodes := min(d.nodes(ctx), maxNodes)
 		high := gang(prod, d.load.name("urgent"), int32(nodes), 8, 10*time.Second)
 		_ = d.load.create(ctx, high)
-		return func() { d.delete(ctx, low) }
+		return func() { d.delete(ctx, low); d.delete(ctx, high) }
 	case failpoint.SchedulerReserved:
 		// Two nodes busy for a minute; a gang of three nodes waits behind them until
 		// nodes are reserved for it.
@@ -337,15 +344,13 @@ func (d *Driver) keepScaling(ctx context.Context) {
 	}
 }
 
-// jobDone reports whether a Job ended (complete or failed) or is gone.
+// jobDone reports whether a Job ended or is gone.
 func jobDone(ctx context.Context, c client.Client, job *batchv1.Job) bool {
 	var j batchv1.Job
 	if err := c.Get(ctx, client.ObjectKeyFromObject(job), &j); err != nil {
 		return apierrors.IsNotFound(err)
 	}
-	return slices.ContainsFunc(j.Status.Conditions, func(c batchv1.JobCondition) bool {
-		return (c.Type == batchv1.JobComplete || c.Type == batchv1.JobFailed) && c.Status == corev1.ConditionTrue
-	})
+	return jobEnded(&j)
 }
 
 // nodes is the cluster's node count.
@@ -401,6 +406,22 @@ func (d *Driver) scaleState(ctx context.Context) string {
 	}
 	slices.Sort(parts)
 	return strings.Join(parts, ",")
+}
+
+// waitPublished returns how long after at node's agent published its GPUNode again
+// (observed in the second after at or later, as the API keeps seconds; a
+// node removed meanwhile has nothing to publish: recovered).
+func (d *Driver) waitPublished(ctx context.Context, at time.Time, node string) (time.Duration, bool) {
+	deadline := at.Add(3 * time.Minute)
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		var gn tesserav1.GPUNode
+		err := d.c.Client.Get(ctx, client.ObjectKey{Name: node}, &gn)
+		if apierrors.IsNotFound(err) || err == nil && gn.Status.ObservedTime != nil && !gn.Status.ObservedTime.Time.Before(at.Truncate(time.Second).Add(time.Second)) {
+			return time.Since(at), true
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return time.Since(at), false
 }
 
 // waitLeader returns how long after at a replica of component led again.

@@ -116,14 +116,15 @@ func (m *monitor) checkGangs(ctx context.Context, pods []corev1.Pod) {
 	seen := map[types.UID]bool{}
 	for _, j := range jobs.Items {
 		want, _ := strconv.Atoi(j.Annotations[tesserav1.AnnotationMinAvailable])
-		if want <= 1 {
+		if want <= 1 || jobEnded(&j) {
 			continue
 		}
-		bound := 0
+		// Pods that succeeded count, even once deleted (with their removed node).
+		bound := int(j.Status.Succeeded)
 		for i := range pods {
 			p := &pods[i]
 			if p.Namespace == j.Namespace && p.Labels[batchv1.JobNameLabel] == j.Name && p.Spec.NodeName != "" &&
-				p.Status.Phase != corev1.PodFailed && p.DeletionTimestamp == nil {
+				!finished(p) && p.DeletionTimestamp == nil {
 				bound++
 			}
 		}
@@ -144,6 +145,13 @@ func (m *monitor) checkGangs(ctx context.Context, pods []corev1.Pod) {
 			delete(m.partial, uid)
 		}
 	}
+}
+
+// jobEnded reports whether a Job completed or failed.
+func jobEnded(j *batchv1.Job) bool {
+	return slices.ContainsFunc(j.Status.Conditions, func(c batchv1.JobCondition) bool {
+		return (c.Type == batchv1.JobComplete || c.Type == batchv1.JobFailed) && c.Status == corev1.ConditionTrue
+	})
 }
 
 // gpuUse is what is held on one GPU.
