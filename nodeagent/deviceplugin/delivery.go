@@ -96,7 +96,7 @@ type MPSControl interface {
 
 // grant is what one container is handed.
 type grant struct {
-	uuids    []string
+	uuids []string
 	// limitMiB is the GPU memory the container may use: a whole GPU's, or a slice's
 	// limit (its request unless the pod sets tesserav1.AnnotationGPUMemoryLimit).
 	limitMiB int64
