@@ -37,6 +37,9 @@ type Pod struct {
 	// Arriving: bound recently and not yet at its request; the rest of its request is
 	// reserved for it (Tracker sets it).
 	Arriving bool
+	// Terminating: the pod is being deleted; its GPU waits for it to go before the next
+	// decision, as for an eviction in flight.
+	Terminating bool
 }
 
 // String names the pod.
@@ -150,8 +153,8 @@ func furtherAbove(a, b Pod) bool {
 type Tracker struct {
 	Policy Policy
 	seen   map[types.UID]arrival
-	// evicting maps a victim to its GPU until the pod is gone from the readings.
-	evicting map[types.UID]string
+	// evicting holds the victims until they are gone from the readings.
+	evicting map[types.UID]bool
 }
 
 type arrival struct {
@@ -165,15 +168,15 @@ type arrival struct {
 // for each eviction the API accepted.
 func (t *Tracker) Decide(gpus []GPU, now time.Time) []Eviction {
 	if t.seen == nil {
-		t.seen, t.evicting = map[types.UID]arrival{}, map[types.UID]string{}
+		t.seen, t.evicting = map[types.UID]arrival{}, map[types.UID]bool{}
 	}
 	present := map[types.UID]bool{}
 	busy := map[string]bool{}
 	for _, g := range gpus {
 		for i := range g.Pods {
 			pod := &g.Pods[i]
-			if gpu, ok := t.evicting[pod.UID]; ok {
-				busy[gpu] = true
+			if _, ok := t.evicting[pod.UID]; ok || pod.Terminating {
+				busy[g.UUID] = true
 			}
 			a, ok := t.seen[pod.UID]
 			if !ok {
@@ -217,7 +220,7 @@ func (t *Tracker) Decide(gpus []GPU, now time.Time) []Eviction {
 // go, and the victim is never chosen again.
 func (t *Tracker) Evicted(e Eviction) {
 	if t.evicting == nil {
-		t.seen, t.evicting = map[types.UID]arrival{}, map[types.UID]string{}
+		t.seen, t.evicting = map[types.UID]arrival{}, map[types.UID]bool{}
 	}
-	t.evicting[e.Victim.UID] = e.GPU.UUID
+	t.evicting[e.Victim.UID] = true
 }

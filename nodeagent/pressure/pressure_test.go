@@ -36,7 +36,11 @@ func TestDecide(t *testing.T) {
 			gpu: gpu80(pod("big", 40000, 80000, 70000), pod("small", 8000, 30000, 20000))},
 		{name: "above, everyone within request: none", gpu: gpu80(pod("a", 40000, 40000, 40000), pod("b", 40960, 40960, 40000))},
 		{name: "host processes count", trigger: TriggerThreshold, victim: "a",
-			gpu: func() GPU { g := gpu80(pod("a", 20000, 60000, 30000), pod("b", 40000, 40000, 30000)); g.UsedMiB = 79000; return g }()},
+			gpu: func() GPU {
+				g := gpu80(pod("a", 20000, 60000, 30000), pod("b", 40000, 40000, 30000))
+				g.UsedMiB = 79000
+				return g
+			}()},
 		{name: "at its request is never the victim", trigger: TriggerThreshold, victim: "b",
 			gpu: gpu80(pod("a", 70000, 70000, 70000), pod("b", 4000, 12000, 8500))},
 		{name: "tie: the most MiB above", trigger: TriggerThreshold, victim: "y",
@@ -98,6 +102,12 @@ func TestTracker(t *testing.T) {
 	// the use counts, below the threshold.
 	if got := tr.Decide([]GPU{gpu80(steady, newcomer, other)}, now.Add(2*time.Minute)); len(got) != 0 {
 		t.Fatalf("evicts %v after the window", got)
+	}
+	// A terminating pod holds its GPU's decisions too.
+	leaving := pod("leaving", 10000, 10000, 10000)
+	leaving.Terminating = true
+	if got := tr.Decide([]GPU{gpu80(pod("hog", 10000, 80000, 75000), leaving)}, now.Add(3*time.Minute)); len(got) != 0 {
+		t.Fatalf("evicts %v while a pod terminates", got)
 	}
 	// A pod that reached its request is no longer arriving even within the window.
 	tr2 := &Tracker{}
