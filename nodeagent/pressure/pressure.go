@@ -45,6 +45,11 @@ type Pod struct {
 // String names the pod.
 func (p Pod) String() string { return p.Namespace + "/" + p.Name }
 
+// bursting: the pod uses more than its request, as its limit allows. A pod without a
+// limit above its request (limit = request) is never a candidate, even where nothing
+// holds it to its request (no MPS): it did not ask to burst.
+func (p Pod) bursting() bool { return p.overMiB() > 0 && p.LimitMiB > p.RequestMiB }
+
 // overMiB is how far the pod is above its request.
 func (p Pod) overMiB() int64 { return p.UsedMiB - p.RequestMiB }
 
@@ -107,8 +112,9 @@ func (e Eviction) Message() string {
 }
 
 // Decide returns the eviction g needs, if any: when g is short, the pod furthest above
-// its request relative to its request (ties: the most MiB above, then the name). None
-// when g is not short or no pod is above its request.
+// its request relative to its request (ties: the most MiB above, then the name), among
+// the pods whose limit lets them burst. None when g is not short or no such pod is above
+// its request.
 func (p Policy) Decide(g GPU) (Eviction, bool) {
 	var podsUsed, reserved int64
 	for _, pod := range g.Pods {
@@ -128,7 +134,7 @@ func (p Policy) Decide(g GPU) (Eviction, bool) {
 	}
 	found := false
 	for _, pod := range g.Pods {
-		if pod.overMiB() > 0 && (!found || furtherAbove(pod, e.Victim)) {
+		if pod.bursting() && (!found || furtherAbove(pod, e.Victim)) {
 			e.Victim, found = pod, true
 		}
 	}
