@@ -2,7 +2,8 @@
 // slice of one GPU (its request, tessera.dev/gpu-memory) and may use more, up to its
 // limit, while the GPU has the memory free. When a GPU runs short, the pod furthest
 // above its request, relative to its request, is evicted; pods at or below their
-// requests never are.
+// requests never are, nor pods without a limit above their request (limit = request),
+// even where nothing holds them to it.
 //
 // A GPU is short when its memory in use is above Policy.ThresholdPercent of its memory
 // (Threshold), or when a pod that just arrived on it (bound, its request not reached
