@@ -120,7 +120,7 @@ func TestPressureEvictsBurster(t *testing.T) {
 	p.use(0, map[uint32]uint64{3001: 50000, 3002: 20000}) // 70000 MiB: below 77824
 	eventually(t, "the bursting use sampled", func() string {
 		gn := p.gpuNode(t)
-		if gn == nil || gn.Status.Devices[0].MemoryUsedMiB != 70000 || len(gn.Status.Pods) != 2 {
+		if gn == nil || len(gn.Status.Devices) == 0 || gn.Status.Devices[0].MemoryUsedMiB != 70000 || len(gn.Status.Pods) != 2 {
 			return "not yet"
 		}
 		return ""
