@@ -29,6 +29,7 @@ import (
 	"github.com/tessera-gpu/tessera/nodeagent/gpu"
 	"github.com/tessera-gpu/tessera/nodeagent/metrics"
 	"github.com/tessera-gpu/tessera/nodeagent/mps"
+	"github.com/tessera-gpu/tessera/nodeagent/pressure"
 	"github.com/tessera-gpu/tessera/nodeagent/publish"
 	"github.com/tessera-gpu/tessera/nodeagent/toolkit"
 )
@@ -81,6 +82,12 @@ type Config struct {
 	// CDISpecDir is where the DRA driver writes the claims' CDI specs (default
 	// /var/run/cdi).
 	CDISpecDir string
+	// PressureThresholdPercent of a GPU's memory in use makes the agent evict the pod
+	// furthest above its GPU-memory request there (package pressure); 0 evicts nothing.
+	PressureThresholdPercent int
+	// PressureArrivalWindow is how long a newly bound pod's GPU-memory request is
+	// reserved while it has not reached it (default pressure.DefaultArrivalWindow).
+	PressureArrivalWindow time.Duration
 	// KubeletPluginsDir holds the DRA driver's socket, in <dir>/gpu.tessera.dev
 	// (default /var/lib/kubelet/plugins); KubeletRegistryDir is where the kubelet finds
 	// plugin registration sockets (default /var/lib/kubelet/plugins_registry).
@@ -157,6 +164,8 @@ type Agent struct {
 	now     func() time.Time
 	// dra is the DRA driver, nil while DRA is off.
 	dra *dra.Driver
+	// pressure decides GPU-memory pressure evictions; nil when they are off.
+	pressure *pressure.Tracker
 
 	inv        gpu.Inventory
 	islands    map[int]int32
@@ -189,6 +198,11 @@ func New(cfg Config, deps Deps) (*Agent, error) {
 		now:      time.Now,
 		broken:   map[string]string{},
 		overused: map[types.UID]bool{},
+	}
+	if p := cfg.PressureThresholdPercent; p < 0 || p > 100 {
+		return nil, fmt.Errorf("pressure threshold %d%%: want 1 to 100 (0: no GPU-memory pressure eviction)", p)
+	} else if p > 0 {
+		a.pressure = &pressure.Tracker{Policy: pressure.Policy{ThresholdPercent: p, ArrivalWindow: cfg.PressureArrivalWindow}}
 	}
 	if cfg.DevicePluginDir != "" {
 		opts := deviceplugin.Options{
@@ -436,6 +450,7 @@ func (a *Agent) sample(ctx context.Context) error {
 			}
 		}
 		a.usage.observe(assigned, use, gpuMiB, now.Time)
+		a.relievePressure(ctx, devs, byUUID, assigned, use)
 	}
 	a.write(ctx, devs, a.healthCondition(devs))
 	return nil

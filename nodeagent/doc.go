@@ -5,7 +5,10 @@
 // and per-pod GPU memory every interval (package cgroup maps processes to pods),
 // exports Prometheus metrics (package metrics) and warns with an Event when a pod uses
 // more GPU memory than its slice. It keeps each GPU pod's peak GPU memory in the
-// GPUNode's status.pods, for the right-sizing recommender (usage.go). When NVML is missing or failing it says so in a log
+// GPUNode's status.pods, for the right-sizing recommender (usage.go). A slice's limit
+// (tessera.dev/gpu-memory-limit) may be above its request; when a GPU runs short the
+// agent evicts the pod furthest above its request through the Eviction API (package
+// pressure decides, pressure.go asks and records). When NVML is missing or failing it says so in a log
 // line and in the GPUNode's Healthy condition, marks the GPUs unhealthy and retries
 // with backoff; it never exits for it.
 //

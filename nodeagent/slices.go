@@ -13,13 +13,15 @@ import (
 // podSlice is one pod's GPU-memory slice on this node.
 type podSlice struct {
 	pod      *corev1.Pod
-	limitMiB int64
+	sliceMiB int64 // the request
+	limitMiB int64 // the limit: the request unless the pod sets one
 	usedB    uint64
 	gpus     []string
 }
 
 // slices exports each running sliced pod's limit and use (use: bytes by pod UID and
-// GPU UUID, see podGPUUse), and records an Event when a pod goes above its slice.
+// GPU UUID, see podGPUUse), and records an Event when a pod goes above its slice's
+// limit (its request unless it sets a limit, tesserav1.AnnotationGPUMemoryLimit).
 func (a *Agent) slices(pods map[types.UID]assignedPod, use map[types.UID]map[string]uint64) {
 	byUID := map[types.UID]*podSlice{}
 	for uid, ap := range pods {
@@ -27,13 +29,14 @@ func (a *Agent) slices(pods map[types.UID]assignedPod, use map[types.UID]map[str
 			continue
 		}
 		s := &podSlice{pod: ap.pod}
-		for u, mib := range ap.limitMiB {
+		for u, mib := range ap.requestMiB {
 			if mib > 0 {
-				s.limitMiB += mib
+				s.sliceMiB += mib
+				s.limitMiB += ap.limitMiB[u]
 				s.gpus = append(s.gpus, u)
 			}
 		}
-		if s.limitMiB == 0 {
+		if s.sliceMiB == 0 {
 			continue
 		}
 		sort.Strings(s.gpus)
@@ -44,12 +47,12 @@ func (a *Agent) slices(pods map[types.UID]assignedPod, use map[types.UID]map[str
 	}
 	out := make([]metrics.Slice, 0, len(byUID))
 	for uid, s := range byUID {
-		out = append(out, metrics.Slice{Namespace: s.pod.Namespace, Pod: s.pod.Name, LimitBytes: uint64(s.limitMiB) << 20, UsedBytes: s.usedB})
+		out = append(out, metrics.Slice{Namespace: s.pod.Namespace, Pod: s.pod.Name, LimitBytes: uint64(s.sliceMiB) << 20, UsedBytes: s.usedB})
 		over := s.usedB > uint64(s.limitMiB)<<20
 		if over && !a.overused[uid] && a.deps.Recorder != nil {
 			a.deps.Recorder.Event(s.pod, corev1.EventTypeWarning, ReasonSliceExceeded, fmt.Sprintf(
-				"pod uses %d MiB of GPU memory on %v, above its slice of %d MiB: it may fail to allocate or crowd out the pods sharing the GPU",
-				s.usedB>>20, s.gpus, s.limitMiB))
+				"pod uses %d MiB of GPU memory on %v, above its limit of %d MiB (slice %d MiB): it may fail to allocate or crowd out the pods sharing the GPU",
+				s.usedB>>20, s.gpus, s.limitMiB, s.sliceMiB))
 		}
 		a.overused[uid] = over
 	}

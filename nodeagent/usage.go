@@ -30,7 +30,11 @@ const (
 // assignedPod is a pod holding Tessera-assigned GPUs on this node.
 type assignedPod struct {
 	pod *corev1.Pod
-	// limitMiB is its slice of each GPU by UUID; 0 for a whole GPU.
+	// requestMiB is its slice of each GPU by UUID (the tessera.dev/gpu-memory requests
+	// of its containers there); 0 for a whole GPU.
+	requestMiB map[string]int64
+	// limitMiB is the GPU-memory limit of its slice of each GPU by UUID (the requests
+	// where no limit is set, tesserav1.AnnotationGPUMemoryLimit); 0 for a whole GPU.
 	limitMiB map[string]int64
 }
 
@@ -48,17 +52,24 @@ func assignedPods(pods []corev1.Pod, node string) map[types.UID]assignedPod {
 		if err != nil || as.Node != node {
 			continue // the device plugin refuses such pods, with the reason
 		}
-		ap := assignedPod{pod: p, limitMiB: map[string]int64{}}
+		ap := assignedPod{pod: p, requestMiB: map[string]int64{}, limitMiB: map[string]int64{}}
 		whole := map[string]bool{}
 		for _, c := range as.Containers {
+			limit := c.MemoryMiB
+			if c.MemoryMiB > 0 {
+				if l, err := tesserav1.GPUMemoryLimitMiB(p.Annotations, c.Container, c.MemoryMiB); err == nil {
+					limit = l // else the device plugin refuses the container its limit
+				}
+			}
 			for _, u := range c.UUIDs {
-				ap.limitMiB[u] += c.MemoryMiB
+				ap.requestMiB[u] += c.MemoryMiB
+				ap.limitMiB[u] += limit
 				whole[u] = whole[u] || c.MemoryMiB == 0
 			}
 		}
 		for u := range whole {
 			if whole[u] {
-				ap.limitMiB[u] = 0
+				ap.requestMiB[u], ap.limitMiB[u] = 0, 0
 			}
 		}
 		out[p.UID] = ap
@@ -145,7 +156,7 @@ func (h *usageHistory) observe(pods map[types.UID]assignedPod, use map[types.UID
 		}
 		onGPU, perGPU := "", int64(0)
 		for u, b := range use[uid] {
-			if _, assigned := ap.limitMiB[u]; assigned && (int64(b>>20) > perGPU || int64(b>>20) == perGPU && u < onGPU) {
+			if _, assigned := ap.requestMiB[u]; assigned && (int64(b>>20) > perGPU || int64(b>>20) == perGPU && u < onGPU) {
 				onGPU, perGPU = u, int64(b>>20)
 			}
 		}
@@ -159,7 +170,7 @@ func (h *usageHistory) observe(pods map[types.UID]assignedPod, use map[types.UID
 		}
 		if perGPU > m.peakMiB {
 			m.peakMiB = perGPU
-			m.published.GPUMemoryMiB, m.published.LimitMiB = gpuMiB[onGPU], ap.limitMiB[onGPU]
+			m.published.GPUMemoryMiB, m.published.LimitMiB = gpuMiB[onGPU], ap.requestMiB[onGPU]
 		}
 		if p := m.published.PeakMiB; m.peakMiB-p >= min(peakStepMiB, p*peakStepPercent/100) && m.peakMiB > p {
 			m.published.PeakMiB = m.peakMiB

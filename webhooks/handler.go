@@ -58,6 +58,7 @@ type Handler struct {
 	Claims ClaimSource
 	// Guards refuse, before any policy runs, what no AdmissionPolicy may allow: scheduling
 	// state written by anybody but the scheduler (StateGuard), GPU delivery env (EnvGuard),
+	// a GPU-memory limit that cannot be honoured (LimitGuard),
 	// a workload's queue and gang changed after creation (ImmutableGuard), a pod update
 	// that lets a pod onto GPU nodes (PlacementGuard), privileged access to the node's
 	// devices (PrivilegeGuard). They also see

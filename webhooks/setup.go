@@ -118,7 +118,7 @@ func Setup(ctx context.Context, mgr manager.Manager, opts Options) (*Webhooks, e
 	if ns == "" {
 		ns = DefaultNamespace
 	}
-	guards := []Guard{&StateGuard{Users: users}, EnvGuard{}, ImmutableGuard{}, &PlacementGuard{Users: users, Cluster: cc},
+	guards := []Guard{&StateGuard{Users: users}, EnvGuard{}, LimitGuard{}, ImmutableGuard{}, &PlacementGuard{Users: users, Cluster: cc},
 		&PrivilegeGuard{SystemNamespaces: []string{"kube-system", ns}}}
 	w := &Webhooks{
 		Engine:     engine,

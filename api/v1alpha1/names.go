@@ -82,6 +82,11 @@ const (
 	AnnotationIdleReclaim = "tessera.dev/idle-reclaim"
 )
 
+// EventReasonGPUMemoryPressure is the reason of the Warning event the node agent records
+// on a pod it evicts because its GPU ran short of memory while the pod used more than its
+// request; `tessera explain` reads it.
+const EventReasonGPUMemoryPressure = "GPUMemoryPressure"
+
 // SchedulingStateAnnotations are the pod annotations only the scheduler writes (through
 // the Binding that places the pod); the admission webhook refuses them from anybody
 // else, on create and on update, and the node agent trusts them for that reason.

@@ -37,6 +37,7 @@ import (
 	"github.com/tessera-gpu/tessera/nodeagent/dra"
 	"github.com/tessera-gpu/tessera/nodeagent/nvidia"
 	"github.com/tessera-gpu/tessera/nodeagent/nvidia/nvidiatest"
+	"github.com/tessera-gpu/tessera/nodeagent/pressure"
 	"github.com/tessera-gpu/tessera/nodeagent/toolkit"
 )
 
@@ -114,6 +115,9 @@ Exit codes: 0 stopped by SIGINT or SIGTERM, 1 failed, 2 unusable flags or kubeco
 	fs.BoolVar(&f.cfg.SkipToolkitCheck, "unsafe-skip-toolkit-check", false, "hand out GPUs without checking the toolkit's configuration: UNSAFE wherever a pod's own NVIDIA_VISIBLE_DEVICES reaches the container runtime; for nodes without the NVIDIA container toolkit")
 	fs.DurationVar(&f.cfg.SampleInterval, "sample-interval", 10*time.Second, "how often GPUs are sampled and the GPUNode status written")
 	fs.IntVar(&f.cfg.IdleUtilizationPercent, "idle-utilization-percent", 5, "a GPU above this utilisation counts as active for lastActiveTime")
+	fs.IntVar(&f.cfg.PressureThresholdPercent, "gpu-pressure-threshold-percent", pressure.DefaultThresholdPercent, "evict the pod furthest above its GPU-memory request (Eviction API) when a GPU's memory in use passes this percentage of its memory, "+
+		"or a newly bound pod's request would (0: no GPU-memory pressure eviction)")
+	fs.DurationVar(&f.cfg.PressureArrivalWindow, "gpu-pressure-arrival-window", pressure.DefaultArrivalWindow, "how long a newly bound pod's GPU-memory request is reserved for it while it has not reached it")
 	fs.StringVar(&f.cfg.ProcRoot, "proc-root", "/proc", "the host's /proc, to map GPU processes to pods through their cgroups")
 	fs.StringVar(&f.cfg.DevicePluginDir, "device-plugin-dir", pb.DevicePluginPath, "kubelet device plugin directory (holds kubelet.sock); empty disables the device plugin")
 	fs.StringVar(&f.cfg.DRA, "dra", nodeagent.DRAAuto, "be the node's Dynamic Resource Allocation driver "+dra.DriverName+" (publish the GPUs as ResourceSlices, prepare claims): "+
@@ -153,6 +157,12 @@ func (f agentFlags) validate() error {
 	}
 	if p := f.cfg.IdleUtilizationPercent; p < 0 || p > 100 {
 		errs = append(errs, fmt.Errorf("--idle-utilization-percent %d: must be from 0 to 100", p))
+	}
+	if p := f.cfg.PressureThresholdPercent; p < 0 || p > 100 {
+		errs = append(errs, fmt.Errorf("--gpu-pressure-threshold-percent %d: must be from 1 to 100 (0: no GPU-memory pressure eviction)", p))
+	}
+	if f.cfg.PressureArrivalWindow < 0 {
+		errs = append(errs, fmt.Errorf("--gpu-pressure-arrival-window %s: must not be negative (for example 5m)", f.cfg.PressureArrivalWindow))
 	}
 	if s, err := deviceplugin.ParseStrategies(f.strategies); err != nil {
 		errs = append(errs, fmt.Errorf("--device-list-strategy %q: %w", f.strategies, err))

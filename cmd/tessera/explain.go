@@ -22,7 +22,8 @@ func newExplainCommand() *cobra.Command {
 		Short: "Explain why a job is pending, or where it runs and on which GPUs",
 		Long: `Read the live cluster (kubeconfig) and say where a pod or gang runs and on which GPUs,
 or why it waits: the reason the scheduler writes on the PodGroup and the pods' events,
-and what would have to change. For a queue: its GPUs allocated, deserved and capability,
+and what would have to change. A pod the node agent evicted for GPU-memory pressure
+says so, from its GPUMemoryPressure event. For a queue: its GPUs allocated, deserved and capability,
 and its pending jobs with their reasons. It runs one scheduling session over a snapshot
 of the cluster and changes nothing.`,
 		Args: explainArgs,

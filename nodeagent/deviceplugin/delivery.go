@@ -96,9 +96,11 @@ type MPSControl interface {
 
 // grant is what one container is handed.
 type grant struct {
-	uuids    []string
-	limitMiB int64 // the GPU memory the container may use
-	sliceMiB int64 // > 0: a memory slice of uuids[0]
+	uuids []string
+	// limitMiB is the GPU memory the container may use: a whole GPU's, or a slice's
+	// limit (its request unless the pod sets tesserav1.AnnotationGPUMemoryLimit).
+	limitMiB int64
+	slice    bool // a memory slice of uuids[0]
 	id       string
 }
 
@@ -133,14 +135,14 @@ func (p *Plugin) response(g grant) *pb.ContainerAllocateResponse {
 	default:
 		r.Envs[EnvVisibleDevices] = VoidDevices
 	}
-	if p.opts.MPS != nil && g.sliceMiB > 0 {
+	if p.opts.MPS != nil && g.slice {
 		// The container's CUDA reaches the MPS control daemon through its pipe directory
 		// and so runs as its client; it sees its one GPU as device 0; the daemon holds
 		// the limit the container cannot raise.
 		dir := p.opts.MPS.PipeDir()
 		r.Mounts = append(r.Mounts, &pb.Mount{HostPath: dir, ContainerPath: dir})
 		r.Envs[EnvMPSPipeDir] = dir
-		r.Envs[EnvMPSMemoryLimit] = fmt.Sprintf("0=%dM", g.sliceMiB)
+		r.Envs[EnvMPSMemoryLimit] = fmt.Sprintf("0=%dM", g.limitMiB)
 	}
 	return r
 }

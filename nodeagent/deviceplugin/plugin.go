@@ -460,7 +460,14 @@ func (p *Plugin) forgetGone(pods []corev1.Pod, kubelet *KubeletPods) {
 // for a slice with MPS, it raises the GPU's limit in the MPS control daemon to the
 // largest slice on that GPU.
 func (p *Plugin) grant(ctx context.Context, c candidate, pods []corev1.Pod) (grant, error) {
-	g := grant{uuids: c.gpus.UUIDs, limitMiB: c.gpus.MemoryMiB, sliceMiB: c.gpus.MemoryMiB, id: string(c.pod.UID)}
+	g := grant{uuids: c.gpus.UUIDs, id: string(c.pod.UID)}
+	if c.gpus.MemoryMiB > 0 {
+		limit, err := tesserav1.GPUMemoryLimitMiB(c.pod.Annotations, c.container, c.gpus.MemoryMiB)
+		if err != nil {
+			return g, fmt.Errorf("pod %s: %w", c.name(), err)
+		}
+		g.limitMiB, g.slice = limit, true
+	}
 	for _, uuid := range c.gpus.UUIDs {
 		d, ok := p.gpu(uuid)
 		switch {
@@ -470,19 +477,22 @@ func (p *Plugin) grant(ctx context.Context, c candidate, pods []corev1.Pod) (gra
 			return g, fmt.Errorf("assigned GPU %s is unhealthy; the scheduler must reassign the pod", uuid)
 		case c.gpus.MemoryMiB > d.MemoryMiB:
 			return g, fmt.Errorf("slice of %d MiB is larger than GPU %s (%d MiB)", c.gpus.MemoryMiB, uuid, d.MemoryMiB)
+		case g.slice && g.limitMiB > d.MemoryMiB:
+			return g, fmt.Errorf("pod %s: container %q's GPU-memory limit of %d MiB (%s) is larger than GPU %s (%d MiB): lower the limit to at most the GPU's memory",
+				c.name(), c.container, g.limitMiB, tesserav1.AnnotationGPUMemoryLimit, uuid, d.MemoryMiB)
 		}
 		if c.gpus.MemoryMiB == 0 && (g.limitMiB == 0 || d.MemoryMiB < g.limitMiB) {
 			g.limitMiB = d.MemoryMiB // whole GPUs: the smallest one's memory
 		}
 	}
-	if p.opts.MPS != nil && g.sliceMiB > 0 {
+	if p.opts.MPS != nil && g.slice {
 		if len(g.uuids) != 1 {
 			return g, fmt.Errorf("a memory slice of %d GPUs: with MPS a slice is of one GPU", len(g.uuids))
 		}
 		if err := p.mpsServes(ctx, g.uuids[0]); err != nil {
 			return g, err
 		}
-		limit := max(g.sliceMiB, largestSlice(pods, p.opts.NodeName, p.opts.SchedulerName, g.uuids[0]))
+		limit := max(g.limitMiB, largestLimit(pods, p.opts.NodeName, p.opts.SchedulerName, g.uuids[0]))
 		if err := p.opts.MPS.SetPinnedMemLimit(ctx, g.uuids[0], limit); err != nil {
 			return g, fmt.Errorf("set the MPS memory limit of GPU %s: %w", g.uuids[0], err)
 		}
@@ -510,9 +520,10 @@ func (p *Plugin) mpsServes(ctx context.Context, uuid string) error {
 	return nil
 }
 
-// largestSlice is the largest memory slice of uuid among the node's unfinished pods the
-// scheduler bound.
-func largestSlice(pods []corev1.Pod, node, scheduler, uuid string) int64 {
+// largestLimit is the largest GPU-memory limit of a slice of uuid among the node's
+// unfinished pods the scheduler bound (a limit is the slice's request unless the pod
+// sets one, tesserav1.AnnotationGPUMemoryLimit).
+func largestLimit(pods []corev1.Pod, node, scheduler, uuid string) int64 {
 	var mib int64
 	for i := range pods {
 		pod := &pods[i]
@@ -525,8 +536,12 @@ func largestSlice(pods []corev1.Pod, node, scheduler, uuid string) int64 {
 			continue
 		}
 		for _, c := range a.Containers {
-			if len(c.UUIDs) == 1 && c.UUIDs[0] == uuid {
-				mib = max(mib, c.MemoryMiB)
+			if len(c.UUIDs) == 1 && c.UUIDs[0] == uuid && c.MemoryMiB > 0 {
+				limit, err := tesserav1.GPUMemoryLimitMiB(pod.Annotations, c.Container, c.MemoryMiB)
+				if err != nil {
+					limit = c.MemoryMiB // such a pod is refused its limit; its slice still stands
+				}
+				mib = max(mib, limit)
 			}
 		}
 	}

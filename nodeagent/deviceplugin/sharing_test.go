@@ -112,3 +112,31 @@ func TestKubeletSliceWithoutMPS(t *testing.T) {
 		t.Fatalf("response %v, want the limit alone", r)
 	}
 }
+
+// A slice with a GPU-memory limit gets the limit, not the request, as its MPS
+// pinned-memory limit, in the container and in the daemon; a limit larger than the GPU
+// is refused with the fix.
+func TestKubeletSliceLimit(t *testing.T) {
+	pod := slicePod("burst", 0, gpus[0].UUID, 8192)
+	pod.Annotations[tesserav1.AnnotationGPUMemoryLimit] = "20Gi"
+	m := &fakeMPS{}
+	s := startWith(t, sliceOptions(m), pod)
+	r, err := admit(t, s, pod, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Envs[EnvMPSMemoryLimit] != "0=20480M" || r.Envs[EnvMemoryLimitMiB] != "20480" {
+		t.Fatalf("envs %v, want the limit of 20480 MiB", r.Envs)
+	}
+	if got := m.limit(gpus[0].UUID); got != 20480 {
+		t.Fatalf("MPS limit of %s = %d MiB, want 20480", gpus[0].UUID, got)
+	}
+
+	big := slicePod("too-big", 1, gpus[1].UUID, 8192)
+	big.Annotations[tesserav1.AnnotationGPUMemoryLimitPrefix+big.Spec.Containers[0].Name] = "1Ti"
+	s = startWith(t, sliceOptions(&fakeMPS{}), big)
+	if _, err := admit(t, s, big, 1); err == nil || !strings.Contains(err.Error(), "is larger than GPU "+gpus[1].UUID) ||
+		!strings.Contains(err.Error(), "lower the limit") {
+		t.Fatalf("error %v, want the limit refused as larger than the GPU", err)
+	}
+}

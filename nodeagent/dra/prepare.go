@@ -12,6 +12,7 @@ import (
 	"k8s.io/dynamic-resource-allocation/kubeletplugin"
 	specs "tags.cncf.io/container-device-interface/specs-go"
 
+	tesserav1 "github.com/tessera-gpu/tessera/api/v1alpha1"
 	"github.com/tessera-gpu/tessera/nodeagent/cdi"
 	"github.com/tessera-gpu/tessera/nodeagent/deviceplugin"
 	"github.com/tessera-gpu/tessera/nodeagent/gpu"
@@ -58,7 +59,11 @@ func (d *Driver) prepare(ctx context.Context, c *resourceapi.ResourceClaim) ([]k
 		if !ok {
 			return nil, fmt.Errorf("request %s: device %s is not a GPU of node %s (it has %s)", r.Request, r.Device, d.opts.NodeName, deviceNames(gpus))
 		}
-		edit, err := d.containerEdits(ctx, g, r)
+		limit, err := shareLimitMiB(c.Status.Allocation.Devices.Config, r.Request)
+		if err != nil {
+			return nil, fmt.Errorf("request %s: %w", r.Request, err)
+		}
+		edit, err := d.containerEdits(ctx, g, r, limit)
 		if err != nil {
 			return nil, fmt.Errorf("request %s: %w", r.Request, err)
 		}
@@ -100,11 +105,50 @@ func (d *Driver) share(g GPU, r resourceapi.DeviceRequestAllocationResult) (mib 
 	return g.MemoryMiB, false
 }
 
+// shareLimitMiB is the GPU-memory limit the claim's opaque configuration
+// (tesserav1.GPUShareConfig of this driver) sets for request, or 0 when none does. A
+// configuration for named requests applies to them and their subrequests; the last one
+// that applies wins (the claim's own come after its class's).
+func shareLimitMiB(configs []resourceapi.DeviceAllocationConfiguration, request string) (int64, error) {
+	parent, _, _ := strings.Cut(request, "/")
+	var limit int64
+	for i, c := range configs {
+		if c.Opaque == nil || c.Opaque.Driver != DriverName ||
+			len(c.Requests) > 0 && !slices.Contains(c.Requests, request) && !slices.Contains(c.Requests, parent) {
+			continue
+		}
+		field := fmt.Sprintf("status.allocation.devices.config[%d].opaque.parameters (from the %s)", i, strings.ToLower(string(c.Source)))
+		cfg, err := tesserav1.ParseGPUShareConfig(c.Opaque.Parameters.Raw, field)
+		if err != nil {
+			return 0, err
+		}
+		if cfg.MemoryLimit == "" {
+			continue
+		}
+		if limit, err = tesserav1.ParseGPUMemoryMiB(field+".memoryLimit", cfg.MemoryLimit); err != nil {
+			return 0, err
+		}
+	}
+	return limit, nil
+}
+
 // containerEdits is what the claim device adds to a container for GPU g: its memory
-// limit and, for a share, the MPS limit, pipe directory and mount. A share on a GPU not
-// set up for MPS is refused.
-func (d *Driver) containerEdits(ctx context.Context, g GPU, r resourceapi.DeviceRequestAllocationResult) (specs.ContainerEdits, error) {
+// limit and, for a share, the MPS limit, pipe directory and mount. A share's limit is
+// limitMiB when set (the claim's GPUShareConfig), else the share itself. A share on a
+// GPU not set up for MPS is refused, as is a limit below the share or above the GPU.
+func (d *Driver) containerEdits(ctx context.Context, g GPU, r resourceapi.DeviceRequestAllocationResult, limitMiB int64) (specs.ContainerEdits, error) {
 	mib, share := d.share(g, r)
+	if share && limitMiB > 0 {
+		switch {
+		case limitMiB < mib:
+			return specs.ContainerEdits{}, fmt.Errorf("the claim's %s memoryLimit of %d MiB is below its share of %d MiB: a limit is at least the share (remove it for limit = share)",
+				tesserav1.GPUShareConfigKind, limitMiB, mib)
+		case limitMiB > g.MemoryMiB:
+			return specs.ContainerEdits{}, fmt.Errorf("the claim's %s memoryLimit of %d MiB is larger than GPU %s (%d MiB): lower it to at most the GPU's memory",
+				tesserav1.GPUShareConfigKind, limitMiB, g.UUID, g.MemoryMiB)
+		}
+		mib = limitMiB
+	}
 	edits := specs.ContainerEdits{Env: []string{deviceplugin.EnvMemoryLimitMiB + "=" + strconv.FormatInt(mib, 10)}}
 	if !share {
 		return edits, nil

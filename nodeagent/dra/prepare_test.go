@@ -16,6 +16,7 @@ import (
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/client-go/kubernetes"
@@ -23,6 +24,7 @@ import (
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/record"
 
+	tesserav1 "github.com/tessera-gpu/tessera/api/v1alpha1"
 	"github.com/tessera-gpu/tessera/internal/apitest"
 	"github.com/tessera-gpu/tessera/nodeagent/cdi"
 	"github.com/tessera-gpu/tessera/nodeagent/dra/dratest"
@@ -104,8 +106,9 @@ func startDriver(t *testing.T, node string, gpus *nvidiatest.Node) *kubelet {
 }
 
 // claim creates a claim for one GPU and writes its allocation as a scheduler would:
-// device gpu-<index> of the node's pool, consuming share of its memory when set.
-func (k *kubelet) claim(t *testing.T, name string, index int, share string) *resourceapi.ResourceClaim {
+// device gpu-<index> of the node's pool, consuming share of its memory when set, with
+// the opaque configurations configs.
+func (k *kubelet) claim(t *testing.T, name string, index int, share string, configs ...resourceapi.DeviceAllocationConfiguration) *resourceapi.ResourceClaim {
 	t.Helper()
 	ctx := context.Background()
 	c := &resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
@@ -121,7 +124,8 @@ func (k *kubelet) claim(t *testing.T, name string, index int, share string) *res
 		result.ShareID = &shareID
 		result.ConsumedCapacity = map[resourceapi.QualifiedName]resource.Quantity{CapacityMemory: resource.MustParse(share)}
 	}
-	c.Status.Allocation = &resourceapi.AllocationResult{Devices: resourceapi.DeviceAllocationResult{Results: []resourceapi.DeviceRequestAllocationResult{result}}}
+	c.Status.Allocation = &resourceapi.AllocationResult{Devices: resourceapi.DeviceAllocationResult{
+		Results: []resourceapi.DeviceRequestAllocationResult{result}, Config: configs}}
 	c, err = k.kube.ResourceV1().ResourceClaims("default").UpdateStatus(ctx, c, metav1.UpdateOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -243,4 +247,42 @@ func waitForEvent(t *testing.T, kube kubernetes.Interface, c *resourceapi.Resour
 		time.Sleep(50 * time.Millisecond)
 	}
 	t.Fatalf("no %s event on claim %s mentioning %q; events: %v", ReasonPrepareFailed, c.Name, want, last)
+}
+
+// shareConfig is the claim's GPUShareConfig with memoryLimit limit, for all requests.
+func shareConfig(limit string) resourceapi.DeviceAllocationConfiguration {
+	raw := fmt.Sprintf(`{"apiVersion":%q,"kind":%q,"memoryLimit":%q}`, tesserav1.GPUShareConfigAPIVersion, tesserav1.GPUShareConfigKind, limit)
+	return resourceapi.DeviceAllocationConfiguration{Source: resourceapi.AllocationConfigSourceClaim,
+		DeviceConfiguration: resourceapi.DeviceConfiguration{Opaque: &resourceapi.OpaqueDeviceConfiguration{Driver: DriverName, Parameters: runtime.RawExtension{Raw: []byte(raw)}}}}
+}
+
+// A share whose claim sets a GPUShareConfig memoryLimit gets the limit as its MPS
+// pinned-memory limit; a limit below the share or above the GPU is refused.
+func TestDRAShareLimit(t *testing.T) {
+	gpus := nvidiatest.DGXA100()
+	for i := range 3 {
+		gpus.SetComputeMode(i, nvml.COMPUTEMODE_EXCLUSIVE_PROCESS)
+	}
+	k := startDriver(t, "dra-limit", gpus)
+	burst := k.claim(t, "burst", 0, "10Gi", shareConfig("24Gi"))
+	if r := k.Prepare(t, burst); r.Error != "" {
+		t.Fatal(r.Error)
+	}
+	env, _ := k.claimSpec(t, burst)
+	if !slices.Contains(env, "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT="+gpus.UUID(0)+"=24576M") || !slices.Contains(env, "TESSERA_GPU_MEMORY_LIMIT_MIB=24576") {
+		t.Fatalf("env %v, want the limit of 24576 MiB", env)
+	}
+	for name, tc := range map[string]struct {
+		index        int
+		limit, error string
+	}{
+		"below":   {1, "4Gi", "memoryLimit of 4096 MiB is below its share of 10240 MiB"},
+		"too-big": {2, "1Ti", "is larger than GPU " + gpus.UUID(2)},
+		"not-qty": {2, "lots", `memoryLimit is "lots", not a quantity`},
+	} {
+		c := k.claim(t, name, tc.index, "10Gi", shareConfig(tc.limit))
+		if r := k.Prepare(t, c); !strings.Contains(r.Error, tc.error) {
+			t.Errorf("%s: error %q, want %q", name, r.Error, tc.error)
+		}
+	}
 }

@@ -39,6 +39,7 @@ type Metrics struct {
 	nvmlUp      prometheus.Gauge
 	refused     *prometheus.CounterVec
 	delivery    prometheus.Gauge
+	pressure    *prometheus.CounterVec
 }
 
 var gpuLabels = []string{"gpu", "uuid", "model", "node"}
@@ -64,8 +65,11 @@ func New(reg prometheus.Registerer, node string) *Metrics {
 			[]string{"reason"}),
 		delivery: prometheus.NewGauge(prometheus.GaugeOpts{Name: "tessera_node_agent_gpu_delivery_refused",
 			Help: "1 while the node agent hands out no GPU because the NVIDIA container toolkit still takes device lists from NVIDIA_VISIBLE_DEVICES of unprivileged containers (or its configuration cannot be read), 0 otherwise."}),
+		pressure: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "tessera_gpu_pressure_evictions_total",
+			Help: "Pods the node agent evicted (Eviction API) because their GPU ran short of memory while they used more than their request, by GPU index and trigger: Threshold (use above the pressure threshold) or Arrival (a newly bound pod's request did not fit)."},
+			[]string{"node", "gpu", "trigger"}),
 	}
-	reg.MustRegister(m.utilization, m.memUsed, m.memTotal, m.temperature, m.healthy, m.sliceLimit, m.sliceUsed, m.nvmlUp, m.refused, m.delivery)
+	reg.MustRegister(m.utilization, m.memUsed, m.memTotal, m.temperature, m.healthy, m.sliceLimit, m.sliceUsed, m.nvmlUp, m.refused, m.delivery, m.pressure)
 	return m
 }
 
@@ -100,6 +104,11 @@ func (m *Metrics) SetSlices(slices []Slice) {
 
 // Refused counts an allocation the device plugin refused, by reason.
 func (m *Metrics) Refused(reason string) prometheus.Counter { return m.refused.WithLabelValues(reason) }
+
+// PressureEvicted counts a pressure eviction from GPU index gpu, by trigger.
+func (m *Metrics) PressureEvicted(gpu int, trigger string) prometheus.Counter {
+	return m.pressure.WithLabelValues(m.node, strconv.Itoa(gpu), trigger)
+}
 
 // SetDeliveryRefused records whether the agent refuses to hand out GPUs.
 func (m *Metrics) SetDeliveryRefused(refused bool) { m.delivery.Set(b2f(refused)) }

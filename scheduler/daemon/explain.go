@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -37,6 +38,9 @@ type Explanation struct {
 	Message string `json:"message,omitempty"`
 	// Hint is what would have to change for it to run.
 	Hint string `json:"hint,omitempty"`
+	// Evicted is why the node agent evicted the pod for GPU-memory pressure (its
+	// GPUMemoryPressure event), while the pod or the event is there.
+	Evicted string `json:"evicted,omitempty"`
 	// Queue figures (kind queue): GPUs allocated, deserved and capability ("" unlimited).
 	AllocatedGPU  string   `json:"allocated_gpu,omitempty"`
 	DeservedGPU   string   `json:"deserved_gpu,omitempty"`
@@ -74,7 +78,8 @@ func Explain(ctx context.Context, r client.Reader, cfg scheduler.Config, kind, n
 	core.RunSession(snap)
 	switch kind {
 	case "pod", "pods", "po":
-		return explainPod(snap, state, errs, name)
+		e, err := explainPod(snap, state, errs, name)
+		return withPressureEviction(ctx, r, state, e, name, err)
 	case "podgroup", "podgroups", "pg":
 		return explainGroup(snap, state, name)
 	case "queue", "queues", "tq":
@@ -116,6 +121,58 @@ func explainPod(snap *framework.Snapshot, state *cache.State, errs []error, name
 		}
 	}
 	return Explanation{}, fmt.Errorf("pod %s not found", name)
+}
+
+// withPressureEviction adds to the explanation e of pod name (namespace/name) the node
+// agent's GPU-memory pressure eviction of it, from its latest GPUMemoryPressure event: of
+// the pod with its UID while it is there, of any pod of that name once it is gone
+// (explained then as Evicted). Events that cannot be read leave e as it is.
+func withPressureEviction(ctx context.Context, r client.Reader, state *cache.State, e Explanation, name string, err error) (Explanation, error) {
+	ns, n, splitErr := splitName("pod", name)
+	if splitErr != nil {
+		return e, err
+	}
+	var uid types.UID
+	for _, p := range state.Pods {
+		if p.Namespace == ns && p.Name == n {
+			uid = p.UID
+		}
+	}
+	var events corev1.EventList
+	if r.List(ctx, &events, client.InNamespace(ns),
+		client.MatchingFields{"involvedObject.name": n, "reason": tesserav1.EventReasonGPUMemoryPressure}) != nil {
+		return e, err
+	}
+	var latest *corev1.Event
+	for i := range events.Items {
+		ev := &events.Items[i]
+		if ev.InvolvedObject.Kind == "Pod" && (uid == "" || ev.InvolvedObject.UID == uid) && (latest == nil || eventTime(ev).After(eventTime(latest))) {
+			latest = ev
+		}
+	}
+	switch {
+	case latest == nil:
+		return e, err
+	case err != nil && uid == "": // gone
+		return Explanation{Kind: "Pod", Name: name, State: "Evicted", Reason: tesserav1.EventReasonGPUMemoryPressure, Message: latest.Message,
+			Hint: "the pod used more GPU memory than its request when its GPU ran short; its workload runs it again. Raise its tessera.dev/gpu-memory request, " +
+				"or set its limit equal to its request to never be evicted this way"}, nil
+	case err != nil:
+		return e, err
+	}
+	e.Evicted = tesserav1.EventReasonGPUMemoryPressure + ": " + latest.Message
+	return e, nil
+}
+
+// eventTime is when an event last happened.
+func eventTime(e *corev1.Event) time.Time {
+	switch {
+	case !e.LastTimestamp.IsZero():
+		return e.LastTimestamp.Time
+	case !e.EventTime.IsZero():
+		return e.EventTime.Time
+	}
+	return e.CreationTimestamp.Time
 }
 
 // ReasonLeftOut is the reason of a pod that the scheduler cannot read as it is: a
@@ -266,6 +323,9 @@ func (e Explanation) WriteText(w io.Writer) error {
 		fmt.Fprintf(&b, "  why: %s: %s\n", e.Reason, e.Message)
 	} else if e.Message != "" {
 		fmt.Fprintf(&b, "  %s\n", e.Message)
+	}
+	if e.Evicted != "" {
+		fmt.Fprintf(&b, "  evicted: %s\n", e.Evicted)
 	}
 	if e.Hint != "" {
 		fmt.Fprintf(&b, "  to run: %s\n", e.Hint)

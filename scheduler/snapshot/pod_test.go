@@ -320,6 +320,10 @@ func TestTaskRequests(t *testing.T) {
 	slice.Spec.Containers = append(slice.Spec.Containers, corev1.Container{Name: "cuda", Resources: corev1.ResourceRequirements{
 		Requests: apitest.Resources("tessera.dev/gpu-memory", "20480")}})
 
+	// A limit beside the request changes nothing here: the scheduler packs requests.
+	burstable := slice.DeepCopy()
+	burstable.Annotations = map[string]string{tesserav1.AnnotationGPUMemoryLimit: "60Gi"}
+
 	twoSlices := slice.DeepCopy()
 	twoSlices.Spec.Containers[0].Resources.Requests[tesserav1.ResourceGPUMemory] = resource.MustParse("1024")
 
@@ -339,6 +343,7 @@ func TestTaskRequests(t *testing.T) {
 		{name: "limits only", pod: limitsOnly, cpu: 3000, gpu: framework.GPURequest{Count: 2}, container: "main"},
 		{name: "whole GPUs", pod: testPod("p", "ns").GPU(4).Obj(), cpu: 1000, mem: 1 << 30, gpu: framework.GPURequest{Count: 4}, container: "main"},
 		{name: "memory slice names its container", pod: slice, cpu: 1000, mem: 1 << 30, gpu: framework.GPURequest{MemoryMiB: 20480}, container: "cuda"},
+		{name: "packed on the request, not the limit", pod: burstable, cpu: 1000, mem: 1 << 30, gpu: framework.GPURequest{MemoryMiB: 20480}, container: "cuda"},
 		{name: "slice as a whole GPU", pod: slice, whole: true, cpu: 1000, mem: 1 << 30, gpu: framework.GPURequest{Count: 1}, container: "cuda"},
 		{name: "fractional GPU", pod: testPod("p", "ns").Request(tesserav1.ResourceGPU, "0.5").Obj(),
 			err: "Pod ns/p: spec.containers[0].resources.requests[tessera.dev/gpu]: 500m is not a whole number of GPUs; ask tessera.dev/gpu-memory"},

@@ -117,6 +117,7 @@ var allowedRBAC = []grant{
 	g("tessera-node-agent", clusterWide, "tessera.dev", "gpunodes", "get,create,patch"),
 	g("tessera-node-agent", clusterWide, "tessera.dev", "gpunodes/status", "patch"),
 	g("tessera-node-agent", clusterWide, "", "pods", "list"),
+	g("tessera-node-agent", clusterWide, "", "pods/eviction", "create"),
 	g("tessera-node-agent", clusterWide, "", "events", "create,patch"),
 	g("tessera-node-agent", clusterWide, "resource.k8s.io", "resourceslices", "list,watch,create,update,delete"),
 	g("tessera-node-agent", clusterWide, "resource.k8s.io", "resourceclaims", "get"),

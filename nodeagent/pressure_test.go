@@ -1,0 +1,157 @@
+package nodeagent
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	tesserav1 "github.com/tessera-gpu/tessera/api/v1alpha1"
+	"github.com/tessera-gpu/tessera/internal/apitest"
+	"github.com/tessera-gpu/tessera/nodeagent/nvidia/nvidiatest"
+	"github.com/tessera-gpu/tessera/nodeagent/pressure"
+)
+
+// pressureHarness runs the agent with pressure eviction on a simulated DGX H100 (80 GiB
+// GPUs: the 95% threshold is 77824 MiB) against the real API server.
+type pressureHarness struct {
+	*harness
+	t        *testing.T
+	ns       string
+	procRoot string
+}
+
+func startPressure(t *testing.T, node string) *pressureHarness {
+	procRoot := t.TempDir()
+	h := startConfig(t, env.Config, Config{NodeName: node, SampleInterval: 50 * time.Millisecond, ProcRoot: procRoot,
+		RetryMin: 200 * time.Millisecond, RetryMax: 400 * time.Millisecond,
+		PressureThresholdPercent: pressure.DefaultThresholdPercent, PressureArrivalWindow: time.Minute}, nvidiatest.DGXH100())
+	ns := apitest.MakeNamespace("team-" + node).Obj()
+	if err := env.Client.Create(h.ctx, ns); err != nil {
+		t.Fatal(err)
+	}
+	return &pressureHarness{harness: h, t: t, ns: ns.Name, procRoot: procRoot}
+}
+
+// slicePod creates a pod holding requestMiB of GPU index, with limit (a
+// tessera.dev/gpu-memory-limit value) when set, whose process pid runs in its cgroup.
+func (p *pressureHarness) slicePod(name string, index int, requestMiB int64, limit string, pid int) *corev1.Pod {
+	p.t.Helper()
+	assign := tesserav1.GPUAssignment{Node: p.node, Containers: []tesserav1.ContainerGPUs{{Container: apitest.Container,
+		UUIDs: []string{p.gpus.UUID(index)}, MemoryMiB: requestMiB}}}
+	w := apitest.MakePod(name, p.ns).NodeName(p.node).GPUMemory(requestMiB).Assignment(assign)
+	if limit != "" {
+		w = w.Annotation(tesserav1.AnnotationGPUMemoryLimit, limit)
+	}
+	pod := w.Obj()
+	if err := env.Client.Create(p.ctx, pod); err != nil {
+		p.t.Fatal(err)
+	}
+	writeCgroup(p.t, p.procRoot, pid, "0::/kubepods.slice/kubepods-pod"+strings.ReplaceAll(string(pod.UID), "-", "_")+
+		".slice/cri-containerd-"+strings.Repeat("cd", 32)+".scope\n")
+	return pod
+}
+
+// use sets what the processes hold on GPU index, MiB by pid.
+func (p *pressureHarness) use(index int, procs map[uint32]uint64) {
+	var sum uint64
+	for _, mib := range procs {
+		sum += mib
+	}
+	p.gpus.SetUsage(index, nvidiatest.Usage{UtilizationPercent: 90, MemoryUsedMiB: sum, Processes: procs})
+}
+
+// evicted is "" once pod is marked for deletion by the Eviction API (the API server
+// keeps a bound pod until its kubelet confirms, which this test has none of).
+func (p *pressureHarness) evicted(pod *corev1.Pod) string {
+	var got corev1.Pod
+	if err := env.Client.Get(p.ctx, client.ObjectKeyFromObject(pod), &got); err != nil {
+		return err.Error()
+	}
+	if got.DeletionTimestamp == nil {
+		return pod.Name + " not evicted"
+	}
+	return ""
+}
+
+// untouched fails the test when any of pods was evicted.
+func (p *pressureHarness) untouched(pods ...*corev1.Pod) {
+	p.t.Helper()
+	for _, pod := range pods {
+		if p.evicted(pod) == "" {
+			p.t.Fatalf("pod %s was evicted", pod.Name)
+		}
+	}
+}
+
+// pressureEvent is "" once pod has a GPUMemoryPressure event carrying want.
+func (p *pressureHarness) pressureEvent(pod *corev1.Pod, want ...string) string {
+	var events corev1.EventList
+	if err := env.Client.List(p.ctx, &events, client.InNamespace(p.ns)); err != nil {
+		return err.Error()
+	}
+	for _, e := range events.Items {
+		if e.Reason != tesserav1.EventReasonGPUMemoryPressure || e.InvolvedObject.UID != pod.UID || e.Type != corev1.EventTypeWarning {
+			continue
+		}
+		for _, w := range want {
+			if !strings.Contains(e.Message, w) {
+				return fmt.Sprintf("event %q lacks %q", e.Message, w)
+			}
+		}
+		return ""
+	}
+	return fmt.Sprintf("no %s event on %s", tesserav1.EventReasonGPUMemoryPressure, pod.Name)
+}
+
+// Two pods share GPU 0, one bursting past its request into free memory: nothing
+// happens. A third pod's request arrives on the GPU and no longer fits beside their
+// use: the burster is evicted through the Eviction API, the two others are untouched,
+// and the event and the counter say why. On GPU 1, a burster pushing the GPU past 95%
+// is evicted the same way.
+func TestPressureEvictsBurster(t *testing.T) {
+	p := startPressure(t, "agent-pressure")
+	burst := p.slicePod("burst", 0, 20000, "60000", 3001)
+	steady := p.slicePod("steady", 0, 20000, "", 3002)
+	p.use(0, map[uint32]uint64{3001: 50000, 3002: 20000}) // 70000 MiB: below 77824
+	eventually(t, "the bursting use sampled", func() string {
+		gn := p.gpuNode(t)
+		if gn == nil || len(gn.Status.Devices) == 0 || gn.Status.Devices[0].MemoryUsedMiB != 70000 || len(gn.Status.Pods) != 2 {
+			return "not yet"
+		}
+		return ""
+	})
+	time.Sleep(300 * time.Millisecond) // several samples
+	p.untouched(burst, steady)
+
+	arrival := p.slicePod("arrival", 0, 20000, "", 3003)
+	eventually(t, "the burster evicted", func() string { return p.evicted(burst) })
+	p.untouched(steady, arrival)
+	eventually(t, "the event on the burster", func() string {
+		return p.pressureEvent(burst, "Arrival:", "GPU 0 ("+p.gpus.UUID(0)+", 81920 MiB) uses 70000 MiB and newly bound pods still need 20000 MiB",
+			"uses 50000 MiB, request 20000 MiB, limit 60000 MiB")
+	})
+	if got := testutil.ToFloat64(p.agent.metrics.PressureEvicted(0, pressure.TriggerArrival)); got != 1 {
+		t.Fatalf("tessera_gpu_pressure_evictions_total{gpu=0,trigger=Arrival} = %v, want 1", got)
+	}
+
+	// GPU 1 nears full: the pod furthest above its request relative to it goes.
+	grow := p.slicePod("grow", 1, 10000, "40Gi", 3004)
+	big := p.slicePod("big", 1, 40000, "60000", 3005)
+	within := p.slicePod("within", 1, 30000, "", 3006)
+	p.use(1, map[uint32]uint64{3004: 25000, 3005: 45000, 3006: 9000}) // 79000 MiB; grow 1.5x above, big 0.125x
+	eventually(t, "the furthest above its request evicted", func() string { return p.evicted(grow) })
+	eventually(t, "the event on it", func() string {
+		return p.pressureEvent(grow, "Threshold:", "uses 79000 MiB, above the pressure threshold of 77824 MiB", "request 10000 MiB, limit 40960 MiB")
+	})
+	// While it terminates, still holding its memory, the GPU waits: nobody else goes.
+	time.Sleep(300 * time.Millisecond)
+	p.untouched(big, within, steady, arrival)
+	if got := testutil.ToFloat64(p.agent.metrics.PressureEvicted(1, pressure.TriggerThreshold)); got != 1 {
+		t.Fatalf("tessera_gpu_pressure_evictions_total{gpu=1,trigger=Threshold} = %v, want 1", got)
+	}
+}
