@@ -114,6 +114,7 @@ func (d *Driver) inject(ctx context.Context, seed uint64, step int, f Fault) Res
 	r := Result{Seed: seed, Step: step, Fault: f}
 	var at time.Time
 	var targets []string
+	var scale string
 	undo := d.prepare(ctx, f.Point)
 	if strings.HasPrefix(f.Point, "process/") {
 		r.Injected, r.Reached, at = 1, true, time.Now()
@@ -124,7 +125,7 @@ func (d *Driver) inject(ctx context.Context, seed uint64, step int, f Fault) Res
 		}
 	} else {
 		targets = d.targets(ctx, failpoint.Point(f.Point))
-		r.Injected, at = d.failpoint(ctx, f, targets)
+		r.Injected, at, scale = d.failpoint(ctx, f, targets)
 		r.Reached = r.Injected > 0
 	}
 	undo()
@@ -135,7 +136,7 @@ func (d *Driver) inject(ctx context.Context, seed uint64, step int, f Fault) Res
 	switch {
 	case strings.HasPrefix(f.Point, "autoscaler/"):
 		// Back to normal: the scale-down the fault cut into takes its next step.
-		r.Recovery, r.Recovered = d.waitScaleStep(ctx, at, d.scaleState(ctx))
+		r.Recovery, r.Recovered = d.waitScaleStep(ctx, at, scale)
 	case f.Point == KillAutoscalerLeader:
 		r.Recovery, r.Recovered = d.waitLeader(ctx, at, "tessera-autoscaler")
 	case f.Point == KillNodeAgent || (strings.HasPrefix(f.Point, "node-agent/") && failpoint.Point(f.Point) != failpoint.NodeAgentPrepare):
@@ -150,11 +151,11 @@ func (d *Driver) inject(ctx context.Context, seed uint64, step int, f Fault) Res
 }
 
 // failpoint arms f in the processes that reach it, waits until it fires and returns
-// how many faults it injected and when the first fired.
-func (d *Driver) failpoint(ctx context.Context, f Fault, targets []string) (int, time.Time) {
+// how many faults it injected, when the first fired, and the scale-down state then.
+func (d *Driver) failpoint(ctx context.Context, f Fault, targets []string) (n int, first time.Time, scale string) {
 	point := failpoint.Point(f.Point)
 	if len(targets) == 0 {
-		return 0, time.Time{}
+		return 0, time.Time{}, ""
 	}
 	base := map[string]int{}
 	for _, name := range targets {
@@ -182,7 +183,6 @@ func (d *Driver) failpoint(ctx context.Context, f Fault, targets []string) (int,
 		timeout = 4 * time.Minute
 	}
 	deadline := time.Now().Add(timeout)
-	var first time.Time
 	for time.Now().Before(deadline) && ctx.Err() == nil {
 		fired := d.sup.crashed() - crashes
 		for _, name := range targets {
@@ -191,17 +191,17 @@ func (d *Driver) failpoint(ctx context.Context, f Fault, targets []string) (int,
 			}
 		}
 		if fired > 0 && first.IsZero() {
-			first = time.Now()
+			first, scale = time.Now(), d.scaleState(ctx)
 		}
 		if fired >= want || (fired > 0 && time.Since(first) > 15*time.Second) || (fired > 0 && strings.Contains(f.Action, "crash")) {
 			if strings.Contains(f.Action, "sleep") {
 				time.Sleep(time.Until(first.Add(actionDelay(f.Action))))
 			}
-			return fired, first
+			return fired, first, scale
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	return 0, time.Time{}
+	return 0, time.Time{}, ""
 }
 
 // actionDelay is a sleep action's delay.

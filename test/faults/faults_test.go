@@ -1,6 +1,7 @@
 package faults
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -21,7 +22,7 @@ const leaseDuration = 6 * time.Second
 const ciSeeds = "1"
 
 // overlay is the example GitOps repository as the fault runs use it: queues sized for
-// 2-4 nodes of 8 GPUs, nodes removed 20 seconds after their last GPU pod.
+// 2-4 nodes of 8 GPUs, nodes removed 10 seconds after their last GPU pod.
 const overlay = `apiVersion: kustomize.config.k8s.io/v1beta1
 kind: Kustomization
 resources:
@@ -37,7 +38,7 @@ patches:
       - {op: replace, path: /spec/capability/tessera.dev~1gpu, value: "40"}
   - target: {kind: ScaleDownPolicy, name: idle-gpu-nodes}
     patch: |
-      - {op: replace, path: /spec/idleAfter, value: 20s}
+      - {op: replace, path: /spec/idleAfter, value: 10s}
       - {op: replace, path: /spec/cooldown, value: 0s}
       - {op: replace, path: /spec/maxParallel, value: 2}
       - {op: replace, path: /spec/underusedGPUPercent, value: 0}
@@ -86,7 +87,10 @@ func TestFaults(t *testing.T) {
 	if _, err := c.SyncExample(ctx, overlay); err != nil {
 		t.Fatal(err)
 	}
-	d, err := NewDriver(ctx, c, logf)
+	// The driver stops (its process supervision first) before the cluster does.
+	dctx, stopDriver := context.WithCancel(ctx)
+	t.Cleanup(stopDriver)
+	d, err := NewDriver(dctx, c, logf)
 	if err != nil {
 		t.Fatal(err)
 	}
