@@ -208,21 +208,45 @@ func (w *apiWorld) checkReservation(t *testing.T, label string, snap *framework.
 	t.Fatalf("%s: a gang waited past reservationAfter %s and no node is reserved", label, w.after)
 }
 
-// fitsEmptyNode reports whether the job's first pending task fits some node when empty.
+// fitsEmptyNode reports whether the job's pending tasks fit the nodes when they are all
+// empty (a gang no freed cluster could hold gets no reservation).
 func fitsEmptyNode(j *framework.Job, snap *framework.Snapshot) bool {
-	for _, t := range j.Tasks {
-		if t.Status != framework.TaskPending {
-			continue
-		}
-		for _, n := range snap.Nodes {
-			if t.Request.MilliCPU <= n.Allocatable.MilliCPU && t.GPU.GPUs() <= len(n.GPUs) &&
-				(t.GPU.MemoryMiB == 0 || len(n.GPUs) > 0 && t.GPU.MemoryMiB <= n.GPUs[0].MemoryMiB) {
-				return true
+	pending := 0
+	var t *framework.Task
+	for _, task := range j.Tasks {
+		if task.Status == framework.TaskPending {
+			pending++
+			if t == nil {
+				t = task
 			}
 		}
-		return false
 	}
-	return true
+	if t == nil {
+		return true
+	}
+	room := 0
+	for _, n := range snap.Nodes {
+		if n.Unschedulable || t.Request.MilliCPU > n.Allocatable.MilliCPU || t.GPU.GPUs() > len(n.GPUs) ||
+			t.GPU.MemoryMiB > 0 && (len(n.GPUs) == 0 || t.GPU.MemoryMiB > n.GPUs[0].MemoryMiB) {
+			continue
+		}
+		c := 1 << 30
+		if t.Request.MilliCPU > 0 {
+			c = min(c, int(n.Allocatable.MilliCPU/t.Request.MilliCPU))
+		}
+		if t.Request.Memory > 0 {
+			c = min(c, int(n.Allocatable.Memory/t.Request.Memory))
+		}
+		if g := t.GPU.GPUs(); g > 0 {
+			per := len(n.GPUs) / g
+			if t.GPU.MemoryMiB > 0 {
+				per = len(n.GPUs) * int(n.GPUs[0].MemoryMiB/t.GPU.MemoryMiB)
+			}
+			c = min(c, per)
+		}
+		room += c
+	}
+	return room >= pending
 }
 
 // TestPropertyDaemonWay checks the invariants when every session starts from API

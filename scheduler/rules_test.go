@@ -673,10 +673,11 @@ func TestPendingReasons(t *testing.T) {
 	}
 }
 
-// TestNoReservationBeyondTheCluster: a gang enqueued while the cluster was larger, which
-// all its nodes freed could no longer hold, gets no nodes reserved: work that overtook
-// it keeps running there, and new work still starts.
-func TestNoReservationBeyondTheCluster(t *testing.T) {
+// TestFaultSeed1NoReservationBeyondTheCluster (found by make faults, seed 1): a gang
+// enqueued while the cluster was larger, which all its nodes freed could no longer
+// hold, gets no nodes reserved: work that overtook it keeps running there, and new work
+// still starts.
+func TestFaultSeed1NoReservationBeyondTheCluster(t *testing.T) {
 	s := newReserving(t, time.Hour, 3*time.Hour, time.Hour)
 	ns := nodes(2, 8)
 	qa := testutil.MakeQueue("qa").Obj()
