@@ -107,3 +107,12 @@ func scheduledCondition(p *corev1.Pod) *corev1.PodCondition {
 	}
 	return nil
 }
+
+// Replicas is the MachineDeployment's wanted replicas.
+func Replicas(ctx context.Context, c client.Client) (int32, error) {
+	var md clusterv1.MachineDeployment
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ClusterNamespace, Name: DeploymentName}, &md); err != nil {
+		return 0, err
+	}
+	return ptr.Deref(md.Spec.Replicas, 0), nil
+}

@@ -12,8 +12,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
-	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tesserav1 "github.com/tessera-gpu/tessera/api/v1alpha1"
@@ -184,6 +182,15 @@ func (d *Driver) failpoint(ctx context.Context, f Fault, targets []string) (n in
 	}
 	deadline := time.Now().Add(timeout)
 	for time.Now().Before(deadline) && ctx.Err() == nil {
+		if c := point.Component(); (c == "scheduler" || c == "autoscaler") && first.IsZero() {
+			// Leadership moved (a lease lost under load): arm the new leader too.
+			if l := leader(d.c, "tessera-"+c); l != "" && !slices.Contains(targets, l) {
+				if st, err := stats(d.c, l); err == nil && arm(d.c, l, f.Point, f.Action) == nil {
+					base[l] = st[point].Fired
+					targets = append(targets, l)
+				}
+			}
+		}
 		fired := d.sup.crashed() - crashes
 		for _, name := range targets {
 			if st, err := stats(d.c, name); err == nil {
@@ -400,9 +407,8 @@ func (d *Driver) scaleState(ctx context.Context) string {
 	for _, n := range nodes.Items {
 		parts = append(parts, n.Name+"="+n.Annotations[autoscale.AnnotationScaleDown])
 	}
-	var md clusterv1.MachineDeployment
-	if err := d.c.Client.Get(ctx, client.ObjectKey{Namespace: e2e.ClusterNamespace, Name: e2e.DeploymentName}, &md); err == nil {
-		parts = append(parts, fmt.Sprintf("replicas=%d", ptr.Deref(md.Spec.Replicas, 0)))
+	if replicas, err := e2e.Replicas(ctx, d.c.Client); err == nil {
+		parts = append(parts, fmt.Sprintf("replicas=%d", replicas))
 	}
 	slices.Sort(parts)
 	return strings.Join(parts, ",")

@@ -31,11 +31,11 @@ patches:
   - target: {kind: Queue, name: train-prod}
     patch: |
       - {op: replace, path: /spec/deserved/tessera.dev~1gpu, value: "32"}
-      - {op: replace, path: /spec/capability/tessera.dev~1gpu, value: "40"}
+      - {op: replace, path: /spec/capability/tessera.dev~1gpu, value: "64"}
   - target: {kind: Queue, name: train-dev}
     patch: |
       - {op: replace, path: /spec/deserved/tessera.dev~1gpu, value: "32"}
-      - {op: replace, path: /spec/capability/tessera.dev~1gpu, value: "40"}
+      - {op: replace, path: /spec/capability/tessera.dev~1gpu, value: "64"}
   - target: {kind: ScaleDownPolicy, name: idle-gpu-nodes}
     patch: |
       - {op: replace, path: /spec/idleAfter, value: 10s}
@@ -98,13 +98,16 @@ func TestFaults(t *testing.T) {
 	for _, seed := range seeds {
 		logf("== seed %d (replay: %s)", seed, Replay(seed))
 		results = append(results, d.RunSeed(ctx, seed)...)
+		if out := os.Getenv("FAULT_REPORT"); out != "" {
+			// The table so far, after every seed: a long schedule stopped early keeps it.
+			var table strings.Builder
+			Table(&table, results, leaseDuration)
+			_ = os.WriteFile(out, []byte(fmt.Sprintf("seeds run: %d of %s, %s\n\n%s", len(results)/(len(Points())+1), spec, time.Since(began).Round(time.Second), table.String())), 0o644)
+		}
 	}
 	var table strings.Builder
 	_, _, violations := Table(&table, results, leaseDuration)
 	fmt.Printf("\nFault points x faults injected x violations x recovery (seeds %s, %s):\n\n%s", spec, time.Since(began).Round(time.Second), table.String())
-	if out := os.Getenv("FAULT_REPORT"); out != "" {
-		_ = os.WriteFile(out, []byte(table.String()), 0o644)
-	}
 	for _, r := range results {
 		for _, v := range r.Violations {
 			t.Errorf("seed %d step %d (%s): %s; replay: %s", r.Seed, r.Step, r.Fault, v, Replay(r.Seed))
