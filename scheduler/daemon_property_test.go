@@ -226,25 +226,7 @@ func fitsEmptyNode(j *framework.Job, snap *framework.Snapshot) bool {
 	}
 	room := 0
 	for _, n := range snap.Nodes {
-		if n.Unschedulable || t.Request.MilliCPU > n.Allocatable.MilliCPU || t.GPU.GPUs() > len(n.GPUs) ||
-			t.GPU.MemoryMiB > 0 && (len(n.GPUs) == 0 || t.GPU.MemoryMiB > n.GPUs[0].MemoryMiB) {
-			continue
-		}
-		c := 1 << 30
-		if t.Request.MilliCPU > 0 {
-			c = min(c, int(n.Allocatable.MilliCPU/t.Request.MilliCPU))
-		}
-		if t.Request.Memory > 0 {
-			c = min(c, int(n.Allocatable.Memory/t.Request.Memory))
-		}
-		if g := t.GPU.GPUs(); g > 0 {
-			per := len(n.GPUs) / g
-			if t.GPU.MemoryMiB > 0 {
-				per = len(n.GPUs) * int(n.GPUs[0].MemoryMiB/t.GPU.MemoryMiB)
-			}
-			c = min(c, per)
-		}
-		room += c
+		room += scheduler.CapacityFor(t, n)
 	}
 	return room >= pending
 }

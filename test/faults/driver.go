@@ -374,26 +374,33 @@ func (d *Driver) delete(ctx context.Context, o client.Object) {
 	_ = d.c.Client.Delete(ctx, o, client.PropagationPolicy(metav1.DeletePropagationBackground))
 }
 
-// waitBind creates a probe pod and returns how long after at it was bound.
-func (d *Driver) waitBind(ctx context.Context, at time.Time) (time.Duration, bool) {
-	d.probes++
-	p := probe(fmt.Sprintf("probe-%d", d.probes))
-	deadline := at.Add(3 * time.Minute)
-	if err := d.load.create(ctx, p); err != nil {
-		return time.Since(at), false
-	}
+// recoveryTimeout bounds every wait for recovery.
+const recoveryTimeout = 3 * time.Minute
+
+// until polls done every 100ms and returns how long after at it first held, or false
+// once recoveryTimeout after at passed.
+func until(ctx context.Context, at time.Time, done func() bool) (time.Duration, bool) {
+	deadline := at.Add(recoveryTimeout)
 	for time.Now().Before(deadline) && ctx.Err() == nil {
-		var pods corev1.PodList
-		if err := d.c.Client.List(ctx, &pods, client.InNamespace(p.Namespace), client.MatchingLabels{batchv1.JobNameLabel: p.Name}); err == nil {
-			for _, pod := range pods.Items {
-				if pod.Spec.NodeName != "" {
-					return time.Since(at), true
-				}
-			}
+		if done() {
+			return time.Since(at), true
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
 	return time.Since(at), false
+}
+
+// waitBind creates a probe pod and returns how long after at it was bound.
+func (d *Driver) waitBind(ctx context.Context, at time.Time) (time.Duration, bool) {
+	d.probes++
+	p := probe(fmt.Sprintf("probe-%d", d.probes))
+	if err := d.load.create(ctx, p); err != nil {
+		return time.Since(at), false
+	}
+	return until(ctx, at, func() bool {
+		pods, err := e2e.JobPods(ctx, d.c.Client, p)
+		return err == nil && slices.ContainsFunc(pods, func(pod corev1.Pod) bool { return pod.Spec.NodeName != "" })
+	})
 }
 
 // scaleState sums up the scale-downs in flight: each node's scale-down annotation and
@@ -415,43 +422,28 @@ func (d *Driver) scaleState(ctx context.Context) string {
 }
 
 // waitPublished returns how long after at node's agent published its GPUNode again
-// (observed in the second after at or later, as the API keeps seconds; a
-// node removed meanwhile has nothing to publish: recovered).
+// (observed in the second after at or later, as the API keeps seconds; a node removed
+// meanwhile has nothing to publish: recovered).
 func (d *Driver) waitPublished(ctx context.Context, at time.Time, node string) (time.Duration, bool) {
-	deadline := at.Add(3 * time.Minute)
-	for time.Now().Before(deadline) && ctx.Err() == nil {
+	return until(ctx, at, func() bool {
 		var gn tesserav1.GPUNode
 		err := d.c.Client.Get(ctx, client.ObjectKey{Name: node}, &gn)
-		if apierrors.IsNotFound(err) || err == nil && gn.Status.ObservedTime != nil && !gn.Status.ObservedTime.Time.Before(at.Truncate(time.Second).Add(time.Second)) {
-			return time.Since(at), true
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	return time.Since(at), false
+		return apierrors.IsNotFound(err) || err == nil && gn.Status.ObservedTime != nil &&
+			!gn.Status.ObservedTime.Time.Before(at.Truncate(time.Second).Add(time.Second))
+	})
 }
 
 // waitLeader returns how long after at a replica of component led again.
 func (d *Driver) waitLeader(ctx context.Context, at time.Time, component string) (time.Duration, bool) {
-	deadline := at.Add(3 * time.Minute)
-	for time.Now().Before(deadline) && ctx.Err() == nil {
-		if leader(d.c, component) != "" {
-			return time.Since(at), true
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	return time.Since(at), false
+	return until(ctx, at, func() bool { return leader(d.c, component) != "" })
 }
 
 // waitScaleStep returns how long after at the scale-down state moved on from before.
 func (d *Driver) waitScaleStep(ctx context.Context, at time.Time, before string) (time.Duration, bool) {
-	deadline := at.Add(3 * time.Minute)
-	for time.Now().Before(deadline) && ctx.Err() == nil {
-		if s := d.scaleState(ctx); s != "" && s != before {
-			return time.Since(at), true
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	return time.Since(at), false
+	return until(ctx, at, func() bool {
+		s := d.scaleState(ctx)
+		return s != "" && s != before
+	})
 }
 
 // checks runs the invariants that hold at any time.
