@@ -2,8 +2,8 @@ package rightsize
 
 import (
 	"fmt"
-	"math"
 	"maps"
+	"math"
 	"time"
 )
 
