@@ -37,18 +37,23 @@ type BurstableInput struct {
 	// class, its image, its namespace): a workload with fewer runs than MinRuns gets
 	// its request from the first prior that has MinRuns.
 	Priors []*Profile
+	// EvictedAtMiB is the use at which GPU-memory pressure evicted the run's last
+	// attempt, 0 if none did: a run restarting from its checkpoint asks at least
+	// that (up to its limit), so that it is not evicted again at once.
+	EvictedAtMiB int64
 }
 
 // RecommendBurstable is the request and the limit of the workload's next run, as the
 // Vertical Pod Autoscaler sizes memory, with runs in place of its samples:
 //
-//   - the request is the RequestPercentile (VPA's target, 0.9) of the decayed per-run
+//   - the request is the RequestPercentile (VPA's target; 0.5) of the decayed per-run
 //     peaks, live peaks included, plus Margin;
 //   - the limit is the LimitPercentile (VPA's upper bound, 0.95) plus Margin, times
 //     1 + 1/confidence (VPA's confidence multiplier, confidence the runs seen over
 //     ConfidenceRuns), at least the out-of-memory floor (a run that ran out at its
 //     limit bumps the next limit by OOMBump), at most the GPU's memory;
-//   - before MinRuns runs, the limit is the user's request and the request the best
+//   - before MinRuns runs, the limit is the user's request (or the OOM floor, when a
+//     run ran out of memory at it) and the request the best
 //     prior's (or the workload's own percentile when larger), never above the limit;
 //     without a prior the request is the user's;
 //   - a workload that preallocates, or ran out of memory MaxOOMs runs in a row, keeps
@@ -58,6 +63,18 @@ type BurstableInput struct {
 // the whole GPU.
 func (p *Profile) RecommendBurstable(in BurstableInput, c Config) Burstable {
 	c = c.withDefaults()
+	b := p.recommendBurstable(in, c)
+	if in.EvictedAtMiB > b.RequestMiB && b.RequestMiB > 0 {
+		b.RequestMiB = min(c.round(in.EvictedAtMiB, in.GPUMiB), b.LimitMiB)
+		b.Reason += fmt.Sprintf("; request raised to the %d MiB its last attempt was evicted at", in.EvictedAtMiB)
+		if float64(b.RequestMiB) > c.MaxShare*float64(in.GPUMiB) && in.GPUMiB > 0 {
+			return Burstable{Reason: b.Reason + ", more than a slice is worth; a whole GPU"}
+		}
+	}
+	return b
+}
+
+func (p *Profile) recommendBurstable(in BurstableInput, c Config) Burstable {
 	user := Burstable{RequestMiB: in.UserMiB, LimitMiB: in.UserMiB}
 	switch {
 	case p.Preallocates:
@@ -81,6 +98,9 @@ func (p *Profile) RecommendBurstable(in BurstableInput, c Config) Burstable {
 	limit := in.UserMiB
 	if limit <= 0 {
 		limit = in.GPUMiB
+	}
+	if p.FloorMiB > limit && in.UserMiB > 0 {
+		limit = min(p.FloorMiB, max(in.GPUMiB, p.FloorMiB))
 	}
 	for i, prior := range in.Priors {
 		if prior == nil || prior.Preallocates || prior.Runs < c.MinRuns {
@@ -140,3 +160,11 @@ func (c Config) Confidence(runs int) float64 {
 	}
 	return 1 + c.ConfidenceRuns/float64(runs)
 }
+
+// PressurePercent is the share of a GPU's memory, in percent, at which the sum of its
+// pods' actual use counts as pressure: a pod using memory above its request is then
+// evicted, the one furthest above its request relative to its request first, until
+// the sum is back below it. 95% leaves a CUDA context and allocator slack (about 4 GiB
+// of an 80 GiB GPU) between the eviction and an out-of-memory failure of a pod within
+// its request. The node agent and the simulator use the same value.
+const PressurePercent = 95

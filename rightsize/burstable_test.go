@@ -15,18 +15,24 @@ func history(peaks ...int64) *Profile {
 	return p
 }
 
-// The request is the target percentile (p90) of the runs' peaks plus the margin, the
-// limit the upper-bound percentile (p95) plus the margin, widened by the confidence
-// factor, as VPA's target and upper bound.
+// The request is the target percentile of the runs' peaks plus the margin (p50 by
+// default; p90 with VPA's target-memory-percentile), the limit the upper-bound
+// percentile (p95) plus the margin, widened by the confidence factor, as VPA's target
+// and upper bound.
 func TestBurstablePercentiles(t *testing.T) {
 	// 20 runs ending at once (equal weights) with peaks 10000 ... 29000 MiB.
 	var p Profile
 	for i := range 20 {
 		p.Record(Run{PeakMiB: int64(10000 + 1000*i), FirstMiB: 1000, GPUMiB: gpu80, End: t0}, Config{})
 	}
-	b := p.RecommendBurstable(BurstableInput{GPUMiB: gpu80}, Config{})
-	// p90 of 20 equally weighted runs is the 18th peak (27000), in a bucket ending
-	// below 28350; p95 the 19th (28000), below 29400.
+	// p50 of 20 equally weighted runs is the 10th peak (19000), in a bucket ending
+	// below 19950.
+	if b := p.RecommendBurstable(BurstableInput{GPUMiB: gpu80}, Config{}); b.RequestMiB < 19000*115/100 || b.RequestMiB > 19950*115/100+1024 {
+		t.Errorf("request %d MiB, want p50 (19000) + 15%% (%s)", b.RequestMiB, b.Reason)
+	}
+	b := p.RecommendBurstable(BurstableInput{GPUMiB: gpu80}, Config{RequestPercentile: 0.9})
+	// p90 is the 18th peak (27000), in a bucket ending below 28350; p95 the 19th
+	// (28000), below 29400.
 	if b.RequestMiB < 27000*115/100 || b.RequestMiB > 28350*115/100+1024 {
 		t.Errorf("request %d MiB, want p90 (27000) + 15%% (%s)", b.RequestMiB, b.Reason)
 	}
@@ -120,7 +126,7 @@ func TestBurstableLivePeaks(t *testing.T) {
 	if b.RequestMiB >= 32768 || b.RequestMiB < 10000 {
 		t.Errorf("2 runs and a live one: %+v, want a recommendation", b)
 	}
-	raised := p.RecommendBurstable(BurstableInput{GPUMiB: gpu80, UserMiB: 32768, Live: []int64{10000, 20000, 20000}, Now: t0.Add(3 * time.Hour)}, Config{})
+	raised := p.RecommendBurstable(BurstableInput{GPUMiB: gpu80, UserMiB: 32768, Live: []int64{20000, 20000, 20000}, Now: t0.Add(3 * time.Hour)}, Config{})
 	if raised.RequestMiB < 20000 {
 		t.Errorf("live peaks of 20000 MiB: request %d MiB", raised.RequestMiB)
 	}
