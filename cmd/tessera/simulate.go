@@ -63,7 +63,8 @@ Cluster-Autoscaler-like rule, removed nodes coming back after --boot-delay when 
 wait, and reports GPU-node-hours and waits against the always-on cluster;
 --rightsizing (replay) runs each replay as every GPU right-sizing arm, autoscaled, with
 GPU memory and utilisation curves of real pods, and reports GPU-hours, out-of-memory
-restarts and idle GPU-hours returned (docs/simulator.md);
+restarts, pressure evictions and idle GPU-hours returned (docs/simulator.md); --arms
+picks arms and --every-autoscaler runs each scheduler under every autoscaler;
 --scenario diurnal is a week of openb pods whose GPU demand swings between about 30%
 of the cluster at night and 90% by day. --scenario-nodes, --scenario-load and
 --scenario-hours vary a scenario: its nodes (the queues' shares and the arrival rates
@@ -182,7 +183,7 @@ AdmissionPolicies do not compile; a --report that cannot be written).`,
 	cli.DeprecatedAlias(cmd, "output", "format")
 	f.StringVar(&htmlPath, "report", "", "write a self-contained HTML report with charts to this file")
 	f.BoolVar(&o.Autoscale, "autoscale", false, "replay: run each replay also under the autoscalers its scheduler is paired with (kube-default: ca; volcano: ca, karpenter; tessera: tessera) and report GPU-node-hours saved, lost work and waits against always-on, and the ceiling")
-	f.BoolVar(&o.RightSizing, "rightsizing", false, "replay: run each replay as every GPU right-sizing arm (whole-GPU requests, user-chosen slices, Tessera right-sized, right-sized with idle reclaim, each workload's peak known, and each run's peak known), each with jobs carrying GPU memory and utilisation curves of the genai2026 pods, autoscaled; report GPU-hours, OOM restarts and idle GPU-hours returned")
+	f.BoolVar(&o.RightSizing, "rightsizing", false, "replay: run each replay as every GPU right-sizing arm (whole-GPU requests, user-chosen slices, Tessera right-sized, a request and a limit with GPU-memory pressure evictions, right-sized with idle reclaim, each workload's peak known, and each run's peak known), each with jobs carrying GPU memory and utilisation curves of the genai2026 pods, autoscaled; report GPU-hours, OOM restarts, pressure evictions and idle GPU-hours returned")
 	f.StringSliceVar(&o.Arms, "arms", nil, "with --rightsizing: the right-sizing arms to run, comma-separated (default all: "+strings.Join(sim.RightSizingArms, ", ")+"); profiles that cannot share GPUs (volcano, volcano-capacity, kube-default) run only "+strings.Join(sim.WholeGPUArms, ", "))
 	f.BoolVar(&o.EveryAutoscaler, "every-autoscaler", false, "with --autoscale or --rightsizing: run each profile under every autoscaler ("+strings.Join(sim.Autoscalers, ", ")+"), not only those it is paired with, to tell the autoscaler's part from the scheduler's")
 	f.Duration("idle-for", time.Duration(sim.DefaultIdleRule.IdleFor)*time.Second, "with --rightsizing: how long a job's GPUs stay at or below 1% before its owner is told (a Queue's spec.idleReclaim.idleFor); idle GPU-hours count stretches longer than this")
