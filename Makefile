@@ -150,7 +150,8 @@ demo: build
 ## benchmarks that need no cluster) and write their output between the
 ## <!-- figures: COMMAND --> and <!-- /figures --> markers of README.md and docs/*.md;
 ## FIGURES=SUBSTRING reruns only the blocks whose command contains it. Not part of test:
-## all blocks take about 17 minutes of CPU (an hour on a busy 2-core machine)
+## all blocks take about 24 minutes of CPU (the right-sizing blocks with --every-autoscaler
+## about 6.5 of them; an hour on a busy 2-core machine)
 figures: build
 	$(GO) run ./hack/figures -only "$(FIGURES)"
 

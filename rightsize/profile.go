@@ -31,6 +31,20 @@ type Config struct {
 	// MaxShare is the largest share of the GPU that a slice is worth making; above
 	// it the whole GPU is kept (0.9).
 	MaxShare float64
+	// RequestPercentile is the percentile of the decayed per-run peaks that a
+	// burstable request holds, before Margin: the workload's typical peak
+	// (RecommendBurstable). 0.5, where VPA's target memory percentile defaults to 0.9:
+	// a run may use free memory above its request, so the request need not hold the
+	// bursts (chosen in the simulator on seeds 1-3 among 0.5, 0.75 and 0.9).
+	RequestPercentile float64
+	// LimitPercentile is the percentile that a burstable limit holds, before Margin
+	// and the confidence factor (0.95, VPA's upper-bound memory percentile).
+	LimitPercentile float64
+	// ConfidenceRuns is how many runs give a confidence of 1: the limit is its
+	// percentile times 1 + 1/confidence, where confidence is the runs seen over
+	// ConfidenceRuns (1: each run counts as VPA's day of history, so 3 runs give x1.33,
+	// 10 runs x1.1).
+	ConfidenceRuns float64
 }
 
 // RoundDivisor is the part of a GPU's memory that a recommendation is rounded up to,
@@ -40,7 +54,7 @@ const RoundDivisor = 80
 // DefaultConfig is the recommender's shipped configuration.
 func DefaultConfig() Config {
 	return Config{Percentile: 0.95, Margin: 0.15, MinRuns: 3, HalfLife: 7 * 24 * time.Hour,
-		MinMiB: 1024, OOMBump: 1.2, MaxOOMs: 2, MaxShare: 0.9}
+		MinMiB: 1024, OOMBump: 1.2, MaxOOMs: 2, MaxShare: 0.9, RequestPercentile: 0.5, LimitPercentile: 0.95, ConfidenceRuns: 1}
 }
 
 func (c Config) withDefaults() Config {
@@ -52,6 +66,8 @@ func (c Config) withDefaults() Config {
 		return def
 	}
 	c.Percentile, c.Margin, c.OOMBump, c.MaxShare = pick(c.Percentile, d.Percentile), pick(c.Margin, d.Margin), pick(c.OOMBump, d.OOMBump), pick(c.MaxShare, d.MaxShare)
+	c.RequestPercentile, c.LimitPercentile = pick(c.RequestPercentile, d.RequestPercentile), pick(c.LimitPercentile, d.LimitPercentile)
+	c.ConfidenceRuns = pick(c.ConfidenceRuns, d.ConfidenceRuns)
 	if c.MinRuns <= 0 {
 		c.MinRuns = d.MinRuns
 	}
@@ -149,7 +165,15 @@ func (p *Profile) Recommend(gpuMiB int64, c Config) Recommendation {
 	if !ok {
 		return Recommendation{Reason: "no peak recorded"}
 	}
-	mib := max(int64(float64(pct)*(1+c.Margin)+0.5), p.FloorMiB, c.MinMiB)
+	mib := c.round(max(int64(float64(pct)*(1+c.Margin)+0.5), p.FloorMiB, c.MinMiB), gpuMiB)
+	if gpuMiB > 0 && float64(mib) > c.MaxShare*float64(gpuMiB) {
+		return Recommendation{Reason: fmt.Sprintf("needs %d MiB, more than %.0f%% of the GPU's %d MiB; keep the whole GPU", mib, c.MaxShare*100, gpuMiB)}
+	}
+	return Recommendation{MiB: mib, Reason: fmt.Sprintf("p%.0f of %d runs' peaks (%d MiB) + %.0f%%, rounded up", c.Percentile*100, p.Runs, pct, c.Margin*100)}
+}
+
+// round rounds mib up to the configuration's step on a GPU of gpuMiB.
+func (c Config) round(mib, gpuMiB int64) int64 {
 	step := c.RoundMiB
 	if step <= 0 {
 		step = max(gpuMiB/RoundDivisor, 1)
@@ -157,11 +181,7 @@ func (p *Profile) Recommend(gpuMiB int64, c Config) Recommendation {
 			step = 1024
 		}
 	}
-	mib = (mib + step - 1) / step * step
-	if gpuMiB > 0 && float64(mib) > c.MaxShare*float64(gpuMiB) {
-		return Recommendation{Reason: fmt.Sprintf("needs %d MiB, more than %.0f%% of the GPU's %d MiB; keep the whole GPU", mib, c.MaxShare*100, gpuMiB)}
-	}
-	return Recommendation{MiB: mib, Reason: fmt.Sprintf("p%.0f of %d runs' peaks (%d MiB) + %.0f%%, rounded up", c.Percentile*100, p.Runs, pct, c.Margin*100)}
+	return (mib + step - 1) / step * step
 }
 
 // Preallocated reports whether a run took the whole GPU from its first sample, as

@@ -154,6 +154,9 @@ type Replay struct {
 	// RightSizing runs the replay as a right-sizing arm; nil: the jobs ask for what
 	// the input says.
 	RightSizing *RightSizing
+	// EveryAutoscaler runs an autoscaled replay under every autoscaler (Autoscalers),
+	// not only those paired with its profile (AutoscalersOf).
+	EveryAutoscaler bool
 }
 
 // recordWait adds a job's wait, its seconds waiting to start and to restart after

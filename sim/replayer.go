@@ -175,6 +175,7 @@ func (r *replayer) run() {
 		r.interruptions()
 		r.schedule()
 		r.autoscale()
+		r.checkPlaced()
 	}
 	r.close()
 }
@@ -524,6 +525,9 @@ func (r *replayer) close() {
 		}
 		recordWait(out, a.spec, a.waited, r.refMemoryMiB)
 		out.JCTSeconds = append(out.JCTSeconds, float64(r.now-a.spec.Arrival))
+	}
+	if out.RightSizing != nil {
+		out.RightSizing.Waits = report.WaitsByClass(out.WaitClasses, out.WaitSeconds)
 	}
 	if r.lastT < r.horizon {
 		r.measure(r.horizon) // nothing ran at the end of the window

@@ -23,6 +23,11 @@ const (
 	// ArmRightSized: Tessera's recommendation (rightsize.Profile, the shipped
 	// configuration) from the workload's finished runs; a whole GPU until it has one.
 	ArmRightSized = "rightsized"
+	// ArmBurstable: a request and a limit (rightsize.Profile.RecommendBurstable): the
+	// scheduler packs on the request, a run may use memory above it up to its limit
+	// while its GPU has it free, and GPU-memory pressure evicts the run furthest above
+	// its request (burstable.go).
+	ArmBurstable = "burstable"
 	// ArmReclaim: ArmRightSized, and idle jobs suspended by the queues' idle reclaim;
 	// no job opts out (none carries tessera.dev/idle-reclaim: "false").
 	ArmReclaim = "rightsized+reclaim"
@@ -39,7 +44,7 @@ const (
 )
 
 // RightSizingArms lists the arms in report order.
-var RightSizingArms = []string{ArmWhole, ArmUser, ArmRightSized, ArmReclaim, ArmReclaimOptOut, ArmWorkloadPeak, ArmPerfect}
+var RightSizingArms = []string{ArmWhole, ArmUser, ArmRightSized, ArmBurstable, ArmReclaim, ArmReclaimOptOut, ArmWorkloadPeak, ArmPerfect}
 
 // IdleRule is when idle reclaim suspends a job: its GPUs stayed at or below Threshold
 // (percent) for IdleFor seconds, and GracePeriod more after its owner was told.
@@ -107,13 +112,22 @@ type rightSizer struct {
 	// user asks for each workload (0: a whole GPU).
 	profiles map[string]*rightsize.Profile
 	user     map[string]int64
-	jobs     map[*running]*sizedJob
-	events   interrupts
+	// priors are the histories of every workload of a class (queue/class) and of a
+	// queue (a namespace's), for the burstable arm's first runs.
+	priors map[string]*rightsize.Profile
+	// live are the running jobs of each workload, in start order (burstable).
+	live map[string][]*sizedJob
+	// placed are the burstable runs started since their GPUs were last checked.
+	placed []*sizedJob
+	jobs   map[*running]*sizedJob
+	events interrupts
 	// suspended are the jobs reclaim suspended, until their resume.
 	suspended []*sizedJob
 	out       report.RightSizingRun
 	// lastT is the time up to which the whole-run integrals are taken.
 	lastT int64
+	// wholeGPUs: the profile places every slice as a whole GPU.
+	wholeGPUs bool
 }
 
 // sizedJob is a job's curve and slice.
@@ -127,26 +141,39 @@ type sizedJob struct {
 	// while it is suspended, and stands still while it waits; segment is pos when its
 	// current run started.
 	pos, segment int64
-	// slice is the current run's GPU memory in MiB; 0 for a whole GPU.
-	slice int64
+	// slice is the current run's GPU memory in MiB (its request); 0 for a whole GPU.
+	// limit is the most it may use (burstable; the slice in the other arms).
+	slice, limit int64
+	// runEnd is the curve time at which the current run would end (burstable).
+	runEnd int64
+	// pressureAt is when GPU-memory pressure last evicted it (-1: it has restarted
+	// since).
+	pressureAt int64
 	// oomAt is when it last ran out of memory (-1: it has restarted since);
 	// resumeAt when its suspension ends; resumedAt when it came back to wait (-1: it
 	// has run since).
 	oomAt, resumeAt, resumedAt int64
 }
 
+// WholeGPUArms are the arms a profile that cannot share GPUs (wholeGPUs) runs: the
+// users' own requests, which it places as whole GPUs, as such a cluster's users ask
+// nvidia.com/gpu: 1.
+var WholeGPUArms = []string{ArmWhole, ArmUser}
+
 func newRightSizer(rs RightSizing, seed, gpuMiB int64, wholeGPUs bool) (*rightSizer, error) {
 	switch {
 	case !slices.Contains(RightSizingArms, rs.Arm):
 		return nil, fmt.Errorf("right-sizing arm %q: use %s", rs.Arm, strings.Join(RightSizingArms, ", "))
-	case wholeGPUs:
-		return nil, fmt.Errorf("right-sizing needs a scheduler that places GPU-memory slices; a profile with wholeGPUs (volcano, volcano-capacity, kube-default) gives every slice a whole GPU: use tessera or volcano-seed")
+	case wholeGPUs && !slices.Contains(WholeGPUArms, rs.Arm):
+		return nil, fmt.Errorf("right-sizing arm %s needs a scheduler that places GPU-memory slices; a profile with wholeGPUs (volcano, volcano-capacity, kube-default) gives every slice a whole GPU and runs only %s: use tessera or volcano-seed",
+			rs.Arm, strings.Join(WholeGPUArms, ", "))
 	}
 	if rs.Idle == (IdleRule{}) {
 		rs.Idle = DefaultIdleRule
 	}
 	s := &rightSizer{RightSizing: rs, seed: seed, gpuMiB: gpuMiB, scale: float64(gpuMiB) / genaiGPUMiB, curves: curves.GenAI(),
-		long: map[*curves.Curve][]bool{}, profiles: map[string]*rightsize.Profile{}, user: map[string]int64{}, jobs: map[*running]*sizedJob{}}
+		long: map[*curves.Curve][]bool{}, profiles: map[string]*rightsize.Profile{}, user: map[string]int64{}, jobs: map[*running]*sizedJob{},
+		priors: map[string]*rightsize.Profile{}, live: map[string][]*sizedJob{}, wholeGPUs: wholeGPUs}
 	s.out.Arm = rs.Arm
 	return s, nil
 }
@@ -166,7 +193,7 @@ func (s *rightSizer) arrive(r *replayer, a *running) {
 	a.spec = &spec
 	w := workloadOf(&spec)
 	c := &s.curves[draw(s.seed, int64(len(s.curves)), "curve", w)]
-	j := &sizedJob{a: a, workload: w, oomAt: -1, resumedAt: -1, sized: spec.GPU.Count <= 1 && spec.GPU.Any()}
+	j := &sizedJob{a: a, workload: w, oomAt: -1, resumedAt: -1, pressureAt: -1, sized: spec.GPU.Count <= 1 && spec.GPU.Any()}
 	j.curve = jobCurve{c: c, offset: draw(s.seed, c.Len(), "offset", spec.Name), scale: s.scale}
 	s.jobs[a] = j
 	s.out.Jobs++
@@ -178,10 +205,12 @@ func (s *rightSizer) arrive(r *replayer, a *running) {
 	case ArmWhole:
 		j.slice = 0
 	case ArmUser:
-		if _, ok := s.user[w]; !ok {
-			s.user[w] = s.userSlice(j)
+		j.slice = s.userRequest(j)
+		if s.wholeGPUs {
+			j.slice = 0
 		}
-		j.slice = s.user[w]
+	case ArmBurstable:
+		s.sizeBurstable(r, j, 0)
 	case ArmRightSized, ArmReclaim, ArmReclaimOptOut:
 		j.slice = s.recommend(w)
 	case ArmWorkloadPeak:
@@ -192,7 +221,19 @@ func (s *rightSizer) arrive(r *replayer, a *running) {
 	if j.slice == 0 {
 		s.out.WholeJobs++
 	}
+	if s.Arm != ArmBurstable {
+		j.limit = j.slice
+	}
 	s.request(j)
+}
+
+// userRequest is the slice the user asks for the job's workload (ArmUser), picked
+// once per workload.
+func (s *rightSizer) userRequest(j *sizedJob) int64 {
+	if _, ok := s.user[j.workload]; !ok {
+		s.user[j.workload] = s.userSlice(j)
+	}
+	return s.user[j.workload]
 }
 
 // userTrial is how long a user watches a trial run before picking a slice by hand.
@@ -262,14 +303,21 @@ func (s *rightSizer) started(r *replayer, a *running) {
 		s.out.ResumeWaitSeconds += float64(r.now - j.resumedAt)
 		j.resumedAt = -1
 	}
+	if j.pressureAt >= 0 {
+		s.out.PressureWaitSeconds += float64(r.now - j.pressureAt)
+		j.pressureAt = -1
+	}
 	end := j.pos + a.spec.Duration - a.done
 	ev := interrupt{at: -1, j: j, epoch: a.epoch}
 	// With perfect knowledge a slice holds its run's true peak: it never runs out.
-	if j.sized && j.slice > 0 && s.Arm != ArmPerfect {
-		if at, ok := j.curve.firstAbove(j.pos, end, j.slice); ok {
+	if j.sized && j.limit > 0 && s.Arm != ArmPerfect {
+		if at, ok := j.curve.firstAbove(j.pos, end, j.limit); ok {
 			ev.at, ev.oom = r.now+at-j.pos, true
 			end = at
 		}
+	}
+	if s.Arm == ArmBurstable && j.sized && j.slice > 0 {
+		s.startBurstable(r, j, end)
 	}
 	if s.reclaims(a.spec) {
 		if at, stretchEnd, ok := j.curve.reclaimAt(j.pos, end, s.Idle, j.pos+a.spec.Duration-a.done); ok {
@@ -283,7 +331,7 @@ func (s *rightSizer) started(r *replayer, a *running) {
 
 // recommends reports whether the arm sizes jobs with the recommender.
 func (s *rightSizer) recommends() bool {
-	return s.Arm == ArmRightSized || s.Arm == ArmReclaim || s.Arm == ArmReclaimOptOut
+	return s.Arm == ArmRightSized || s.Arm == ArmBurstable || s.Arm == ArmReclaim || s.Arm == ArmReclaimOptOut
 }
 
 // reclaims reports whether the arm's idle reclaim may suspend the job.
@@ -301,6 +349,7 @@ func (s *rightSizer) stopped(r *replayer, a *running) {
 	from := j.pos
 	j.pos += r.now - a.since
 	s.countIdle(j, from, j.pos, a.milli)
+	s.stopLive(j)
 }
 
 func (s *rightSizer) countIdle(j *sizedJob, from, to, milli int64) {
@@ -340,6 +389,16 @@ func (s *rightSizer) record(r *replayer, j *sizedJob, run rightsize.Run) {
 	}
 	run.FirstMiB, run.GPUMiB, run.End = j.curve.memoryAt(j.segment), s.gpuMiB, epoch.Add(time.Duration(r.now)*time.Second)
 	p.Record(run, s.Config)
+	if s.Arm == ArmBurstable {
+		for _, k := range priorKeys(j.a.spec) {
+			prior := s.priors[k]
+			if prior == nil {
+				prior = &rightsize.Profile{}
+				s.priors[k] = prior
+			}
+			prior.Record(run, s.Config)
+		}
+	}
 }
 
 // next is the next instant an interrupt or a resume is due; ok is false when none is.
@@ -385,19 +444,15 @@ func (r *replayer) interruptions() {
 		if ev.epoch != ev.j.a.epoch {
 			continue
 		}
+		if ev.pressure {
+			r.pressureCheck(ev.j)
+			continue
+		}
 		a, j := ev.j.a, ev.j
-		elapsed := r.now - a.since
-		kept := a.spec.kept(elapsed)
-		lost := float64(elapsed-kept) * float64(a.milli) / framework.MilliPerGPU / 3600
+		elapsed, kept := r.now-a.since, a.spec.kept(r.now-a.since)
 		// Of a suspended run, only the busy part since the checkpoint was work.
 		busy := float64(j.curve.busySeconds(j.pos+kept, j.pos+elapsed, s.Idle.Threshold)) * float64(a.milli) / framework.MilliPerGPU / 3600
-		r.stopProgress(a)
-		for _, t := range a.job.Tasks {
-			if t.Node != nil {
-				t.Node.Remove(t)
-			}
-			t.Status, t.StartTime = framework.TaskPending, time.Time{}
-		}
+		lost := r.endRun(a)
 		if ev.oom {
 			s.out.OOMRestarts++
 			s.out.OOMLostGPUHours += lost
@@ -410,19 +465,43 @@ func (r *replayer) interruptions() {
 	}
 }
 
+// endRun stops a's run now, before its end: it loses the work since its last
+// checkpoint (returned, in GPU-hours), its tasks leave their nodes and it waits again.
+func (r *replayer) endRun(a *running) (lostGPUHours float64) {
+	elapsed := r.now - a.since
+	lostGPUHours = float64(elapsed-a.spec.kept(elapsed)) * float64(a.milli) / framework.MilliPerGPU / 3600
+	r.stopProgress(a)
+	for _, t := range a.job.Tasks {
+		if t.Node != nil {
+			t.Node.Remove(t)
+		}
+		t.Status, t.StartTime = framework.TaskPending, time.Time{}
+	}
+	return lostGPUHours
+}
+
 // outOfMemory records the failed run and gives the job its next slice: the
 // recommender's after the failure, or a user's doubled one, until a whole GPU.
 func (r *replayer) outOfMemory(j *sizedJob) {
 	s := r.rs
-	s.record(r, j, rightsize.Run{PeakMiB: j.slice, LimitMiB: j.slice, OOM: true})
+	s.record(r, j, rightsize.Run{PeakMiB: j.limit, LimitMiB: j.limit, OOM: true})
 	switch s.Arm {
 	case ArmUser:
 		s.user[j.workload] = s.powerOfTwo(2 * j.slice)
 		j.slice = s.user[j.workload]
 	case ArmRightSized, ArmReclaim, ArmReclaimOptOut:
 		j.slice = s.recommend(j.workload)
+	case ArmBurstable:
+		// The user, told the run ran out of memory at the limit, doubles it.
+		if j.limit >= s.userRequest(j) && s.user[j.workload] > 0 {
+			s.user[j.workload] = s.powerOfTwo(2 * j.limit)
+		}
+		s.sizeBurstable(r, j, 0)
 	default:
 		j.slice = 0 // the knowing arms never fail; a whole GPU in any case
+	}
+	if s.Arm != ArmBurstable {
+		j.limit = j.slice
 	}
 	j.oomAt = r.now
 	s.request(j)
@@ -508,13 +587,15 @@ func (s *rightSizer) close(r *replayer) *report.RightSizingRun {
 }
 
 // interrupt is a run ending early: out of memory, or suspended as idle for idleUntil
-// seconds.
+// seconds; or a check of GPU-memory pressure.
 type interrupt struct {
 	at        int64
 	j         *sizedJob
 	epoch     int
 	oom       bool
 	idleUntil int64
+	// pressure checks the memory of the job's GPU (burstable).
+	pressure bool
 }
 
 // interrupts is a min-heap of interrupts by time.
@@ -531,16 +612,50 @@ func (c *interrupts) Pop() any {
 	return x
 }
 
-// withArms is every run once per right-sizing arm, the arms of a run together.
-func withArms(runs []run) []run {
-	out := make([]run, 0, len(runs)*len(RightSizingArms))
+// ArmName names a right-sizing arm's run under an autoscaler: profile/arm under the
+// profile's own first autoscaler, profile/arm@rule under another.
+func ArmName(name, rule, own string) string {
+	if rule == own {
+		return name
+	}
+	return name + "@" + rule
+}
+
+// withArms is every run once per right-sizing arm of arms (nil: RightSizingArms), the
+// arms of a run together; a profile that cannot share GPUs runs only WholeGPUArms.
+func withArms(runs []run, arms []string) ([]run, error) {
+	if arms == nil {
+		arms = RightSizingArms
+	}
+	for _, arm := range arms {
+		if !slices.Contains(RightSizingArms, arm) {
+			return nil, fmt.Errorf("right-sizing arm %q: use %s", arm, strings.Join(RightSizingArms, ", "))
+		}
+	}
+	out := make([]run, 0, len(runs)*len(arms))
 	for _, r := range runs {
-		for _, arm := range RightSizingArms {
+		whole, err := wholeGPUs(r)
+		if err != nil {
+			return nil, err
+		}
+		for _, arm := range arms {
+			if whole && !slices.Contains(WholeGPUArms, arm) {
+				continue
+			}
 			r.arm = arm
 			out = append(out, r)
 		}
 	}
-	return out
+	if len(out) == 0 {
+		return nil, fmt.Errorf("no right-sizing arm to run: profiles that cannot share GPUs (wholeGPUs) run only %s", strings.Join(WholeGPUArms, ", "))
+	}
+	return out, nil
+}
+
+// wholeGPUs reports whether the run's scheduler gives every slice a whole GPU.
+func wholeGPUs(r run) (bool, error) {
+	cfg, err := configFor(r.profile, r.cfg, r.seed)
+	return cfg.WholeGPUs, err
 }
 
 // runRightSizing replays one arm always on and under the profile's autoscalers
@@ -557,12 +672,13 @@ func runRightSizing(rp Replay, a Autoscaling) (report.Result, error) {
 	}
 	name := rp.Profile + "/" + rp.RightSizing.Arm
 	res.Policy = name
-	for _, rep := range res.Autoscaled {
+	rules := rp.autoscalers()
+	for rule, rep := range res.Autoscaled {
 		if rep.RightSizing != nil {
-			rep.RightSizing.Arm = name
+			rep.RightSizing.Arm = ArmName(name, rule, rules[0])
 		}
 	}
-	res.RightSizing = res.Autoscaled[autoscalersOf(rp.Profile)[0]].RightSizing
+	res.RightSizing = res.Autoscaled[rules[0]].RightSizing
 	res.Autoscale = report.Summarize([]report.Result{res})[0].Autoscale
 	return res, nil
 }

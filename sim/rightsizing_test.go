@@ -60,8 +60,11 @@ func TestPowerOfTwoSlices(t *testing.T) {
 	if _, err := newRightSizer(RightSizing{Arm: "tailored"}, 1, 81920, false); err == nil {
 		t.Error("an unknown arm accepted")
 	}
-	if _, err := newRightSizer(RightSizing{Arm: ArmWhole}, 1, 81920, true); err == nil {
-		t.Error("a profile without slices accepted")
+	if _, err := newRightSizer(RightSizing{Arm: ArmRightSized}, 1, 81920, true); err == nil {
+		t.Error("a profile without slices accepted for a right-sized arm")
+	}
+	if _, err := newRightSizer(RightSizing{Arm: ArmUser}, 1, 81920, true); err != nil {
+		t.Errorf("a profile without slices refused the users' requests: %v", err)
 	}
 }
 
@@ -127,6 +130,65 @@ func TestRightSizingSavesGPUHours(t *testing.T) {
 	}
 	if again := sizedReplay(t, in, ArmRightSized, cs, nil); !reflect.DeepEqual(again, sized) {
 		t.Errorf("the same arm and seed measured %+v, then %+v", sized, again)
+	}
+	// A request and a limit: the first runs ask the user's slice as their limit and
+	// pack on it rather than on a whole GPU; later runs pack on the median peak and
+	// burst into the GPU's free memory without pressure.
+	burstable := sizedReplay(t, in, ArmBurstable, cs, nil)
+	if burstable.WholeJobs != 0 || burstable.GPUHours > sized.GPUHours || burstable.OOMRestarts != 0 || burstable.PressureEvictions != 0 {
+		t.Errorf("burstable: %.2f GPU-hours against right-sized %.2f, %d whole first, %d OOM restarts, %d pressure evictions",
+			burstable.GPUHours, sized.GPUHours, burstable.WholeJobs, burstable.OOMRestarts, burstable.PressureEvictions)
+	}
+	if burstable.AllocGPUHours >= sized.AllocGPUHours {
+		t.Errorf("burstable requests hold %.2f GPU-hours of slices, right-sized %.2f", burstable.AllocGPUHours, sized.AllocGPUHours)
+	}
+}
+
+// Two pods share a GPU, one using far more than its request; a third pod's request
+// fits beside them, and the memory used then passes 95% of the GPU: the pod furthest
+// above its request is evicted, the others keep running.
+func TestPressureEvictsTheBurster(t *testing.T) {
+	in := ReplayInput{Name: "pressure", Nodes: oneNode(1), Queues: []trace.QueueSpec{{Name: "q", Weight: 1}}, Horizon: 3600}
+	for i, name := range []string{"burster", "steady", "late"} {
+		in.Jobs = append(in.Jobs, ReplayJob{Name: name, Class: "train", Queue: "q", MinMember: 1, Tasks: 1, GPU: framework.GPURequest{Count: 1},
+			MilliCPU: 1000, Arrival: int64(i/2) * 600, Duration: 7200, CheckpointEvery: 1800})
+	}
+	r, err := newReplayer(Replay{Input: in, Profile: "tessera", Seed: 7, RightSizing: &RightSizing{Arm: ArmBurstable, Config: rightsize.DefaultConfig()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	use := map[string]int64{"burster": 50000, "steady": 15000, "late": 18000}
+	limit := map[string]int64{"burster": 81920, "steady": 20000, "late": 20000}
+	arriveAt := func(now int64) {
+		r.now = now
+		r.arrive()
+		for a, j := range r.rs.jobs {
+			if a.since < 0 && !a.started {
+				j.curve = jobCurve{c: &steady(use[a.spec.Name], 24)[0], scale: 1}
+				j.slice, j.limit = 20000, limit[a.spec.Name]
+				r.rs.request(j)
+			}
+		}
+		r.schedule()
+		r.checkPlaced()
+	}
+	arriveAt(0)
+	if r.rs.out.PressureEvictions != 0 {
+		t.Fatalf("65,000-66,000 MiB used of 81,920: %d pressure evictions", r.rs.out.PressureEvictions)
+	}
+	arriveAt(600)
+	running := map[string]bool{}
+	for a := range r.rs.jobs {
+		running[a.spec.Name] = a.since >= 0
+	}
+	if r.rs.out.PressureEvictions != 1 || running["burster"] || !running["steady"] || !running["late"] {
+		t.Fatalf("a third request placed beside a burster: %d pressure evictions, running %v; want the burster evicted and the others running",
+			r.rs.out.PressureEvictions, running)
+	}
+	for a, j := range r.rs.jobs {
+		if a.spec.Name == "burster" && (j.slice < min(50000, j.limit) || j.pressureAt != 600) {
+			t.Errorf("the evicted burster asks %d MiB next, limit %d (evicted at %d); want the 50,000 MiB it was evicted at, up to its limit", j.slice, j.limit, j.pressureAt)
+		}
 	}
 }
 

@@ -68,6 +68,12 @@ type Options struct {
 	// IdleReclaim is the reclaim arms' rule (a Queue's spec.idleReclaim); the zero
 	// value is DefaultIdleRule.
 	IdleReclaim IdleRule
+	// Arms are the right-sizing arms to run (nil: RightSizingArms); profiles that
+	// cannot share GPUs run only those of WholeGPUArms.
+	Arms []string
+	// EveryAutoscaler runs each autoscaled replay under every autoscaler, not only
+	// those paired with its profile: the same placements under each.
+	EveryAutoscaler bool
 }
 
 // replay runs one replay, autoscaled when the options say so.
@@ -75,6 +81,7 @@ func (o Options) replay(rp Replay) (report.Result, error) {
 	if o.ProtectedShare != nil {
 		rp.Input = rp.Input.WithProtectedShare(*o.ProtectedShare, rp.Seed)
 	}
+	rp.EveryAutoscaler = o.EveryAutoscaler
 	a := Autoscaling{BootDelay: o.BootDelay, UnderusedShare: o.UnderusedShare}
 	switch {
 	case rp.RightSizing != nil:
@@ -88,7 +95,7 @@ func (o Options) replay(rp Replay) (report.Result, error) {
 // replayUnits is the progress units of a profile's replay of jobs: one per job and run.
 func (o Options) replayUnits(profile string, jobs int) int {
 	if o.Autoscale {
-		return (1 + len(autoscalersOf(profile))) * jobs
+		return (1 + len(Replay{Profile: profile, EveryAutoscaler: o.EveryAutoscaler}.autoscalers())) * jobs
 	}
 	return jobs
 }
@@ -168,7 +175,12 @@ func Run(o Options) ([]report.Result, error) {
 			return nil, fmt.Errorf("--rightsizing runs in --mode replay; fill-up pods never end, so no run is ever measured")
 		}
 		o.Autoscale = true
-		runs = withArms(runs)
+		var err error
+		if runs, err = withArms(runs, o.Arms); err != nil {
+			return nil, err
+		}
+	} else if o.Arms != nil {
+		return nil, fmt.Errorf("right-sizing arms (%s) apply with right-sizing only", strings.Join(o.Arms, ", "))
 	}
 	one, units, label, err := o.runner()
 	if err != nil {

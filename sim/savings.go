@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"slices"
 	"time"
 
 	"github.com/tessera-gpu/tessera/sim/report"
@@ -29,6 +30,31 @@ func autoscalersOf(profile string) []string {
 	return []string{RuleTessera, RuleCA}
 }
 
+// Autoscalers are every autoscaler a replay can run under.
+var Autoscalers = []string{RuleTessera, RuleCA, RuleKarpenter}
+
+// withEveryAutoscaler is the profile's own autoscalers, then the others of
+// Autoscalers: the same scheduler's placements under every autoscaler, to tell the
+// autoscaler's part from the scheduler's.
+func withEveryAutoscaler(profile string) []string {
+	own := autoscalersOf(profile)
+	out := slices.Clone(own)
+	for _, rule := range Autoscalers {
+		if !slices.Contains(own, rule) {
+			out = append(out, rule)
+		}
+	}
+	return out
+}
+
+// autoscalers are the autoscalers the replay runs under besides always on.
+func (rp Replay) autoscalers() []string {
+	if rp.EveryAutoscaler {
+		return withEveryAutoscaler(rp.Profile)
+	}
+	return autoscalersOf(rp.Profile)
+}
+
 // RunAutoscaled replays the same jobs with the same profile and seed on the always-on
 // cluster and under each autoscaler paired with the profile (AutoscalersOf), every
 // one adding removed nodes back after a.BootDelay through the same scale-up. The
@@ -37,7 +63,7 @@ func autoscalersOf(profile string) []string {
 func RunAutoscaled(rp Replay, a Autoscaling) (report.Result, error) {
 	wall := time.Now()
 	runs := map[string]*report.Replay{}
-	for _, rule := range append([]string{report.AlwaysOn}, autoscalersOf(rp.Profile)...) {
+	for _, rule := range append([]string{report.AlwaysOn}, rp.autoscalers()...) {
 		one := rp
 		one.Bounds = true
 		if rule != report.AlwaysOn {

@@ -63,7 +63,8 @@ Cluster-Autoscaler-like rule, removed nodes coming back after --boot-delay when 
 wait, and reports GPU-node-hours and waits against the always-on cluster;
 --rightsizing (replay) runs each replay as every GPU right-sizing arm, autoscaled, with
 GPU memory and utilisation curves of real pods, and reports GPU-hours, out-of-memory
-restarts and idle GPU-hours returned (docs/simulator.md);
+restarts, pressure evictions and idle GPU-hours returned (docs/simulator.md); --arms
+picks arms and --every-autoscaler runs each scheduler under every autoscaler;
 --scenario diurnal is a week of openb pods whose GPU demand swings between about 30%
 of the cluster at night and 90% by day. --scenario-nodes, --scenario-load and
 --scenario-hours vary a scenario: its nodes (the queues' shares and the arrival rates
@@ -182,7 +183,9 @@ AdmissionPolicies do not compile; a --report that cannot be written).`,
 	cli.DeprecatedAlias(cmd, "output", "format")
 	f.StringVar(&htmlPath, "report", "", "write a self-contained HTML report with charts to this file")
 	f.BoolVar(&o.Autoscale, "autoscale", false, "replay: run each replay also under the autoscalers its scheduler is paired with (kube-default: ca; volcano: ca, karpenter; tessera: tessera) and report GPU-node-hours saved, lost work and waits against always-on, and the ceiling")
-	f.BoolVar(&o.RightSizing, "rightsizing", false, "replay: run each replay as every GPU right-sizing arm (whole-GPU requests, user-chosen slices, Tessera right-sized, right-sized with idle reclaim, each workload's peak known, and each run's peak known), each with jobs carrying GPU memory and utilisation curves of the genai2026 pods, autoscaled; report GPU-hours, OOM restarts and idle GPU-hours returned")
+	f.BoolVar(&o.RightSizing, "rightsizing", false, "replay: run each replay as every GPU right-sizing arm (whole-GPU requests, user-chosen slices, Tessera right-sized, a request and a limit with GPU-memory pressure evictions, right-sized with idle reclaim, each workload's peak known, and each run's peak known), each with jobs carrying GPU memory and utilisation curves of the genai2026 pods, autoscaled; report GPU-hours, OOM restarts, pressure evictions and idle GPU-hours returned")
+	f.StringSliceVar(&o.Arms, "arms", nil, "with --rightsizing: the right-sizing arms to run, comma-separated (default all: "+strings.Join(sim.RightSizingArms, ", ")+"); profiles that cannot share GPUs (volcano, volcano-capacity, kube-default) run only "+strings.Join(sim.WholeGPUArms, ", "))
+	f.BoolVar(&o.EveryAutoscaler, "every-autoscaler", false, "with --autoscale or --rightsizing: run each profile under every autoscaler ("+strings.Join(sim.Autoscalers, ", ")+"), not only those it is paired with, to tell the autoscaler's part from the scheduler's")
 	f.Duration("idle-for", time.Duration(sim.DefaultIdleRule.IdleFor)*time.Second, "with --rightsizing: how long a job's GPUs stay at or below 1% before its owner is told (a Queue's spec.idleReclaim.idleFor); idle GPU-hours count stretches longer than this")
 	f.Duration("idle-grace", time.Duration(sim.DefaultIdleRule.Grace)*time.Second, "with --rightsizing: how long after the notice an idle job is suspended (a Queue's spec.idleReclaim.gracePeriod)")
 	f.DurationVar(&o.BootDelay, "boot-delay", sim.DefaultBootDelay, "with --autoscale: how long a GPU node added back takes before pods can use it")
@@ -227,7 +230,7 @@ func checkSimulateFlags(cmd *cobra.Command, o *sim.Options, manifests []string, 
 		return fmt.Errorf("--request-timeout %s: must not be negative (for example 30s; 0 waits forever)", d)
 	}
 	if len(manifests) > 0 || set("from-cluster") {
-		for _, f := range []string{"mode", "arrive", "seeds", "first-seed", "report", "autoscale", "rightsizing", "idle-for", "idle-grace", "boot-delay", "underused-share", "non-evictable-share", "scenario-nodes", "scenario-load", "scenario-hours"} {
+		for _, f := range []string{"mode", "arrive", "seeds", "first-seed", "report", "autoscale", "rightsizing", "arms", "every-autoscaler", "idle-for", "idle-grace", "boot-delay", "underused-share", "non-evictable-share", "scenario-nodes", "scenario-load", "scenario-hours"} {
 			if set(f) {
 				return fmt.Errorf("--%s does not apply to --manifests or --from-cluster, which place the pending pods once", f)
 			}
@@ -264,6 +267,10 @@ func checkSimulateFlags(cmd *cobra.Command, o *sim.Options, manifests []string, 
 		return fmt.Errorf("--rightsizing applies to --mode replay only: fill-up pods never end, so no run is ever measured")
 	case o.Mode != sim.ModeReplay && o.Autoscale:
 		return fmt.Errorf("--autoscale applies to --mode replay only: fill-up pods never leave, so no node ever empties")
+	case set("arms") && !o.RightSizing:
+		return fmt.Errorf("--arms applies with --rightsizing only")
+	case o.EveryAutoscaler && !o.Autoscale && !o.RightSizing:
+		return fmt.Errorf("--every-autoscaler applies with --autoscale or --rightsizing only")
 	case (set("idle-for") || set("idle-grace")) && !o.RightSizing:
 		return fmt.Errorf("--idle-for and --idle-grace apply with --rightsizing only")
 	case idleFor < time.Minute || idleGrace < 0:

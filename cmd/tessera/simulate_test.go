@@ -90,6 +90,8 @@ func TestSimulateRejectsBadFlags(t *testing.T) {
 		"simulate --trace default --rightsizing":                           "--rightsizing applies to --mode replay only",
 		"simulate --manifests m.yaml --rightsizing":                        "--rightsizing does not apply to --manifests",
 		"simulate --scenario operator --idle-for 30m":                      "--idle-for and --idle-grace apply with --rightsizing only",
+		"simulate --scenario operator --arms burstable":                    "--arms applies with --rightsizing only",
+		"simulate --scenario operator --every-autoscaler":                  "--every-autoscaler applies with --autoscale or --rightsizing only",
 		"simulate --scenario operator --rightsizing --idle-grace -1m":      "idle-grace not negative",
 		"simulate --scenario diurnal --scenario-nodes 0":                   "--scenario-nodes 0: must be a number of nodes from 1 to 20000 (for example 5000)",
 		"simulate --scenario operator --scenario-nodes 100000":             "--scenario-nodes 100000: must be a number of nodes from 1 to 20000",
@@ -353,7 +355,7 @@ func TestSimulateRightSizing(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &doc); err != nil {
 		t.Fatal(err)
 	}
-	if len(doc.Summary) != 7 || doc.Summary[0].RightSizing == nil || doc.Summary[0].Autoscale == nil {
+	if len(doc.Summary) != 8 || doc.Summary[0].RightSizing == nil || doc.Summary[0].Autoscale == nil {
 		t.Fatalf("summary: %s", out)
 	}
 	var arms []string
@@ -363,12 +365,12 @@ func TestSimulateRightSizing(t *testing.T) {
 			t.Errorf("%s: %g GPU-hours, saving %v", a.Arm, a.GPUHours, a.SavingVsWhole)
 		}
 	}
-	if want := "tessera/whole tessera/user tessera/rightsized tessera/rightsized+reclaim tessera/rightsized+reclaim-optout tessera/workload-peak tessera/perfect"; strings.Join(arms, " ") != want {
+	if want := "tessera/whole tessera/user tessera/rightsized tessera/burstable tessera/rightsized+reclaim tessera/rightsized+reclaim-optout tessera/workload-peak tessera/perfect"; strings.Join(arms, " ") != want {
 		t.Errorf("arms %v, want %s", arms, want)
 	}
-	if _, err := execute("simulate", "--nodes", nodes, "--pods", pods, "--mode", "replay", "--profile", "kube-default", "--rightsizing"); err == nil ||
-		!strings.Contains(err.Error(), "right-sizing needs a scheduler that places GPU-memory slices") {
-		t.Errorf("kube-default, which gives slices whole GPUs: %v", err)
+	if _, err := execute("simulate", "--nodes", nodes, "--pods", pods, "--mode", "replay", "--profile", "kube-default", "--rightsizing", "--arms", "rightsized,burstable"); err == nil ||
+		!strings.Contains(err.Error(), "profiles that cannot share GPUs (wholeGPUs) run only whole, user") {
+		t.Errorf("kube-default, which gives slices whole GPUs, with right-sized arms only: %v", err)
 	}
 	table, err := execute(args...)
 	if err != nil || !strings.Contains(table, "GPU right-sizing and idle reclaim") || !strings.Contains(table, "tessera/rightsized+reclaim") {
