@@ -5,6 +5,8 @@ import (
 	"maps"
 	"math"
 	"time"
+
+	tesserav1 "github.com/tessera-gpu/tessera/api/v1alpha1"
 )
 
 // Burstable is a GPU-memory request and limit for a workload's next run: the scheduler
@@ -161,10 +163,6 @@ func (c Config) Confidence(runs int) float64 {
 	return 1 + c.ConfidenceRuns/float64(runs)
 }
 
-// PressurePercent is the share of a GPU's memory, in percent, at which the sum of its
-// pods' actual use counts as pressure: a pod using memory above its request is then
-// evicted, the one furthest above its request relative to its request first, until
-// the sum is back below it. 95% leaves a CUDA context and allocator slack (about 4 GiB
-// of an 80 GiB GPU) between the eviction and an out-of-memory failure of a pod within
-// its request. The node agent and the simulator use the same value.
-const PressurePercent = 95
+// PressurePercent is the GPU-memory pressure threshold the simulator's burstable arm
+// applies, the node agent's default (tesserav1.GPUMemoryPressurePercent).
+const PressurePercent = tesserav1.GPUMemoryPressurePercent

@@ -146,3 +146,11 @@ const (
 	DeviceAttributeUUID    = "uuid"
 	DeviceAttributeSharing = "sharing"
 )
+
+// GPUMemoryPressurePercent is the share of a GPU's memory, in percent, above which the
+// sum of its pods' actual use counts as pressure: the pod furthest above its GPU-memory
+// request, relative to its request, is evicted. 95% leaves about 4 GiB of an 80 GiB GPU,
+// room for a caching allocator's next segments and a new CUDA context between two
+// samples, before a pod within its request runs out. The node agent's default and the
+// simulator's burstable arm.
+const GPUMemoryPressurePercent = 95

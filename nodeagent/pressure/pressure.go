@@ -5,13 +5,14 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
+
+	tesserav1 "github.com/tessera-gpu/tessera/api/v1alpha1"
 )
 
 // Defaults of Policy.
 const (
-	// DefaultThresholdPercent leaves 5% of a GPU free: on an 80 GiB GPU 4 GiB, room for
-	// a caching allocator's next segments and a new CUDA context between two samples.
-	DefaultThresholdPercent = 95
+	// DefaultThresholdPercent leaves 5% of a GPU free (tesserav1.GPUMemoryPressurePercent).
+	DefaultThresholdPercent = tesserav1.GPUMemoryPressurePercent
 	// DefaultArrivalWindow is how long a newly bound pod's request stays reserved while
 	// it has not reached it: long enough for an image pull and a framework's start.
 	DefaultArrivalWindow = 5 * time.Minute
