@@ -92,8 +92,9 @@ type rightSizing struct {
 	// profile is the GPUProfile's name; "" when the workload has none.
 	profile string
 	runs    int32
-	// mib is the recommendation; 0 when there is none.
-	mib    int64
+	// mib is the recommendation; 0 when there is none. limit is the GPU-memory limit
+	// recommended beside it (0: none).
+	mib, limit int64
 	reason string
 	// container is the index in spec.containers of the container Auto gives the slice,
 	// -1 for none; from is the request it replaces ("nvidia.com/gpu=1").
@@ -123,6 +124,12 @@ func (h *Handler) planRightSizing(ctx context.Context, pod *corev1.Pod, ns *Name
 		return s
 	}
 	s.profile, s.runs, s.mib, s.reason = p.Name, p.Status.Runs, p.Status.RecommendedMiB, p.Status.Reason
+	if s.mib > 0 && p.Status.RecommendedLimitMiB > s.mib {
+		s.limit = p.Status.RecommendedLimitMiB
+		if cluster.MaxGPUMemoryMiB > 0 {
+			s.limit = min(s.limit, max(cluster.MaxGPUMemoryMiB, s.mib))
+		}
+	}
 	if p.Status.Preallocates && s.mib > 0 {
 		s.mib, s.reason = 0, "a run took the whole GPU from its start (a framework that preallocates); keep its request"
 	}
@@ -248,6 +255,9 @@ func (s *rightSizing) annotation() string {
 	if s.mib > 0 {
 		v = fmt.Sprintf("%d MiB: %s", s.mib, s.reason)
 	}
+	if s.limit > 0 {
+		v += fmt.Sprintf("; limit %d MiB", s.limit)
+	}
 	if s.kept != "" {
 		v += "; request kept: " + s.kept
 	}
@@ -260,7 +270,7 @@ func (s *rightSizing) changesPod() bool { return s.profile != "" || s.container 
 // doc is input.recommendation.
 func (s *rightSizing) doc(pod *corev1.Pod) map[string]any {
 	d := map[string]any{"mode": string(s.mode), "queue": s.queue, "workload": s.workload,
-		"gpuMemoryMiB": s.mib, "runs": int64(s.runs), "reason": s.reason}
+		"gpuMemoryMiB": s.mib, "gpuMemoryLimitMiB": s.limit, "runs": int64(s.runs), "reason": s.reason}
 	setString(d, "profile", s.profile)
 	if s.container >= 0 {
 		d["container"] = pod.Spec.Containers[s.container].Name
@@ -292,6 +302,15 @@ func (s *rightSizing) edit(obj map[string]any) {
 	}
 	name, _ := c["name"].(string)
 	set(obj, []string{"metadata", "annotations", tesserav1.AnnotationRightSizedFrom}, name+": "+s.from)
+	if s.limit > 0 {
+		// The recommended limit, unless the user set one.
+		annotations, _ := lookupPath(obj, "metadata.annotations").(map[string]any)
+		_, pod := annotations[tesserav1.AnnotationGPUMemoryLimit]
+		_, own := annotations[tesserav1.AnnotationGPUMemoryLimitPrefix+name]
+		if !pod && !own {
+			set(obj, []string{"metadata", "annotations", tesserav1.AnnotationGPUMemoryLimitPrefix + name}, strconv.FormatInt(s.limit, 10))
+		}
+	}
 	if p, _ := c["terminationMessagePolicy"].(string); p == "" || p == string(corev1.TerminationMessageReadFile) {
 		c["terminationMessagePolicy"] = string(corev1.TerminationMessageFallbackToLogsOnError)
 	}

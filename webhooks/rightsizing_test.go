@@ -57,7 +57,8 @@ func rightSizingHandler(t testing.TB, extra ...policy.Policy) *Handler {
 			gpuProfile(q, "train", "Job/train", tesserav1.GPUProfileStatus{Runs: 12, RecommendedMiB: 20480, Reason: recommended}),
 			gpuProfile(q, "jax", "Job/jax", tesserav1.GPUProfileStatus{Runs: 5, Preallocates: true,
 				Reason: "a run took the whole GPU from its start (a framework that preallocates); keep its request"}),
-			gpuProfile(q, "new", "Job/new", tesserav1.GPUProfileStatus{Runs: 2, Reason: "2 of 3 runs seen"}))
+			gpuProfile(q, "new", "Job/new", tesserav1.GPUProfileStatus{Runs: 2, Reason: "2 of 3 runs seen"}),
+			gpuProfile(q, "burst", "Job/burst", tesserav1.GPUProfileStatus{Runs: 12, RecommendedMiB: 20480, RecommendedLimitMiB: 40960, Reason: recommended}))
 	}
 	for _, ns := range []string{"rewrite", "plain-auto"} {
 		profiles = append(profiles, gpuProfile(ns, "nvidia", "Job/nvidia", tesserav1.GPUProfileStatus{Runs: 4, RecommendedMiB: 8192, Reason: "p95 of 4 runs' peaks"}))
@@ -269,5 +270,28 @@ mutate.queue := "auto" if input.workload.labels.route == "auto"
 	if pod.Labels[tesserav1.LabelQueue] != "auto" || pod.Annotations[tesserav1.AnnotationRightSizedFrom] == "" {
 		t.Fatalf("a pod the policies put in queue auto: queue %q, annotations %v, resources %v",
 			pod.Labels[tesserav1.LabelQueue], pod.Annotations, pod.Spec.Containers[0].Resources)
+	}
+}
+
+// TestRightSizingSetsTheLimit: Auto gives the container its recommended GPU-memory limit
+// beside the recommended request, unless the pod sets a limit of its own.
+func TestRightSizingSetsTheLimit(t *testing.T) {
+	h := rightSizingHandler(t)
+	limit := tesserav1.AnnotationGPUMemoryLimitPrefix + "main"
+	pod, _ := admit(t, h, admissionv1.Create, jobPod("auto", "burst", 1).Obj())
+	if got := pod.Annotations[limit]; got != "40960" {
+		t.Errorf("annotation %s = %q, want 40960", limit, got)
+	}
+	if got, want := pod.Annotations[tesserav1.AnnotationGPUMemoryRecommendation], "20480 MiB: "+recommended+"; limit 40960 MiB"; got != want {
+		t.Errorf("recommendation %q, want %q", got, want)
+	}
+	own := jobPod("auto", "burst", 1).Annotation(tesserav1.AnnotationGPUMemoryLimit, "30Gi").Obj()
+	pod, _ = admit(t, h, admissionv1.Create, own)
+	if got := pod.Annotations[limit]; got != "" || pod.Annotations[tesserav1.AnnotationGPUMemoryLimit] != "30Gi" {
+		t.Errorf("the pod's own limit replaced: %s = %q, %s = %q", limit, got, tesserav1.AnnotationGPUMemoryLimit, pod.Annotations[tesserav1.AnnotationGPUMemoryLimit])
+	}
+	pod, _ = admit(t, h, admissionv1.Create, jobPod("auto", "train", 1).Obj())
+	if got := pod.Annotations[limit]; got != "" {
+		t.Errorf("a profile without a limit set %s = %q", limit, got)
 	}
 }

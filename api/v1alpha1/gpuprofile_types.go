@@ -53,6 +53,12 @@ type GPUProfileStatus struct {
 	// RecommendedMiB is the GPU memory to ask for; 0 when there is no recommendation.
 	// +optional
 	RecommendedMiB int64 `json:"recommendedMiB,omitempty"`
+	// RecommendedLimitMiB is the GPU-memory limit beside RecommendedMiB: near the
+	// workload's upper bound (rightsize.RecommendBurstable), at most the GPU; 0 when
+	// there is no recommendation. Auto right-sizing sets it as the pod's
+	// tessera.dev/gpu-memory-limit, so that a run may use free memory above its request.
+	// +optional
+	RecommendedLimitMiB int64 `json:"recommendedLimitMiB,omitempty"`
 	// Reason says how the recommendation was made, or why there is none.
 	// +optional
 	Reason string `json:"reason,omitempty"`

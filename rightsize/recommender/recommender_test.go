@@ -143,7 +143,7 @@ func TestRecordsEndedPodsIntoGPUProfile(t *testing.T) {
 	// Three whole-GPU runs peaking at 20, 21 and 22 GiB; the second one's pod is gone.
 	gpus.ended(finish(t, ctx, ns, "train-1", corev1.PodSucceeded, ""), 20480, 2048, 0)
 	prof := profile(t, ctx, ns, 1)
-	if prof.Spec.Workload != "Job/train" || prof.Status.RecommendedMiB != 0 || prof.Status.Reason != "1 of 3 runs seen" {
+	if prof.Spec.Workload != "Job/train" || prof.Status.RecommendedMiB != 0 || prof.Status.RecommendedLimitMiB != 0 || prof.Status.Reason != "1 of 3 runs seen" {
 		t.Fatalf("after one run: %+v %+v", prof.Spec, prof.Status)
 	}
 	gpus.ended(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "train-2", UID: "8a0c6f4e-0000-4000-8000-000000000002"}}, 21504, 2048, 0)
@@ -155,7 +155,12 @@ func TestRecordsEndedPodsIntoGPUProfile(t *testing.T) {
 		prof.Status.MaxPeakMiB != 22528 || prof.Status.Reference == nil || len(prof.Status.Peaks) != 3 || len(prof.Status.RecordedPods) != 3 {
 		t.Fatalf("after three runs: %+v", prof.Status)
 	}
-	t.Logf("recommended %d MiB: %s", rec, prof.Status.Reason)
+	// The limit beside it: the upper bound widened for 3 runs, never below the request,
+	// at most the GPU.
+	if l := prof.Status.RecommendedLimitMiB; l <= rec || l > 81920 {
+		t.Fatalf("after three runs: limit %d MiB beside a request of %d", l, rec)
+	}
+	t.Logf("recommended %d MiB, limit %d MiB: %s", rec, prof.Status.RecommendedLimitMiB, prof.Status.Reason)
 
 	// The fourth run, at the recommended slice, fails with CUDA's out-of-memory message.
 	gpus.ended(finish(t, ctx, ns, "train-4", corev1.PodFailed, "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB"), rec-300, 2048, rec)
