@@ -18,7 +18,7 @@ func Table(w io.Writer, results []Result, lease time.Duration) (injected, points
 	}
 	rows := map[string]*row{}
 	for _, r := range results {
-		if r.Fault.Point == "end of schedule" {
+		if r.Fault.Point == endOfSchedule {
 			violations += len(r.Violations)
 			continue
 		}
