@@ -95,7 +95,7 @@ type rightSizing struct {
 	// mib is the recommendation; 0 when there is none. limit is the GPU-memory limit
 	// recommended beside it (0: none).
 	mib, limit int64
-	reason string
+	reason     string
 	// container is the index in spec.containers of the container Auto gives the slice,
 	// -1 for none; from is the request it replaces ("nvidia.com/gpu=1").
 	container int
