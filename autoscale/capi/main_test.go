@@ -257,11 +257,17 @@ func (h *harness) pod(name, n string, gpus int64, mut ...func(*apitest.PodWrappe
 // (workload cluster) and mgmt (management cluster; here the same API server).
 func (h *harness) actuator(c, mgmt client.Client) *actuator.Actuator {
 	h.t.Helper()
+	return h.actuatorWith(c, capi.New(mgmt))
+}
+
+// actuatorWith is actuator with infra as its Infrastructure.
+func (h *harness) actuatorWith(c client.Client, infra actuator.Infrastructure) *actuator.Actuator {
+	h.t.Helper()
 	cfg, err := scheduler.Profile("tessera")
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	return actuator.NewActuator(env.Client, c, capi.New(mgmt), controller.NewEventSink(h.events, h.clock.Now), actuator.NewMetrics(nil), testr.New(h.t),
+	return actuator.NewActuator(env.Client, c, infra, controller.NewEventSink(h.events, h.clock.Now), actuator.NewMetrics(nil), testr.New(h.t),
 		actuator.Options{Scheduler: cfg, RevalidateAfter: 30 * time.Second, StepTimeout: 10 * time.Minute, Clock: h.clock})
 }
 

@@ -111,7 +111,7 @@ func prepareAutoscaler(f autoscalerFlags) (func(context.Context) error, error) {
 				return err
 			}
 		}
-		log.Info("starting autoscaler", "period", f.period, "gpuRightSizing", f.rightSizing, "clusterAPI", infra != nil, "leaderElect", f.serving.LeaderElect)
+		log.Info("starting autoscaler", "period", f.period, "gpuRightSizing", f.rightSizing, "clusterAPI", clusterAPIState(infra), "leaderElect", f.serving.LeaderElect)
 		return startManager(ctx, mgr, cacheSyncTimeout)
 	}, nil
 }
@@ -149,8 +149,11 @@ func managementCluster(ctx context.Context, cfg *rest.Config, explicit bool, log
 		if explicit {
 			return nil, fmt.Errorf("--management-kubeconfig: the cluster serves no cluster.x-k8s.io/v1beta2 Machines; install Cluster API there or drop the flag")
 		}
-		log.Info("no Cluster API in the cluster: drained nodes stay cordoned, labelled " + autoscale.LabelRemovable + "=true")
-		return nil, nil
+		// Looked up again: right after an API server's restart discovery may not list
+		// Cluster API's kinds yet.
+		log.Info("no Cluster API in the cluster now: drained nodes stay cordoned, labelled " + autoscale.LabelRemovable +
+			"=true; looked up again every 30s and before each removal")
+		return &capi.Discovering{Config: cfg, Recheck: 30 * time.Second, Log: log}, nil
 	}
 	return capi.New(c), nil
 }
@@ -204,4 +207,15 @@ idle from its GPUNode's lastActiveTime. Changes nothing.`,
 	liveFlags(cmd, "kubeconfig file of the workload cluster (default: $KUBECONFIG, then ~/.kube/config, then the in-cluster config)", &kube, &config, &profile, &output)
 	cmd.Flags().StringVar(&management, "management-kubeconfig", "", "kubeconfig file of the Cluster API management cluster, for the node groups' min size; empty: the workload cluster")
 	return cmd
+}
+
+// clusterAPIState says how the autoscaler reaches Machines, for its start log.
+func clusterAPIState(infra actuator.Infrastructure) string {
+	switch infra.(type) {
+	case nil:
+		return "none"
+	case *capi.Discovering:
+		return "not served yet: looked up again"
+	}
+	return "served"
 }

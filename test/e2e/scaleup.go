@@ -116,3 +116,18 @@ func Replicas(ctx context.Context, c client.Client) (int32, error) {
 	}
 	return ptr.Deref(md.Spec.Replicas, 0), nil
 }
+
+// MachineNodes are the nodes that Machines of the cluster stand behind, by name.
+func MachineNodes(ctx context.Context, c client.Client) (map[string]bool, error) {
+	var ms clusterv1.MachineList
+	if err := c.List(ctx, &ms, client.InNamespace(ClusterNamespace)); err != nil {
+		return nil, err
+	}
+	out := map[string]bool{}
+	for _, m := range ms.Items {
+		if m.Status.NodeRef.Name != "" {
+			out[m.Status.NodeRef.Name] = true
+		}
+	}
+	return out, nil
+}

@@ -17,6 +17,7 @@ import (
 
 	tesserav1 "github.com/tessera-gpu/tessera/api/v1alpha1"
 	"github.com/tessera-gpu/tessera/autoscale"
+	"github.com/tessera-gpu/tessera/test/e2e"
 )
 
 // The invariants, as the report names them.
@@ -28,6 +29,7 @@ const (
 	InvEvictedTwice  = "pod evicted twice for one decision"
 	InvStaleStatus   = "Queue status stale beyond one period"
 	InvNoReason      = "admitted workload neither ran nor says why"
+	InvLeftCordoned  = "node drained and left cordoned though a Machine stands behind it"
 )
 
 // gangGrace is how long a gang may stay bound below its minimum: the scheduler's repair
@@ -43,10 +45,12 @@ type monitor struct {
 	partial    map[types.UID]time.Time // gang Job: when it was first seen partly bound
 	violations []string
 	nodes      map[string]bool
+	// leftCordoned are the nodes reported left cordoned, once each.
+	leftCordoned map[string]bool
 }
 
 func newMonitor(c client.Client) *monitor {
-	return &monitor{c: c, partial: map[types.UID]time.Time{}}
+	return &monitor{c: c, partial: map[types.UID]time.Time{}, leftCordoned: map[string]bool{}}
 }
 
 // run checks every second until ctx ends.
@@ -99,6 +103,25 @@ func (m *monitor) check(ctx context.Context) {
 	}
 	m.nodes = present
 	m.checkGangs(ctx, pods.Items)
+	m.checkLeftCordoned(ctx, nodes.Items)
+}
+
+// checkLeftCordoned finds nodes a scale-down finished without a Machine to remove
+// (they stay cordoned for an operator) although Cluster API has one behind them: GPUs
+// taken out of service for good.
+func (m *monitor) checkLeftCordoned(ctx context.Context, nodes []corev1.Node) {
+	machines, err := e2e.MachineNodes(ctx, m.c)
+	if err != nil {
+		return
+	}
+	for _, n := range nodes {
+		sd, err := autoscale.StateOf(&n)
+		if err != nil || sd == nil || sd.Phase != autoscale.PhaseRemoved || sd.Machine != "" || !machines[n.Name] || m.leftCordoned[n.Name] {
+			continue
+		}
+		m.leftCordoned[n.Name] = true
+		m.report("%s: node %s (Machine %s/%s)", InvLeftCordoned, n.Name, e2e.ClusterNamespace, n.Name)
+	}
 }
 
 // mayNotMove reports whether the autoscaler must never evict p.
