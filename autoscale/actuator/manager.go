@@ -92,6 +92,12 @@ func NewManager(restCfg *rest.Config, scheme *runtime.Scheme, cfg Config) (manag
 	cfg.Actuator.defaults()
 	cfg.Actuator.Workloads = cache.ServedWorkloads(mgr.GetRESTMapper())
 	cfg.Actuator.DRA = cache.ServesDRA(mgr.GetRESTMapper())
+	// As the scheduler: restart to watch kinds discovery listed late.
+	kinds := controller.KindsWatch{Every: 30 * time.Second, Kinds: cache.ServedKinds, Mapper: controller.NewMapper(restCfg),
+		AtStart: cache.ServedKinds(mgr.GetRESTMapper()), Log: cfg.Serving.Log}
+	if err := mgr.Add(kinds); err != nil {
+		return nil, nil, err
+	}
 	log := cfg.Serving.Log
 	ev := controller.NewEventSink(mgr.GetEventRecorder("tessera-autoscaler"), cfg.Actuator.Clock.Now)
 	act := NewActuator(mgr.GetCache(), mgr.GetClient(), cfg.Infrastructure, ev, NewMetrics(cfg.Registerer), log, cfg.Actuator)

@@ -49,6 +49,12 @@ func ServedWorkloads(mapper apimeta.RESTMapper) []workloads.Kind {
 	return out
 }
 
+// ServedKinds sums up what the scheduler and the autoscaler set their watches up for:
+// the workload kinds and whether DRA is served (for controller.KindsWatch).
+func ServedKinds(mapper apimeta.RESTMapper) string {
+	return fmt.Sprintf("workloads %v, DRA %v", ServedWorkloads(mapper), ServesDRA(mapper))
+}
+
 // ServesDRA reports whether the API server serves Dynamic Resource Allocation's
 // resource.k8s.io/v1 (ResourceSlices, ResourceClaims, DeviceClasses).
 func ServesDRA(mapper apimeta.RESTMapper) bool {

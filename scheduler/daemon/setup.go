@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
@@ -31,6 +32,9 @@ type Config struct {
 	Log        logr.Logger
 }
 
+// kindsRecheck is how often the served kinds are looked up again.
+const kindsRecheck = 30 * time.Second
+
 // NewManager builds a controller-runtime manager running the scheduler daemon over an
 // informer cache, with leader election, /healthz and /readyz.
 func NewManager(restCfg *rest.Config, scheme *runtime.Scheme, cfg Config) (manager.Manager, *Daemon, error) {
@@ -49,6 +53,13 @@ func NewManager(restCfg *rest.Config, scheme *runtime.Scheme, cfg Config) (manag
 	served := cache.ServedWorkloads(mgr.GetRESTMapper())
 	dra := cache.ServesDRA(mgr.GetRESTMapper())
 	cfg.Log.Info("watching the workload kinds the API server serves", "kinds", served, "resourceClaims", dra)
+	// A restart of the API server can hide kinds from discovery for a moment: restart
+	// to watch them should they appear later.
+	kinds := controller.KindsWatch{Every: kindsRecheck, Kinds: cache.ServedKinds, Mapper: controller.NewMapper(restCfg),
+		AtStart: cache.ServedKinds(mgr.GetRESTMapper()), Log: cfg.Log}
+	if err := mgr.Add(kinds); err != nil {
+		return nil, nil, err
+	}
 	ca := cache.New(mgr.GetCache(), snapshot.Options{SchedulerName: cfg.SchedulerName, WholeGPUs: cfg.Scheduler.WholeGPUs, Workloads: served, DRA: dra})
 	if err := ca.Watch(context.Background(), mgr.GetCache()); err != nil {
 		return nil, nil, err
