@@ -11,8 +11,8 @@ import (
 
 // TestFaultSeed4KindsWatch (found by make faults, seed 4: a scheduler started while the
 // API server restarted watched no JobSets for its whole life): the watch ends its
-// manager once discovery serves other kinds than at
-// start, and runs on while they are the same.
+// manager once discovery serves other kinds than at start, and runs on while they are
+// the same.
 func TestFaultSeed4KindsWatch(t *testing.T) {
 	calls := 0
 	k := KindsWatch{Every: time.Millisecond, AtStart: "JobSet,RayCluster", Log: logr.Discard(),
