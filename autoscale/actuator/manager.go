@@ -94,7 +94,7 @@ func NewManager(restCfg *rest.Config, scheme *runtime.Scheme, cfg Config) (manag
 	cfg.Actuator.DRA = cache.ServesDRA(mgr.GetRESTMapper())
 	// As the scheduler: restart to watch kinds discovery listed late.
 	kinds := controller.KindsWatch{Every: 30 * time.Second, Kinds: cache.ServedKinds, Mapper: controller.NewMapper(restCfg),
-		AtStart: cache.ServedKinds(mgr.GetRESTMapper()), Log: cfg.Serving.Log}
+		AtStart: cache.KindsSummary(cfg.Actuator.Workloads, cfg.Actuator.DRA), Log: cfg.Serving.Log}
 	if err := mgr.Add(kinds); err != nil {
 		return nil, nil, err
 	}

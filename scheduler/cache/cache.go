@@ -52,7 +52,12 @@ func ServedWorkloads(mapper apimeta.RESTMapper) []workloads.Kind {
 // ServedKinds sums up what the scheduler and the autoscaler set their watches up for:
 // the workload kinds and whether DRA is served (for controller.KindsWatch).
 func ServedKinds(mapper apimeta.RESTMapper) string {
-	return fmt.Sprintf("workloads %v, DRA %v", ServedWorkloads(mapper), ServesDRA(mapper))
+	return KindsSummary(ServedWorkloads(mapper), ServesDRA(mapper))
+}
+
+// KindsSummary is ServedKinds of what was looked up already.
+func KindsSummary(kinds []workloads.Kind, dra bool) string {
+	return fmt.Sprintf("workloads %v, DRA %v", kinds, dra)
 }
 
 // ServesDRA reports whether the API server serves Dynamic Resource Allocation's

@@ -56,7 +56,7 @@ func NewManager(restCfg *rest.Config, scheme *runtime.Scheme, cfg Config) (manag
 	// A restart of the API server can hide kinds from discovery for a moment: restart
 	// to watch them should they appear later.
 	kinds := controller.KindsWatch{Every: kindsRecheck, Kinds: cache.ServedKinds, Mapper: controller.NewMapper(restCfg),
-		AtStart: cache.ServedKinds(mgr.GetRESTMapper()), Log: cfg.Log}
+		AtStart: cache.KindsSummary(served, dra), Log: cfg.Log}
 	if err := mgr.Add(kinds); err != nil {
 		return nil, nil, err
 	}
