@@ -39,10 +39,12 @@ func NewMapper(cfg *rest.Config) func() (apimeta.RESTMapper, error) {
 }
 
 // Start asks discovery again every Every until ctx ends, and returns an error (ending
-// the manager) once the kinds differ from AtStart.
+// the manager) once the kinds differ from AtStart on two looks in a row (one discovery
+// error makes a kind look unserved).
 func (k KindsWatch) Start(ctx context.Context) error {
 	tick := time.NewTicker(k.Every)
 	defer tick.Stop()
+	last := k.AtStart
 	for {
 		select {
 		case <-ctx.Done():
@@ -53,10 +55,12 @@ func (k KindsWatch) Start(ctx context.Context) error {
 		if err != nil {
 			continue
 		}
-		if now := k.Kinds(m); now != k.AtStart {
+		now := k.Kinds(m)
+		if now != k.AtStart && now == last {
 			k.Log.Info("the API server serves other kinds than at start; restarting to watch them", "atStart", k.AtStart, "now", now)
 			return fmt.Errorf("served kinds changed since start (%s, now %s): restart to watch them", k.AtStart, now)
 		}
+		last = now
 	}
 }
 
