@@ -17,9 +17,6 @@ import (
 // Enabled says whether this build can fire fault points (built with -tags faults).
 const Enabled = true
 
-// CrashStatus is the exit status of a process a crash action ended.
-const CrashStatus = 86
-
 type armed struct {
 	action Action
 	left   int // fires left; < 0: unlimited

@@ -42,6 +42,9 @@ const (
 	NodeAgentSample Point = "node-agent/sample"
 )
 
+// CrashStatus is the exit status of a process a crash action ended.
+const CrashStatus = 86
+
 // Stats are what a point saw: how often it was reached and how often it fired, and the
 // action armed now ("" when none).
 type Stats struct {

@@ -16,10 +16,6 @@ import (
 	"github.com/tessera-gpu/tessera/test/e2e"
 )
 
-// crashStatus is the exit status of a process a crash action ended (failpoint.CrashStatus
-// in a faults build).
-const crashStatus = 86
-
 // supervisor restarts Tessera's processes as a Deployment or DaemonSet would: the
 // control-plane components after any exit, a node agent after a crash; except those
 // the driver holds down. It counts the crashes fault points caused.
@@ -51,11 +47,11 @@ func (s *supervisor) run(ctx context.Context) {
 			}
 			s.mu.Lock()
 			held := s.held[name]
-			if code == crashStatus && !held {
+			if code == failpoint.CrashStatus && !held {
 				s.crashes[name]++
 			}
 			s.mu.Unlock()
-			restart := code == crashStatus || strings.HasPrefix(name, "tessera-")
+			restart := code == failpoint.CrashStatus || strings.HasPrefix(name, "tessera-")
 			if held || !restart {
 				continue
 			}
