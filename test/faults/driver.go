@@ -25,13 +25,21 @@ const endOfSchedule = "end of schedule"
 
 // Result is one fault of a schedule: how many faults it injected (a crash, each error
 // returned, a delay, a process killed), whether its point was reached, how long the
-// system took to recover, and the invariants violated after it.
+// fault lasted, how long the system took to recover after it, and the invariants
+// violated after it.
 type Result struct {
-	Seed       uint64
-	Step       int
-	Fault      Fault
-	Injected   int
-	Reached    bool
+	Seed     uint64
+	Step     int
+	Fault    Fault
+	Injected int
+	Reached  bool
+	// Lasted is from the fault's first injection to its end: the last of its errors,
+	// the end of its delay, the killed process serving again (the API server, etcd)
+	// or started again (the webhook, a node agent); nothing for a leader's kill, whose
+	// standby must take over whether or not the killed replica comes back.
+	Lasted time.Duration
+	// Recovery is from the fault's end to the next pod bound, scale-down step or
+	// leader (see inject).
 	Recovery   time.Duration
 	Recovered  bool
 	Violations []string
@@ -89,7 +97,7 @@ func (d *Driver) RunSeed(ctx context.Context, seed uint64) []Result {
 		out = append(out, r)
 		status := "not reached"
 		if r.Reached {
-			status = fmt.Sprintf("%d injected, recovered in %s", r.Injected, r.Recovery.Round(10*time.Millisecond))
+			status = fmt.Sprintf("%d injected over %s, recovered %s after", r.Injected, r.Lasted.Round(10*time.Millisecond), r.Recovery.Round(10*time.Millisecond))
 			if !r.Recovered {
 				status = fmt.Sprintf("%d injected, NOT recovered within %s", r.Injected, r.Recovery.Round(time.Second))
 			}
@@ -119,22 +127,27 @@ func (d *Driver) RunSeed(ctx context.Context, seed uint64) []Result {
 // recovery, and the checks.
 func (d *Driver) inject(ctx context.Context, seed uint64, step int, f Fault) Result {
 	r := Result{Seed: seed, Step: step, Fault: f}
-	var at time.Time
+	var first, at time.Time // the fault's first injection and its end
 	var targets []string
 	var scale string
 	undo := d.prepare(ctx, f.Point)
 	if strings.HasPrefix(f.Point, "process/") {
-		r.Injected, r.Reached, at = 1, true, time.Now()
+		r.Injected, r.Reached, first = 1, true, time.Now()
 		var err error
 		if targets, err = d.kill(ctx, f); err != nil {
 			d.logf("seed %d step %d %s: %v", seed, step, f, err)
 			r.Reached = false
 		}
+		at = time.Now()
+		if f.Point == KillSchedulerLeader || f.Point == KillAutoscalerLeader {
+			at = first
+		}
 	} else {
 		targets = d.targets(ctx, failpoint.Point(f.Point))
-		r.Injected, at, scale = d.failpoint(ctx, f, targets)
+		r.Injected, first, at, scale = d.failpoint(ctx, f, targets)
 		r.Reached = r.Injected > 0
 	}
+	r.Lasted = at.Sub(first)
 	undo()
 	if !r.Reached {
 		d.load.quiet.Store(false)
@@ -158,11 +171,12 @@ func (d *Driver) inject(ctx context.Context, seed uint64, step int, f Fault) Res
 }
 
 // failpoint arms f in the processes that reach it, waits until it fires and returns
-// how many faults it injected, when the first fired, and the scale-down state then.
-func (d *Driver) failpoint(ctx context.Context, f Fault, targets []string) (n int, first time.Time, scale string) {
+// how many faults it injected, when the first fired, when the fault ended (the last
+// fire, or the end of a delay) and the scale-down state then.
+func (d *Driver) failpoint(ctx context.Context, f Fault, targets []string) (n int, first, end time.Time, scale string) {
 	point := failpoint.Point(f.Point)
 	if len(targets) == 0 {
-		return 0, time.Time{}, ""
+		return 0, time.Time{}, time.Time{}, ""
 	}
 	base := map[string]int{}
 	for _, name := range targets {
@@ -206,18 +220,24 @@ func (d *Driver) failpoint(ctx context.Context, f Fault, targets []string) (n in
 				fired += max(st[point].Fired-base[name], 0)
 			}
 		}
-		if fired > 0 && first.IsZero() {
-			first, scale = time.Now(), d.scaleState(ctx)
-		}
-		if fired >= want || (fired > 0 && time.Since(first) > 15*time.Second) || (fired > 0 && strings.Contains(f.Action, "crash")) {
-			if strings.Contains(f.Action, "sleep") {
-				time.Sleep(time.Until(first.Add(actionDelay(f.Action))))
+		if fired > n {
+			// The step's outcome is written before its fault point: the state now is
+			// what the next step moves on from.
+			n, end, scale = fired, time.Now(), d.scaleState(ctx)
+			if first.IsZero() {
+				first = end
 			}
-			return fired, first, scale
+		}
+		if n >= want || (n > 0 && time.Since(first) > 15*time.Second) || (n > 0 && strings.Contains(f.Action, "crash")) {
+			if strings.Contains(f.Action, "sleep") {
+				time.Sleep(time.Until(end.Add(actionDelay(f.Action))))
+				end = time.Now()
+			}
+			return n, first, end, scale
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	return 0, time.Time{}, ""
+	return 0, time.Time{}, time.Time{}, ""
 }
 
 // actionDelay is a sleep action's delay.
@@ -482,7 +502,7 @@ func (d *Driver) checks(ctx context.Context) []string {
 			}
 		}
 	}
-	if stale, err := queueLag(ctx, d.c.Client, 6*time.Second); err == nil {
+	if stale, err := queueLag(ctx, d.c.Client, 6*time.Second, func() bool { return leader(d.c, "tessera-scheduler") != "" }); err == nil {
 		out = append(out, prefix(InvStaleStatus, stale)...)
 	}
 	return out

@@ -320,10 +320,15 @@ func evictedTwice(ctx context.Context, c client.Client) ([]string, error) {
 }
 
 // queueLag reports the queues whose status' allocated CPU differs from their bound pods'
-// requests at every look over window: a status left stale.
-func queueLag(ctx context.Context, c client.Client, window time.Duration) ([]string, error) {
+// requests at every look over window while a scheduler leads: a status left stale.
+// While none leads (a leader killed, or one that lost its Lease, until the standby
+// takes it), nobody writes status, and the window starts again.
+func queueLag(ctx context.Context, c client.Client, window time.Duration, leading func() bool) ([]string, error) {
 	deadline := time.Now().Add(window)
 	for {
+		if !leading() {
+			deadline = time.Now().Add(window)
+		}
 		var queues tesserav1.QueueList
 		var pods corev1.PodList
 		if err := c.List(ctx, &queues); err != nil {
