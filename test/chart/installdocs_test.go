@@ -3,8 +3,10 @@ package chart
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -88,4 +90,31 @@ func setValues(t *testing.T, cmd, reg, tag string) map[string]any {
 		i++
 	}
 	return v
+}
+
+// `make images` (hack/images.sh) says what it needs before it builds anything: the
+// registry to push to, and a builder that works here.
+func TestMakeImagesSaysWhatItNeeds(t *testing.T) {
+	for _, c := range []struct {
+		env  []string
+		want []string
+	}{
+		{nil, []string{"REGISTRY is not set", "make images REGISTRY="}},
+		{[]string{"REGISTRY=registry.example.com/tessera", "BUILDER=tessera-no-such-builder"},
+			[]string{"no container builder works here", "Docker, with its daemon running", "Podman or Buildah", "tessera-no-such-builder: not installed"}},
+	} {
+		cmd := exec.Command("bash", filepath.Join("..", "..", "hack", "images.sh"))
+		cmd.Env = append(slices.DeleteFunc(os.Environ(), func(e string) bool {
+			return strings.HasPrefix(e, "REGISTRY=") || strings.HasPrefix(e, "BUILDER=")
+		}), c.env...)
+		out, err := cmd.CombinedOutput()
+		if err == nil {
+			t.Errorf("%v: hack/images.sh succeeded, want it to stop and say what it needs", c.env)
+		}
+		for _, w := range c.want {
+			if !strings.Contains(string(out), w) {
+				t.Errorf("%v: hack/images.sh does not say %q:\n%s", c.env, w, out)
+			}
+		}
+	}
 }
