@@ -127,6 +127,47 @@ func TestAlertsHaveRunbooksAndTests(t *testing.T) {
 	}
 }
 
+// The README's monitoring paragraph and docs/operating.md's alert table name every alert
+// of the rules, and no other.
+func TestAlertsDocumented(t *testing.T) {
+	var want []string
+	for _, f := range ruleFiles(t) {
+		for _, g := range f.Groups {
+			for _, r := range g.Rules {
+				if r.Alert != "" {
+					want = append(want, r.Alert)
+				}
+			}
+		}
+	}
+	sort.Strings(want)
+	for _, d := range []struct {
+		path, from, to string
+		name           *regexp.Regexp
+	}{
+		{"README.md", "Monitoring: the PrometheusRule", "\n\n", regexp.MustCompile(`\bTessera[A-Z]\w+`)},
+		{"docs/operating.md", "## Alerts and their runbooks", "\n## ", regexp.MustCompile("(?m)^\\| `(Tessera\\w+)` \\|")},
+	} {
+		b, err := os.ReadFile(filepath.Join("..", "..", d.path))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, text, ok := strings.Cut(string(b), d.from)
+		if !ok {
+			t.Fatalf("%s no longer says %q", d.path, d.from)
+		}
+		text, _, _ = strings.Cut(text, d.to)
+		var got []string
+		for _, m := range d.name.FindAllStringSubmatch(text, -1) {
+			got = append(got, m[len(m)-1])
+		}
+		sort.Strings(got)
+		if got = slices.Compact(got); !slices.Equal(got, want) {
+			t.Errorf("%s names the alerts %v; the rules in %s have %v", d.path, got, rulesDir, want)
+		}
+	}
+}
+
 // The dashboard lays out as Grafana shows it: unique panel ids, every panel inside the
 // 24 columns and on its own cells, every query panel on the dashboard's data source.
 func TestDashboardLayout(t *testing.T) {

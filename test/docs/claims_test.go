@@ -64,6 +64,14 @@ var claims = []claim{
 	{page: "docs/migrating-from-kueue.md", quote: "`queue: queue \"user-queue\" does not exist (known queues: [team-a]); create the Queue or set label tessera.dev/queue to an existing one`", file: "rego/policies/queue.rego", code: "queue %q does not exist (known queues: [%s]); create the Queue or set label tessera.dev/queue to an existing one", format: true},
 	{page: "docs/migrating-from-kueue.md", quote: "a Job of 2 pods labelled with Kueue's queue name `train-dev`", file: "gitops/clusters/example/queues/queues.yaml", code: "name: train-dev"},
 	{page: "docs/migrating-from-kueue.md", quote: "a Job of 2 pods labelled with Kueue's queue name `train-dev`", file: "rego/policies/queue.rego", code: `q := lib.label_or_annotation("kueue.x-k8s.io/queue-name")`},
+	// docs/install.md, GPU nodes and the NVIDIA GPU Operator: the chart's defaults that the
+	// checklist says to keep or change, and the platform namespace label.
+	{page: "docs/install.md", quote: "by default `feature.node.kubernetes.io/pci-10de.present: \"true\"`", file: "deploy/helm/tessera/values.yaml", code: "feature.node.kubernetes.io/pci-10de.present: \"true\""},
+	{page: "docs/install.md", quote: "The agent's pods use `nodeAgent.runtimeClassName`, by default `nvidia`", file: "deploy/helm/tessera/values.yaml", code: "runtimeClassName: nvidia"},
+	{page: "docs/install.md", quote: "The default `nodeAgent.deviceListStrategy: cdi-cri` hands each container the CDI devices `nvidia.com/gpu=<GPU UUID>`", file: "deploy/helm/tessera/values.yaml", code: "deviceListStrategy: cdi-cri"},
+	{page: "docs/install.md", quote: "The default `nodeAgent.deviceListStrategy: cdi-cri` hands each container the CDI devices `nvidia.com/gpu=<GPU UUID>`", file: "deploy/helm/tessera/values.yaml", code: "cdiKind: nvidia.com/gpu"},
+	{page: "docs/install.md", quote: "the `/etc/nvidia-container-runtime/config.toml` a package install writes and the chart reads by default", file: "deploy/helm/tessera/values.yaml", code: "toolkitConfig: /etc/nvidia-container-runtime/config.toml"},
+	{page: "docs/install.md", quote: "kubectl label namespace gpu-operator tessera.dev/platform=true", file: "rego/policies/lib.rego", code: `"tessera.dev/platform", "") == "true"`},
 }
 
 func TestClusterOutputClaims(t *testing.T) {

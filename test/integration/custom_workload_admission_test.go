@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -36,9 +37,12 @@ const (
 	mlNotAlias = "volcano"
 )
 
+// mlTenant is the tenant of namespace ml (tenantAccess: what tenants get in practice).
+const mlTenant = "system:serviceaccount:" + mlNS + ":tenant"
+
 // customWorkloadEnv starts an API server with the workload CRDs, serves the webhooks
 // with mlAlias as an alias of tessera, and makes namespace ml, whose default queue is
-// train.
+// train, with its tenant (mlTenant).
 func customWorkloadEnv(t *testing.T) *testenv.Env {
 	t.Helper()
 	root, err := testenv.RepoRoot()
@@ -69,6 +73,10 @@ func customWorkloadEnv(t *testing.T) *testenv.Env {
 	must(t, "priority classes", e.Apply(setup, filepath.Join(base, "priorityclasses.yaml")))
 	must(t, "namespace", e.Client.Create(setup, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: mlNS,
 		Annotations: map[string]string{tesserav1.AnnotationQueue: mlQueue}}}))
+	for _, o := range tenantAccess(mlNS) {
+		must(t, "tenant access", e.Client.Create(setup, o))
+	}
+	awaitAllowed(setup, t, e, mlTenant, authorizationv1.ResourceAttributes{Namespace: mlNS, Verb: "create", Group: "jobset.x-k8s.io", Resource: "jobsets"})
 	must(t, "webhook", waitWebhook(setup, e, wh))
 	must(t, "queue", e.Client.Create(setup, &tesserav1.Queue{ObjectMeta: metav1.ObjectMeta{Name: mlQueue}, Spec: tesserav1.QueueSpec{
 		Capability:             corev1.ResourceList{tesserav1.ResourceNvidiaGPU: resource.MustParse("32")},
@@ -177,16 +185,17 @@ func defaulted(ctx context.Context, t *testing.T, c client.Client, u *unstructur
 	}
 }
 
-// TestCustomWorkloadAdmission: JobSets, RayClusters, RayJobs, LeaderWorkerSets,
-// PyTorchJobs and MPIJobs are defaulted in every pod template when created; one whose
-// pods together need more GPUs than its queue may ever hold is refused with the figure,
-// and GPU delivery env in any template is refused on create and update. A gang mode's
-// scheduler name is rewritten where it is an alias, refused on GPU pods where it is not;
-// a JobSet's child Job gets no gang size of its own.
-func TestCustomWorkloadAdmission(t *testing.T) {
+// TestTenantCustomWorkloadAdmission: the tenant's JobSets, RayClusters, RayJobs,
+// LeaderWorkerSets, PyTorchJobs and MPIJobs are defaulted in every pod template when
+// created; one whose pods together need more GPUs than its queue may ever hold is
+// refused with the figure, and GPU delivery env or privileged access to the node's
+// devices in any template is refused on create and update. A gang mode's scheduler name
+// is rewritten where it is an alias, refused on GPU pods where it is not; a JobSet's
+// child Job gets no gang size of its own. Every request is the tenant's.
+func TestTenantCustomWorkloadAdmission(t *testing.T) {
 	e := customWorkloadEnv(t)
 	ctx := testenv.Context(t, 90*time.Second)
-	c := e.Client
+	c := as(t, e, mlTenant)
 	env := corev1.EnvVar{Name: "NVIDIA_VISIBLE_DEVICES", Value: "all"}
 
 	refused(t, "JobSet of 2 x 4 pods x 8 GPUs in a queue of 32", c.Create(ctx, jobSet(t, "too-big", 2, 4, 8)),
@@ -197,6 +206,10 @@ func TestCustomWorkloadAdmission(t *testing.T) {
 		[]string{"spec", "replicatedJobs", "1", "template", "spec", "template"})
 	refused(t, "JobSet whose template sets NVIDIA_VISIBLE_DEVICES", c.Create(ctx, jobSet(t, "env", 1, 1, 1, env)),
 		`spec.replicatedJobs[0].template.spec.template.spec.containers[0] (name "main") env NVIDIA_VISIBLE_DEVICES`)
+	privileged := jobSet(t, "privileged", 1, 1, 1)
+	at(privileged.Object, "spec", "replicatedJobs", "0", "template", "spec", "template", "spec", "containers", "0")["securityContext"] = map[string]any{"privileged": true}
+	refused(t, "JobSet whose template is privileged", c.Create(ctx, privileged),
+		`spec.replicatedJobs[0].template.spec.template.spec.containers[0] (name "main") securityContext.privileged`)
 
 	// A Ray cluster in KubeRay's coscheduling gang mode: the alias becomes tessera in
 	// the CPU head's template too. Another gang mode's name is refused, naming the settings.
@@ -240,6 +253,10 @@ func TestCustomWorkloadAdmission(t *testing.T) {
 	// Each group is a gang: 5 groups of one pod fit a queue of 32 GPUs, one group of 5 does not.
 	must(t, "LeaderWorkerSet of 5 groups of 1 pod x 8 GPUs", c.Create(ctx, lws("many", 5, 1)))
 	refused(t, "LeaderWorkerSet of 1 group of 5 pods x 8 GPUs", c.Create(ctx, lws("too-big", 1, 5)), "gang of 5 pod(s) needs 40 nvidia.com/gpu")
+	hostPID := lws("host-pid", 1, 1)
+	at(hostPID.Object, "spec", "leaderWorkerTemplate", "workerTemplate", "spec")["hostPID"] = true
+	refused(t, "LeaderWorkerSet whose template shares the host's PID namespace", c.Create(ctx, hostPID),
+		"spec.leaderWorkerTemplate.workerTemplate.spec.hostPID")
 
 	pt := customWorkload("kubeflow.org/v1", "PyTorchJob", "ddp", map[string]any{"pytorchReplicaSpecs": map[string]any{
 		"Master": map[string]any{"replicas": int64(1), "template": template(t, gpuPod(8), "")},

@@ -86,7 +86,8 @@ func TestTenantGatedPodNodeSelector(t *testing.T) {
 
 // TestTenantPrivilegedPod: a pod that reaches the node's devices around the device plugin
 // is refused: a privileged container, SYS_ADMIN, a hostPath at /dev, the host's PID
-// namespace; in an init container and a Job's pod template too.
+// namespace; in an init container, an ephemeral container added later and a Job's pod
+// template too.
 func TestTenantPrivilegedPod(t *testing.T) {
 	e := tenantEnv(t)
 	ctx := testenv.Context(t, 60*time.Second)
@@ -116,7 +117,12 @@ func TestTenantPrivilegedPod(t *testing.T) {
 	})), `spec.initContainers[0] (name "setup") securityContext.privileged`)
 	refused(t, "tenant Job with a privileged template", tenant.Create(ctx, tenantJob("privileged", pod("", privileged))),
 		`spec.template.spec.containers[0] (name "main") securityContext.privileged`)
-	must(t, "tenant pod with a hostPath elsewhere", tenant.Create(ctx, pod("host-logs", func(s *corev1.PodSpec) {
+	logs := pod("host-logs", func(s *corev1.PodSpec) {
 		s.Volumes = []corev1.Volume{{Name: "logs", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/var/log/train"}}}}
-	})))
+	})
+	must(t, "tenant pod with a hostPath elsewhere", tenant.Create(ctx, logs))
+	logs.Spec.EphemeralContainers = []corev1.EphemeralContainer{{EphemeralContainerCommon: corev1.EphemeralContainerCommon{
+		Name: "debug", Image: "busybox", SecurityContext: &corev1.SecurityContext{Privileged: ptr.To(true)}}}}
+	refused(t, "tenant privileged ephemeral container", tenant.SubResource("ephemeralcontainers").Update(ctx, logs),
+		`spec.ephemeralContainers[0] (name "debug") securityContext.privileged`)
 }

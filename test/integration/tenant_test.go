@@ -83,6 +83,7 @@ var tenantRules = []rbacv1.PolicyRule{
 	{APIGroups: []string{"jobset.x-k8s.io"}, Resources: []string{"jobsets"}, Verbs: tenantVerbs},
 	{APIGroups: []string{"ray.io"}, Resources: []string{"rayclusters", "rayjobs"}, Verbs: tenantVerbs},
 	{APIGroups: []string{"leaderworkerset.x-k8s.io"}, Resources: []string{"leaderworkersets"}, Verbs: tenantVerbs},
+	{APIGroups: []string{"kubeflow.org"}, Resources: []string{"pytorchjobs", "mpijobs"}, Verbs: tenantVerbs},
 	{APIGroups: []string{tesserav1.GroupVersion.Group}, Resources: []string{"podgroups"}, Verbs: tenantVerbs},
 	{APIGroups: []string{resourcev1.GroupName}, Resources: []string{"resourceclaims", "resourceclaimtemplates"}, Verbs: tenantVerbs},
 }
@@ -127,12 +128,7 @@ func startTenantEnv() (*testenv.Env, error) {
 	if err := e.Apply(ctx, filepath.Join(base, "scheduler", "rbac.yaml"), filepath.Join(base, "priorityclasses.yaml")); err != nil {
 		return fail(err)
 	}
-	objs := []client.Object{
-		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: tenantNS, Name: "tenant"}},
-		&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: tenantNS, Name: "tenant"}, Rules: tenantRules},
-		roleBinding(tenantNS, "tenant", "tenant", rbacv1.Subject{Kind: "ServiceAccount", Namespace: tenantNS, Name: "tenant"}),
-	}
-	for _, o := range objs {
+	for _, o := range tenantAccess(tenantNS) {
 		if err := c.Create(ctx, o); err != nil {
 			return fail(err)
 		}
@@ -212,6 +208,16 @@ func waitWebhook(ctx context.Context, e *testenv.Env, wh *webhooks.Webhooks) err
 			return fmt.Errorf("webhook not ready: %w", err)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// tenantAccess are the ServiceAccount tenant of namespace ns, a Role of tenantRules and
+// its binding.
+func tenantAccess(ns string) []client.Object {
+	return []client.Object{
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "tenant"}},
+		&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "tenant"}, Rules: tenantRules},
+		roleBinding(ns, "tenant", "tenant", rbacv1.Subject{Kind: "ServiceAccount", Namespace: ns, Name: "tenant"}),
 	}
 }
 
