@@ -38,8 +38,8 @@ type Cluster struct {
 	// PriorityClasses maps a PriorityClass name to its value.
 	PriorityClasses map[string]int32
 	// RightSizing maps the name of each queue whose spec.gpuRightSizing.mode is not Off
-	// to its mode.
-	RightSizing map[string]tesserav1.RightSizingMode
+	// to its spec.gpuRightSizing.
+	RightSizing map[string]tesserav1.GPURightSizing
 	// MaxGPUMemoryMiB is the largest GPU's memory over all GPUNodes (0: none known).
 	MaxGPUMemoryMiB int64
 	// GPUNodes are the names of the nodes with GPUs (a GPUNode each), as at
@@ -64,9 +64,9 @@ func newCluster(doc map[string]any, classes map[string]int32, queues []tesserav1
 	for i := range queues {
 		if rs := queues[i].Spec.GPURightSizing; rs != nil && rs.Mode != "" && rs.Mode != tesserav1.RightSizingOff {
 			if c.RightSizing == nil {
-				c.RightSizing = map[string]tesserav1.RightSizingMode{}
+				c.RightSizing = map[string]tesserav1.GPURightSizing{}
 			}
-			c.RightSizing[queues[i].Name] = rs.Mode
+			c.RightSizing[queues[i].Name] = *rs
 		}
 	}
 	return c, nil

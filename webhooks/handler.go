@@ -225,7 +225,7 @@ func (h *Handler) decide(ctx context.Context, req *admissionv1.AdmissionRequest)
 	// Right-sizing followed the default queue policy; where the policies put the pod in
 	// another queue, and either right-sizes, it follows theirs.
 	if q := decidedQueue(pod, dec); q != "" && q != guessQueue(pod, ns) &&
-		(cluster.RightSizing[q] != "" || cluster.RightSizing[guessQueue(pod, ns)] != "") {
+		(cluster.RightSizing[q].Mode != "" || cluster.RightSizing[guessQueue(pod, ns)].Mode != "") {
 		if code, err := evaluate(q); err != nil {
 			return fail(code, err)
 		}

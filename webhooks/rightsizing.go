@@ -107,7 +107,8 @@ type rightSizing struct {
 // planRightSizing decides the right-sizing of pod, a GPU pod of queue, from its
 // workload's GPUProfile; nil when the queue does not right-size.
 func (h *Handler) planRightSizing(ctx context.Context, pod *corev1.Pod, ns *Namespace, cluster *Cluster, queue string) *rightSizing {
-	mode := cluster.RightSizing[queue]
+	spec := cluster.RightSizing[queue]
+	mode := spec.Mode
 	if mode == "" || mode == tesserav1.RightSizingOff {
 		return nil
 	}
@@ -124,6 +125,9 @@ func (h *Handler) planRightSizing(ctx context.Context, pod *corev1.Pod, ns *Name
 		return s
 	}
 	s.profile, s.runs, s.mib, s.reason = p.Name, p.Status.Runs, p.Status.RecommendedMiB, p.Status.Reason
+	if spec.Request == tesserav1.RightSizingTypical && p.Status.TypicalMiB > 0 && p.Status.TypicalMiB < s.mib {
+		s.mib, s.reason = p.Status.TypicalMiB, fmt.Sprintf("a typical run's peak (the queue asks request: Typical), below the %d MiB most runs peak under; %s", p.Status.RecommendedMiB, p.Status.Reason)
+	}
 	if s.mib > 0 && p.Status.RecommendedLimitMiB > s.mib {
 		s.limit = p.Status.RecommendedLimitMiB
 		if cluster.MaxGPUMemoryMiB > 0 {

@@ -26,10 +26,18 @@ func gpuProfile(ns, name, workload string, status tesserav1.GPUProfileStatus) te
 		Spec: tesserav1.GPUProfileSpec{Workload: workload}, Status: status}
 }
 
-func rightSizingQueue(name string, mode tesserav1.RightSizingMode) *apitest.QueueWrapper {
+func rightSizingQueue(name string, mode tesserav1.RightSizingMode) *rightSizingQueueWrapper {
 	q := apitest.MakeQueue(name)
 	q.Obj().Spec.GPURightSizing = &tesserav1.GPURightSizing{Mode: mode}
 	q.Obj().Spec.AllowedPriorityClasses = []string{"batch-normal"}
+	return &rightSizingQueueWrapper{q}
+}
+
+type rightSizingQueueWrapper struct{ *apitest.QueueWrapper }
+
+// Request sets spec.gpuRightSizing.request.
+func (q *rightSizingQueueWrapper) Request(r tesserav1.RightSizingRequest) *rightSizingQueueWrapper {
+	q.Obj().Spec.GPURightSizing.Request = r
 	return q
 }
 
@@ -45,20 +53,21 @@ func rightSizingHandler(t testing.TB, extra ...policy.Policy) *Handler {
 		*rightSizingQueue("auto", tesserav1.RightSizingAuto).Obj(),
 		*rightSizingQueue("recommend", tesserav1.RightSizingRecommend).Obj(),
 		*rightSizingQueue("off", tesserav1.RightSizingOff).Obj(),
+		*rightSizingQueue("typical", tesserav1.RightSizingAuto).Request(tesserav1.RightSizingTypical).Obj(),
 		*rightSizingQueue("small", tesserav1.RightSizingAuto).Capability(tesserav1.ResourceGPU, "2").Obj())
 	nss := []*Namespace{
 		{Name: "rewrite", Annotations: map[string]string{tesserav1.AnnotationQueue: "auto", AnnotationRewriteNvidiaGPU: "true"}},
 		{Name: "plain-auto", Annotations: map[string]string{tesserav1.AnnotationQueue: "auto"}},
 	}
 	var profiles StaticProfiles
-	for _, q := range []string{"auto", "recommend", "off", "small"} {
+	for _, q := range []string{"auto", "recommend", "off", "small", "typical"} {
 		nss = append(nss, &Namespace{Name: q, Annotations: map[string]string{tesserav1.AnnotationQueue: q}})
 		profiles = append(profiles,
 			gpuProfile(q, "train", "Job/train", tesserav1.GPUProfileStatus{Runs: 12, RecommendedMiB: 20480, Reason: recommended}),
 			gpuProfile(q, "jax", "Job/jax", tesserav1.GPUProfileStatus{Runs: 5, Preallocates: true,
 				Reason: "a run took the whole GPU from its start (a framework that preallocates); keep its request"}),
 			gpuProfile(q, "new", "Job/new", tesserav1.GPUProfileStatus{Runs: 2, Reason: "2 of 3 runs seen"}),
-			gpuProfile(q, "burst", "Job/burst", tesserav1.GPUProfileStatus{Runs: 12, RecommendedMiB: 20480, RecommendedLimitMiB: 40960, Reason: recommended}))
+			gpuProfile(q, "burst", "Job/burst", tesserav1.GPUProfileStatus{Runs: 12, RecommendedMiB: 20480, TypicalMiB: 12288, RecommendedLimitMiB: 40960, Reason: recommended}))
 	}
 	for _, ns := range []string{"rewrite", "plain-auto"} {
 		profiles = append(profiles, gpuProfile(ns, "nvidia", "Job/nvidia", tesserav1.GPUProfileStatus{Runs: 4, RecommendedMiB: 8192, Reason: "p95 of 4 runs' peaks"}))
@@ -293,5 +302,27 @@ func TestRightSizingSetsTheLimit(t *testing.T) {
 	pod, _ = admit(t, h, admissionv1.Create, jobPod("auto", "train", 1).Obj())
 	if got := pod.Annotations[limit]; got != "" {
 		t.Errorf("a profile without a limit set %s = %q", limit, got)
+	}
+}
+
+// TestRightSizingTypicalRequest: a queue asking request: Typical packs the pod on a
+// typical run's peak and gives it the same limit; other queues keep the peak of most.
+func TestRightSizingTypicalRequest(t *testing.T) {
+	h := rightSizingHandler(t)
+	limit := tesserav1.AnnotationGPUMemoryLimitPrefix + "main"
+	for _, c := range []struct {
+		ns   string
+		want string
+	}{{"typical", "12288"}, {"auto", "20480"}} {
+		pod, _ := admit(t, h, admissionv1.Create, jobPod(c.ns, "burst", 1).Obj())
+		got := pod.Spec.Containers[0].Resources.Requests[tesserav1.ResourceGPUMemory]
+		if got.String() != c.want || pod.Annotations[limit] != "40960" {
+			t.Errorf("queue %s: request %s, limit %q; want %s and 40960", c.ns, got.String(), pod.Annotations[limit], c.want)
+		}
+	}
+	// Without a typical figure, the peak stands.
+	pod, _ := admit(t, h, admissionv1.Create, jobPod("typical", "train", 1).Obj())
+	if got := pod.Spec.Containers[0].Resources.Requests[tesserav1.ResourceGPUMemory]; got.String() != "20480" {
+		t.Errorf("a profile without typicalMiB: request %s, want 20480", got.String())
 	}
 }

@@ -53,6 +53,12 @@ type GPUProfileStatus struct {
 	// RecommendedMiB is the GPU memory to ask for; 0 when there is no recommendation.
 	// +optional
 	RecommendedMiB int64 `json:"recommendedMiB,omitempty"`
+	// TypicalMiB is the GPU memory a typical run peaks at: the p50 of the runs' peaks
+	// plus a margin (rightsize.RecommendBurstable's request), at most RecommendedMiB;
+	// what Auto right-sizing asks in a queue whose spec.gpuRightSizing.request is
+	// Typical. 0 when there is no recommendation.
+	// +optional
+	TypicalMiB int64 `json:"typicalMiB,omitempty"`
 	// RecommendedLimitMiB is the GPU-memory limit beside RecommendedMiB: near the
 	// workload's upper bound (rightsize.RecommendBurstable), at most the GPU; 0 when
 	// there is no recommendation. Auto right-sizing sets it as the pod's

@@ -114,7 +114,29 @@ type GPURightSizing struct {
 	// +kubebuilder:default=Off
 	// +optional
 	Mode RightSizingMode `json:"mode,omitempty"`
+	// Request is what Auto packs a pod on: Peak (the default), near the peak of most
+	// of its workload's runs (their p95 + a margin); or Typical, near the peak of a
+	// typical run (the p50 + a margin), the run bursting up to its limit (the upper
+	// bound) while the GPU has that memory free, and the node agent evicting the pod
+	// furthest above its request when the GPU's memory runs short. Either way a pod
+	// gets the recommended limit as tessera.dev/gpu-memory-limit.
+	// +kubebuilder:default=Peak
+	// +optional
+	Request RightSizingRequest `json:"request,omitempty"`
 }
+
+// RightSizingRequest says which recommended request Auto right-sizing gives a pod.
+// +kubebuilder:validation:Enum=Peak;Typical
+type RightSizingRequest string
+
+// Right-sizing requests.
+const (
+	// RightSizingPeak packs on the peak of most runs (GPUProfile status.recommendedMiB).
+	RightSizingPeak RightSizingRequest = "Peak"
+	// RightSizingTypical packs on a typical run's peak (status.typicalMiB) and lets
+	// the pod burst to its limit.
+	RightSizingTypical RightSizingRequest = "Typical"
+)
 
 // IdleReclaim is a queue's policy for allocated GPUs left idle: the pod is told (an
 // Event and the tessera_gpu_idle_reclaim_pending_gpus metric) once every GPU it holds

@@ -186,11 +186,15 @@ func (r *Recommender) record(ctx context.Context, namespace, workload string, po
 	toStatus(p, later(last.End, referenceOf(prof)), halfLife, &prof.Status)
 	rec := p.Recommend(last.GPUMiB, cfg)
 	prof.Status.GPUMemoryMiB, prof.Status.RecommendedMiB, prof.Status.Reason = last.GPUMiB, rec.MiB, truncate(rec.Reason, 1024)
-	prof.Status.RecommendedLimitMiB = 0
+	prof.Status.RecommendedLimitMiB, prof.Status.TypicalMiB = 0, 0
 	if rec.MiB > 0 {
-		// The limit of the burstable recommendation, never below the request.
+		// The burstable recommendation: its limit, never below the request, and its
+		// request (a typical run's peak), never above it.
 		b := p.RecommendBurstable(rightsize.BurstableInput{GPUMiB: last.GPUMiB, UserMiB: rec.MiB}, cfg)
 		prof.Status.RecommendedLimitMiB = min(max(b.LimitMiB, rec.MiB), max(last.GPUMiB, rec.MiB))
+		if b.RequestMiB > 0 {
+			prof.Status.TypicalMiB = min(b.RequestMiB, rec.MiB)
+		}
 	}
 	if err := r.Client.Status().Update(ctx, prof); err != nil {
 		return err

@@ -160,7 +160,11 @@ func TestRecordsEndedPodsIntoGPUProfile(t *testing.T) {
 	if l := prof.Status.RecommendedLimitMiB; l <= rec || l > 81920 {
 		t.Fatalf("after three runs: limit %d MiB beside a request of %d", l, rec)
 	}
-	t.Logf("recommended %d MiB, limit %d MiB: %s", rec, prof.Status.RecommendedLimitMiB, prof.Status.Reason)
+	// A typical run's peak: the p50 (the bucket of 21504 MiB) + 15%, below the p95's.
+	if typ := prof.Status.TypicalMiB; typ < 21504*115/100 || typ >= rec {
+		t.Fatalf("after three runs: typical %d MiB beside a request of %d", typ, rec)
+	}
+	t.Logf("recommended %d MiB (typical %d), limit %d MiB: %s", rec, prof.Status.TypicalMiB, prof.Status.RecommendedLimitMiB, prof.Status.Reason)
 
 	// The fourth run, at the recommended slice, fails with CUDA's out-of-memory message.
 	gpus.ended(finish(t, ctx, ns, "train-4", corev1.PodFailed, "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB"), rec-300, 2048, rec)
