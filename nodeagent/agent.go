@@ -13,6 +13,7 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -164,6 +165,9 @@ type Agent struct {
 	now     func() time.Time
 	// dra is the DRA driver, nil while DRA is off.
 	dra *dra.Driver
+	// claims are the ResourceClaims of the node's pods read for pressure eviction, by
+	// namespace/name (withClaimShares).
+	claims map[string]*resourceapi.ResourceClaim
 	// pressure decides GPU-memory pressure evictions; nil when they are off.
 	pressure *pressure.Tracker
 
@@ -193,6 +197,7 @@ func New(cfg Config, deps Deps) (*Agent, error) {
 		cfg:      cfg,
 		deps:     deps,
 		pub:      &publish.Publisher{Kube: deps.Kube, Dynamic: deps.Dynamic, NodeName: cfg.NodeName},
+		claims:   map[string]*resourceapi.ResourceClaim{},
 		metrics:  metrics.New(deps.Registry, cfg.NodeName),
 		cgroups:  cgroup.Resolver{ProcRoot: cfg.ProcRoot},
 		now:      time.Now,
@@ -450,7 +455,9 @@ func (a *Agent) sample(ctx context.Context) error {
 			}
 		}
 		a.usage.observe(assigned, use, gpuMiB, now.Time)
-		a.relievePressure(ctx, devs, byUUID, assigned, use)
+		if a.pressure != nil {
+			a.relievePressure(ctx, devs, byUUID, a.withClaimShares(ctx, pods, assigned), use)
+		}
 	}
 	a.write(ctx, devs, a.healthCondition(devs))
 	return nil

@@ -24,6 +24,15 @@ import (
 // resource.k8s.io/v1, so it is on), its kubelet plugin in a temporary directory.
 func startDRA(t *testing.T, node string, gpus *nvidiatest.Node) *harness {
 	t.Helper()
+	cfg := Config{NodeName: node, SampleInterval: 50 * time.Millisecond, ProcRoot: t.TempDir(),
+		RetryMin: 200 * time.Millisecond, RetryMax: 400 * time.Millisecond}
+	withDRA(t, &cfg)
+	return startConfig(t, env.Config, cfg, gpus)
+}
+
+// withDRA sets cfg up for MPS and DRA auto, the kubelet plugin's directories temporary.
+func withDRA(t *testing.T, cfg *Config) {
+	t.Helper()
 	if env == nil {
 		testenv.SkipOrFail(t, fmt.Errorf("no API server"))
 	}
@@ -36,9 +45,8 @@ func startDRA(t *testing.T, node string, gpus *nvidiatest.Node) *harness {
 	if err := os.Mkdir(registry, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	return startConfig(t, env.Config, Config{NodeName: node, SampleInterval: 50 * time.Millisecond, ProcRoot: t.TempDir(),
-		RetryMin: 200 * time.Millisecond, RetryMax: 400 * time.Millisecond, SkipToolkitCheck: true, MPS: true,
-		DRA: DRAAuto, CDISpecDir: filepath.Join(root, "cdi"), KubeletPluginsDir: filepath.Join(root, "plugins"), KubeletRegistryDir: registry}, gpus)
+	cfg.SkipToolkitCheck, cfg.MPS, cfg.DRA = true, true, DRAAuto
+	cfg.CDISpecDir, cfg.KubeletPluginsDir, cfg.KubeletRegistryDir = filepath.Join(root, "cdi"), filepath.Join(root, "plugins"), registry
 }
 
 // poolDevices returns the devices of the node's pool once check accepts them.

@@ -8,10 +8,16 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/uuid"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tesserav1 "github.com/tessera-gpu/tessera/api/v1alpha1"
 	"github.com/tessera-gpu/tessera/internal/apitest"
+	"github.com/tessera-gpu/tessera/nodeagent/dra"
 	"github.com/tessera-gpu/tessera/nodeagent/nvidia/nvidiatest"
 	"github.com/tessera-gpu/tessera/nodeagent/pressure"
 )
@@ -25,11 +31,15 @@ type pressureHarness struct {
 	procRoot string
 }
 
-func startPressure(t *testing.T, node string) *pressureHarness {
+func startPressure(t *testing.T, node string, draOn bool) *pressureHarness {
 	procRoot := t.TempDir()
-	h := startConfig(t, env.Config, Config{NodeName: node, SampleInterval: 50 * time.Millisecond, ProcRoot: procRoot,
+	cfg := Config{NodeName: node, SampleInterval: 50 * time.Millisecond, ProcRoot: procRoot,
 		RetryMin: 200 * time.Millisecond, RetryMax: 400 * time.Millisecond,
-		PressureThresholdPercent: pressure.DefaultThresholdPercent, PressureArrivalWindow: time.Minute}, nvidiatest.DGXH100())
+		PressureThresholdPercent: pressure.DefaultThresholdPercent, PressureArrivalWindow: time.Minute}
+	if draOn {
+		withDRA(t, &cfg)
+	}
+	h := startConfig(t, env.Config, cfg, nvidiatest.DGXH100())
 	ns := apitest.MakeNamespace("team-" + node).Obj()
 	if err := env.Client.Create(h.ctx, ns); err != nil {
 		t.Fatal(err)
@@ -114,7 +124,7 @@ func (p *pressureHarness) pressureEvent(pod *corev1.Pod, want ...string) string 
 // and the event and the counter say why. On GPU 1, a burster pushing the GPU past 95%
 // is evicted the same way.
 func TestPressureEvictsBurster(t *testing.T) {
-	p := startPressure(t, "agent-pressure")
+	p := startPressure(t, "agent-pressure", false)
 	burst := p.slicePod("burst", 0, 20000, "60000", 3001)
 	steady := p.slicePod("steady", 0, 20000, "", 3002)
 	p.use(0, map[uint32]uint64{3001: 50000, 3002: 20000}) // 70000 MiB: below 77824
@@ -154,4 +164,58 @@ func TestPressureEvictsBurster(t *testing.T) {
 	if got := testutil.ToFloat64(p.agent.metrics.PressureEvicted(1, pressure.TriggerThreshold)); got != 1 {
 		t.Fatalf("tessera_gpu_pressure_evictions_total{gpu=1,trigger=Threshold} = %v, want 1", got)
 	}
+}
+
+// claimPod creates a pod holding, through a ResourceClaim the test allocates as the
+// scheduler would, a share of requestMiB of GPU index with limit (a GPUShareConfig
+// memoryLimit) when set, whose process pid runs in its cgroup.
+func (p *pressureHarness) claimPod(name string, index int, requestMiB int64, limit string, pid int) *corev1.Pod {
+	p.t.Helper()
+	claim := apitest.GPUClaim(name, p.ns, 0, fmt.Sprintf("%dMi", requestMiB))
+	if err := env.Client.Create(p.ctx, claim); err != nil {
+		p.t.Fatal(err)
+	}
+	pod := apitest.MakePod(name, p.ns).NodeName(p.node).Obj()
+	pod.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimName: &claim.Name}}
+	pod.Spec.Containers[0].Resources.Claims = []corev1.ResourceClaim{{Name: "gpu"}}
+	if err := env.Client.Create(p.ctx, pod); err != nil {
+		p.t.Fatal(err)
+	}
+	share := types.UID(uuid.NewUUID())
+	claim.Status.Allocation = &resourceapi.AllocationResult{Devices: resourceapi.DeviceAllocationResult{
+		Results: []resourceapi.DeviceRequestAllocationResult{{Request: "gpu", Driver: dra.DriverName, Pool: p.node, Device: dra.DeviceName(index),
+			ShareID: &share, ConsumedCapacity: map[resourceapi.QualifiedName]resource.Quantity{
+				dra.CapacityMemory: *resource.NewQuantity(requestMiB<<20, resource.BinarySI)}}}}}
+	if limit != "" {
+		claim.Status.Allocation.Devices.Config = []resourceapi.DeviceAllocationConfiguration{{Source: resourceapi.AllocationConfigSourceClaim,
+			DeviceConfiguration: resourceapi.DeviceConfiguration{Opaque: &resourceapi.OpaqueDeviceConfiguration{Driver: dra.DriverName,
+				Parameters: runtime.RawExtension{Raw: []byte(fmt.Sprintf(`{"apiVersion":%q,"kind":%q,"memoryLimit":%q}`,
+					tesserav1.GPUShareConfigAPIVersion, tesserav1.GPUShareConfigKind, limit))}}}}}
+	}
+	claim.Status.ReservedFor = []resourceapi.ResourceClaimConsumerReference{{Resource: "pods", Name: pod.Name, UID: pod.UID}}
+	if err := env.Client.Status().Update(p.ctx, claim); err != nil {
+		p.t.Fatal(err)
+	}
+	writeCgroup(p.t, p.procRoot, pid, "0::/kubepods.slice/kubepods-pod"+strings.ReplaceAll(string(pod.UID), "-", "_")+
+		".slice/cri-containerd-"+strings.Repeat("ef", 32)+".scope\n")
+	return pod
+}
+
+// A share held through a DRA claim is weighed as a slice is: the claim's burster, above
+// its request, is evicted when a slice's request arrives; a claim within its request
+// and the others are untouched.
+func TestPressureEvictsClaimBurster(t *testing.T) {
+	p := startPressure(t, "agent-pressure-dra", true)
+	burst := p.claimPod("claim-burst", 0, 20000, "60000Mi", 4001)
+	steady := p.claimPod("claim-steady", 0, 20000, "", 4002)
+	p.use(0, map[uint32]uint64{4001: 50000, 4002: 20000}) // 70000 MiB: below 77824
+	time.Sleep(500 * time.Millisecond)                    // several samples
+	p.untouched(burst, steady)
+
+	arrival := p.slicePod("slice-arrival", 0, 20000, "", 4003)
+	eventually(t, "the claim's burster evicted", func() string { return p.evicted(burst) })
+	p.untouched(steady, arrival)
+	eventually(t, "the event on it", func() string {
+		return p.pressureEvent(burst, "Arrival:", "uses 50000 MiB, request 20000 MiB, limit 60000 MiB")
+	})
 }
