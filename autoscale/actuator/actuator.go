@@ -36,6 +36,12 @@ type Options struct {
 	// PodDisruptionBudget keeps refusing, or a Machine that cannot be marked or its
 	// group lowered, fails the scale-down after it, which is then undone; default 10m.
 	StepTimeout time.Duration
+	// MarkSettle is the wait between marking a node's Machine for deletion and
+	// lowering its group: Cluster API's MachineSet picks the Machine it deletes from its
+	// informer cache, which may lag the mark (after an API server restart, for seconds),
+	// and then deletes another Machine, whose node may run work that may not move;
+	// default DefaultMarkSettle.
+	MarkSettle time.Duration
 	// Clock is the time source; default the real clock.
 	Clock clock.PassiveClock
 	// Workloads are the workload kinds whose objects size gangs, as the scheduler
@@ -46,12 +52,18 @@ type Options struct {
 	DRA bool
 }
 
+// DefaultMarkSettle is Options.MarkSettle's default.
+const DefaultMarkSettle = 10 * time.Second
+
 func (o *Options) defaults() {
 	if o.RevalidateAfter <= 0 {
 		o.RevalidateAfter = 30 * time.Second
 	}
 	if o.StepTimeout <= 0 {
 		o.StepTimeout = 10 * time.Minute
+	}
+	if o.MarkSettle <= 0 {
+		o.MarkSettle = DefaultMarkSettle
 	}
 	if o.Clock == nil {
 		o.Clock = clock.RealClock{}

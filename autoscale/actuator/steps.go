@@ -146,6 +146,9 @@ func (s *step) mark(ctx context.Context) error {
 // remove records the scale-down in the policy's status, then lowers the node group by
 // one; both are idempotent, so a crash between them repeats neither.
 func (s *step) remove(ctx context.Context) error {
+	if wait := s.a.opts.MarkSettle - s.now.Sub(s.sd.Since); wait > 0 {
+		return waiting{fmt.Sprintf("the Machine %s was marked %s ago; its group is lowered once the mark is %s old", s.sd.Machine, s.now.Sub(s.sd.Since).Round(time.Second), s.a.opts.MarkSettle)}
+	}
 	gpus, model := gpusOf(s.node)
 	if s.policy != nil {
 		rec := tesserav1.ScaleDownRecord{Node: s.node.Name, GPUs: int32(gpus), Machine: s.sd.Machine}

@@ -36,6 +36,7 @@ type autoscalerFlags struct {
 	period               time.Duration
 	revalidateAfter      time.Duration
 	stepTimeout          time.Duration
+	markSettle           time.Duration
 	rightSizing          bool
 	serving              controller.Serving
 }
@@ -63,6 +64,7 @@ or newly elected replica carries on. "tessera autoscaler plan" shows the decisio
 	profileFlag(cmd, &f.profile, "tessera", "built-in scheduler profile the cluster's scheduler runs, used when --config is empty: "+strings.Join(scheduler.ProfileNames(), ", "))
 	fs.DurationVar(&f.period, "period", 10*time.Second, "time between planning rounds")
 	fs.DurationVar(&f.revalidateAfter, "revalidate-after", 30*time.Second, "wait between tainting a candidate and planning again before cordoning it")
+	fs.DurationVar(&f.markSettle, "machine-mark-settle", actuator.DefaultMarkSettle, "wait between marking a node's Machine for deletion and lowering its MachineDeployment, so that Cluster API's MachineSet sees the mark before it picks the Machine to delete")
 	fs.DurationVar(&f.stepTimeout, "step-timeout", 10*time.Minute, "a drain or Machine removal step that has not completed by then fails and is undone")
 	fs.BoolVar(&f.rightSizing, "gpu-right-sizing", true, "record the peak GPU memory of ended pods (from the node agents' GPUNodes) into their workloads' GPUProfiles, with a recommended GPU-memory request for the next run")
 	f.serving.AddFlags(fs, "tessera-autoscaler")
@@ -76,6 +78,7 @@ func (f autoscalerFlags) validate() error {
 		positive("period", f.period, "10s"),
 		positive("revalidate-after", f.revalidateAfter, "30s"),
 		positive("step-timeout", f.stepTimeout, "10m"),
+		positive("machine-mark-settle", f.markSettle, "10s"),
 		f.serving.Validate(),
 		f.kube.Validate())
 }
@@ -99,7 +102,7 @@ func prepareAutoscaler(f autoscalerFlags) (func(context.Context) error, error) {
 		serving := f.serving
 		serving.Log = log.WithName("autoscaler")
 		mgr, _, err := actuator.NewManager(cfg, scheme, actuator.Config{
-			Actuator:       actuator.Options{Scheduler: scfg, RevalidateAfter: f.revalidateAfter, StepTimeout: f.stepTimeout},
+			Actuator:       actuator.Options{Scheduler: scfg, RevalidateAfter: f.revalidateAfter, StepTimeout: f.stepTimeout, MarkSettle: f.markSettle},
 			Infrastructure: infra, Period: f.period, Registerer: crmetrics.Registry,
 			Serving: serving,
 		})

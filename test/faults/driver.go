@@ -127,9 +127,10 @@ func (d *Driver) RunSeed(ctx context.Context, seed uint64) []Result {
 // recovery, and the checks.
 func (d *Driver) inject(ctx context.Context, seed uint64, step int, f Fault) Result {
 	r := Result{Seed: seed, Step: step, Fault: f}
-	var first, at time.Time // the fault's first injection and its end
+	var first, at, back time.Time // the fault's first injection, its end, and normal seen again
 	var targets []string
 	var scale string
+	var normal func(end time.Time, scale string) bool
 	undo := d.prepare(ctx, f.Point)
 	if strings.HasPrefix(f.Point, "process/") {
 		r.Injected, r.Reached, first = 1, true, time.Now()
@@ -142,9 +143,11 @@ func (d *Driver) inject(ctx context.Context, seed uint64, step int, f Fault) Res
 		if f.Point == KillSchedulerLeader || f.Point == KillAutoscalerLeader {
 			at = first
 		}
+		normal = d.normal(ctx, f.Point, targets)
 	} else {
 		targets = d.targets(ctx, failpoint.Point(f.Point))
-		r.Injected, first, at, scale = d.failpoint(ctx, f, targets)
+		normal = d.normal(ctx, f.Point, targets)
+		r.Injected, first, at, back, scale = d.failpoint(ctx, f, targets, normal)
 		r.Reached = r.Injected > 0
 	}
 	r.Lasted = at.Sub(first)
@@ -154,14 +157,11 @@ func (d *Driver) inject(ctx context.Context, seed uint64, step int, f Fault) Res
 		return r
 	}
 	switch {
-	case strings.HasPrefix(f.Point, "autoscaler/"):
-		// Back to normal: the scale-down the fault cut into takes its next step.
-		r.Recovery, r.Recovered = d.waitScaleStep(ctx, at, scale)
-	case f.Point == KillAutoscalerLeader:
-		r.Recovery, r.Recovered = d.waitLeader(ctx, at, "tessera-autoscaler")
-	case f.Point == KillNodeAgent || (strings.HasPrefix(f.Point, "node-agent/") && failpoint.Point(f.Point) != failpoint.NodeAgentPrepare):
-		// Back to normal: the agent published its GPUs again.
-		r.Recovery, r.Recovered = d.waitPublished(ctx, at, strings.TrimPrefix(targets[0], "agent-"))
+	case !back.IsZero():
+		// Seen back to normal while the driver still waited for more of the fault.
+		r.Recovery, r.Recovered = back.Sub(at), true
+	case normal != nil:
+		r.Recovery, r.Recovered = until(ctx, at, func() bool { return normal(at, scale) })
 	default:
 		r.Recovery, r.Recovered = d.waitBind(ctx, at)
 	}
@@ -172,11 +172,13 @@ func (d *Driver) inject(ctx context.Context, seed uint64, step int, f Fault) Res
 
 // failpoint arms f in the processes that reach it, waits until it fires and returns
 // how many faults it injected, when the first fired, when the fault ended (the last
-// fire, or the end of a delay) and the scale-down state then.
-func (d *Driver) failpoint(ctx context.Context, f Fault, targets []string) (n int, first, end time.Time, scale string) {
+// fire, or the end of a delay), when normal (nil: not polled) first held after the
+// last fire while it waited for more (zero: not seen), and the scale-down state at the
+// last fire.
+func (d *Driver) failpoint(ctx context.Context, f Fault, targets []string, normal func(time.Time, string) bool) (n int, first, end, back time.Time, scale string) {
 	point := failpoint.Point(f.Point)
 	if len(targets) == 0 {
-		return 0, time.Time{}, time.Time{}, ""
+		return 0, time.Time{}, time.Time{}, time.Time{}, ""
 	}
 	base := map[string]int{}
 	for _, name := range targets {
@@ -223,21 +225,26 @@ func (d *Driver) failpoint(ctx context.Context, f Fault, targets []string) (n in
 		if fired > n {
 			// The step's outcome is written before its fault point: the state now is
 			// what the next step moves on from.
-			n, end, scale = fired, time.Now(), d.scaleState(ctx)
+			n, end, back, scale = fired, time.Now(), time.Time{}, d.scaleState(ctx)
 			if first.IsZero() {
 				first = end
 			}
+		} else if n > 0 && back.IsZero() && normal != nil && !strings.Contains(f.Action, "sleep") && normal(end, scale) {
+			back = time.Now()
 		}
 		if n >= want || (n > 0 && time.Since(first) > 15*time.Second) || (n > 0 && strings.Contains(f.Action, "crash")) {
 			if strings.Contains(f.Action, "sleep") {
 				time.Sleep(time.Until(end.Add(actionDelay(f.Action))))
 				end = time.Now()
 			}
-			return n, first, end, scale
+			if n >= want {
+				back = time.Time{} // the fault's last fire: recovery is measured from now on
+			}
+			return n, first, end, back, scale
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	return 0, time.Time{}, time.Time{}, ""
+	return 0, time.Time{}, time.Time{}, time.Time{}, ""
 }
 
 // actionDelay is a sleep action's delay.
@@ -452,29 +459,32 @@ func (d *Driver) scaleState(ctx context.Context) string {
 	return strings.Join(parts, ",")
 }
 
-// waitPublished returns how long after at node's agent published its GPUNode again
-// (observed in the second after at or later, as the API keeps seconds; a node removed
-// meanwhile has nothing to publish: recovered).
-func (d *Driver) waitPublished(ctx context.Context, at time.Time, node string) (time.Duration, bool) {
-	return until(ctx, at, func() bool {
-		var gn tesserav1.GPUNode
-		err := d.c.Client.Get(ctx, client.ObjectKey{Name: node}, &gn)
-		return apierrors.IsNotFound(err) || err == nil && gn.Status.ObservedTime != nil &&
-			!gn.Status.ObservedTime.Time.Before(at.Truncate(time.Second).Add(time.Second))
-	})
-}
-
-// waitLeader returns how long after at a replica of component led again.
-func (d *Driver) waitLeader(ctx context.Context, at time.Time, component string) (time.Duration, bool) {
-	return until(ctx, at, func() bool { return leader(d.c, component) != "" })
-}
-
-// waitScaleStep returns how long after at the scale-down state moved on from before.
-func (d *Driver) waitScaleStep(ctx context.Context, at time.Time, before string) (time.Duration, bool) {
-	return until(ctx, at, func() bool {
-		s := d.scaleState(ctx)
-		return s != "" && s != before
-	})
+// normal is how the cluster is seen back to normal after a fault at point, given the
+// fault's end and the scale-down state then; nil where a probe pod must bind:
+//   - the autoscaler's points: the scale-down the fault cut into took its next step;
+//   - its leader's kill: a replica leads again;
+//   - a node agent's (but prepare's, which the kubelet retries): the agent published its
+//     GPUs again, observed in the second after the end or later, as the API keeps
+//     seconds (a node removed meanwhile has nothing to publish).
+func (d *Driver) normal(ctx context.Context, point string, targets []string) func(end time.Time, scale string) bool {
+	switch {
+	case strings.HasPrefix(point, "autoscaler/"):
+		return func(_ time.Time, before string) bool {
+			s := d.scaleState(ctx)
+			return s != "" && s != before
+		}
+	case point == KillAutoscalerLeader:
+		return func(time.Time, string) bool { return leader(d.c, "tessera-autoscaler") != "" }
+	case len(targets) > 0 && (point == KillNodeAgent || strings.HasPrefix(point, "node-agent/") && failpoint.Point(point) != failpoint.NodeAgentPrepare):
+		node := strings.TrimPrefix(targets[0], "agent-")
+		return func(end time.Time, _ string) bool {
+			var gn tesserav1.GPUNode
+			err := d.c.Client.Get(ctx, client.ObjectKey{Name: node}, &gn)
+			return apierrors.IsNotFound(err) || err == nil && gn.Status.ObservedTime != nil &&
+				!gn.Status.ObservedTime.Time.Before(end.Truncate(time.Second).Add(time.Second))
+		}
+	}
+	return nil
 }
 
 // checks runs the invariants that hold at any time.
