@@ -127,24 +127,7 @@ func TestPressureEvictsBurster(t *testing.T) {
 	p := startPressure(t, "agent-pressure", false)
 	burst := p.slicePod("burst", 0, 20000, "60000", 3001)
 	steady := p.slicePod("steady", 0, 20000, "", 3002)
-	p.use(0, map[uint32]uint64{3001: 50000, 3002: 20000}) // 70000 MiB: below 77824
-	eventually(t, "the bursting use sampled", func() string {
-		gn := p.gpuNode(t)
-		if gn == nil || len(gn.Status.Devices) == 0 || gn.Status.Devices[0].MemoryUsedMiB != 70000 || len(gn.Status.Pods) != 2 {
-			return "not yet"
-		}
-		return ""
-	})
-	time.Sleep(300 * time.Millisecond) // several samples
-	p.untouched(burst, steady)
-
-	arrival := p.slicePod("arrival", 0, 20000, "", 3003)
-	eventually(t, "the burster evicted", func() string { return p.evicted(burst) })
-	p.untouched(steady, arrival)
-	eventually(t, "the event on the burster", func() string {
-		return p.pressureEvent(burst, "Arrival:", "GPU 0 ("+p.gpus.UUID(0)+", 81920 MiB) uses 70000 MiB and newly bound pods still need 20000 MiB",
-			"uses 50000 MiB, request 20000 MiB, limit 60000 MiB")
-	})
+	arrival := p.arrivalEvictsBurster(burst, steady, 3001, 3002, 3003, 2)
 	if got := testutil.ToFloat64(p.agent.metrics.PressureEvicted(0, pressure.TriggerArrival)); got != 1 {
 		t.Fatalf("tessera_gpu_pressure_evictions_total{gpu=0,trigger=Arrival} = %v, want 1", got)
 	}
@@ -208,14 +191,33 @@ func TestPressureEvictsClaimBurster(t *testing.T) {
 	p := startPressure(t, "agent-pressure-dra", true)
 	burst := p.claimPod("claim-burst", 0, 20000, "60000Mi", 4001)
 	steady := p.claimPod("claim-steady", 0, 20000, "", 4002)
-	p.use(0, map[uint32]uint64{4001: 50000, 4002: 20000}) // 70000 MiB: below 77824
-	time.Sleep(500 * time.Millisecond)                    // several samples
+	p.arrivalEvictsBurster(burst, steady, 4001, 4002, 4003, 0)
+}
+
+// arrivalEvictsBurster has burst (20000 MiB asked, limit 60000 MiB) use 50000 MiB and
+// steady its 20000 on GPU 0: nothing happens. Then a slice's 20000 MiB arrive there: the
+// burster is evicted, the two others are untouched, and the event says why. slicePods is
+// how many pods the GPUNode lists (slices of the device plugin). It returns the arrival.
+func (p *pressureHarness) arrivalEvictsBurster(burst, steady *corev1.Pod, burstPID, steadyPID, arrivalPID uint32, slicePods int) *corev1.Pod {
+	t := p.t
+	t.Helper()
+	p.use(0, map[uint32]uint64{burstPID: 50000, steadyPID: 20000}) // 70000 MiB: below 77824
+	eventually(t, "the bursting use sampled", func() string {
+		gn := p.gpuNode(t)
+		if gn == nil || len(gn.Status.Devices) == 0 || gn.Status.Devices[0].MemoryUsedMiB != 70000 || len(gn.Status.Pods) != slicePods {
+			return "not yet"
+		}
+		return ""
+	})
+	time.Sleep(300 * time.Millisecond) // several samples
 	p.untouched(burst, steady)
 
-	arrival := p.slicePod("slice-arrival", 0, 20000, "", 4003)
-	eventually(t, "the claim's burster evicted", func() string { return p.evicted(burst) })
+	arrival := p.slicePod("arrival-"+burst.Name, 0, 20000, "", int(arrivalPID))
+	eventually(t, "the burster evicted", func() string { return p.evicted(burst) })
 	p.untouched(steady, arrival)
-	eventually(t, "the event on it", func() string {
-		return p.pressureEvent(burst, "Arrival:", "uses 50000 MiB, request 20000 MiB, limit 60000 MiB")
+	eventually(t, "the event on the burster", func() string {
+		return p.pressureEvent(burst, "Arrival:", "GPU 0 ("+p.gpus.UUID(0)+", 81920 MiB) uses 70000 MiB and newly bound pods still need 20000 MiB",
+			"uses 50000 MiB, request 20000 MiB, limit 60000 MiB")
 	})
+	return arrival
 }
