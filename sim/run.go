@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	tesserav1 "github.com/tessera-gpu/tessera/api/v1alpha1"
 	"github.com/tessera-gpu/tessera/rightsize"
 	"github.com/tessera-gpu/tessera/scheduler"
 	"github.com/tessera-gpu/tessera/sim/report"
@@ -56,6 +57,9 @@ type Options struct {
 	// BootDelay is how long a node added back takes before pods can use it (the
 	// command's default is DefaultBootDelay).
 	BootDelay time.Duration
+	// ScaleDownPolicy is the policy Tessera's autoscaler plans with (its settings apply
+	// to every node of the replay, its nodeSelector to none); nil: the defaults.
+	ScaleDownPolicy *tesserav1.ScaleDownPolicy
 	// UnderusedShare, when set, replaces the ScaleDownPolicy default share of Tessera's
 	// Underused method (0: empty nodes only).
 	UnderusedShare *float64
@@ -82,7 +86,7 @@ func (o Options) replay(rp Replay) (report.Result, error) {
 		rp.Input = rp.Input.WithProtectedShare(*o.ProtectedShare, rp.Seed)
 	}
 	rp.EveryAutoscaler = o.EveryAutoscaler
-	a := Autoscaling{BootDelay: o.BootDelay, UnderusedShare: o.UnderusedShare}
+	a := Autoscaling{BootDelay: o.BootDelay, UnderusedShare: o.UnderusedShare, Policy: o.ScaleDownPolicy}
 	switch {
 	case rp.RightSizing != nil:
 		return runRightSizing(rp, a)

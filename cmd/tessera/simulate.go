@@ -15,6 +15,7 @@ import (
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	tesserav1 "github.com/tessera-gpu/tessera/api/v1alpha1"
 	"github.com/tessera-gpu/tessera/autoscale"
 	"github.com/tessera-gpu/tessera/internal/cli"
 	"github.com/tessera-gpu/tessera/internal/kubeclient"
@@ -189,6 +190,7 @@ AdmissionPolicies do not compile; a --report that cannot be written).`,
 	f.Duration("idle-for", time.Duration(sim.DefaultIdleRule.IdleFor)*time.Second, "with --rightsizing: how long a job's GPUs stay at or below 1% before its owner is told (a Queue's spec.idleReclaim.idleFor); idle GPU-hours count stretches longer than this")
 	f.Duration("idle-grace", time.Duration(sim.DefaultIdleRule.Grace)*time.Second, "with --rightsizing: how long after the notice an idle job is suspended (a Queue's spec.idleReclaim.gracePeriod)")
 	f.DurationVar(&o.BootDelay, "boot-delay", sim.DefaultBootDelay, "with --autoscale: how long a GPU node added back takes before pods can use it")
+	f.String("scale-down-policy", "", "with --autoscale or --rightsizing: a file holding the ScaleDownPolicy Tessera's autoscaler plans with (idleAfter, cooldown, maxParallel, underusedGPUPercent, ...; its nodeSelector is ignored); empty: the policy's defaults")
 	f.Float64("underused-share", autoscale.DefaultUnderusedGPUPercent/100.0, "with --autoscale: Tessera's autoscaler also removes nodes whose allocated GPU share stayed at or below this (0 to 1) when the scheduler places their pods elsewhere; 0 removes empty nodes only (a ScaleDownPolicy's spec.underusedGPUPercent / 100; the default is the policy's)")
 	f.Float64Var(&protectedShare, "non-evictable-share", -1, "replay: instead of the scenario's rule (jobs without checkpoints are protected from eviction), protect a random share of the jobs (0 to 1) and let the others checkpoint every 30 minutes; -1 keeps the rule")
 	f.StringArrayVar(&configs, "config", nil, "scheduler configuration file to run besides the profiles, under its file name without the extension (repeatable)")
@@ -230,7 +232,7 @@ func checkSimulateFlags(cmd *cobra.Command, o *sim.Options, manifests []string, 
 		return fmt.Errorf("--request-timeout %s: must not be negative (for example 30s; 0 waits forever)", d)
 	}
 	if len(manifests) > 0 || set("from-cluster") {
-		for _, f := range []string{"mode", "arrive", "seeds", "first-seed", "report", "autoscale", "rightsizing", "arms", "every-autoscaler", "idle-for", "idle-grace", "boot-delay", "underused-share", "non-evictable-share", "scenario-nodes", "scenario-load", "scenario-hours"} {
+		for _, f := range []string{"mode", "arrive", "seeds", "first-seed", "report", "autoscale", "rightsizing", "arms", "every-autoscaler", "idle-for", "idle-grace", "boot-delay", "scale-down-policy", "underused-share", "non-evictable-share", "scenario-nodes", "scenario-load", "scenario-hours"} {
 			if set(f) {
 				return fmt.Errorf("--%s does not apply to --manifests or --from-cluster, which place the pending pods once", f)
 			}
@@ -281,6 +283,8 @@ func checkSimulateFlags(cmd *cobra.Command, o *sim.Options, manifests []string, 
 		return fmt.Errorf("--boot-delay %s: must not be negative (for example 5m)", o.BootDelay)
 	case set("underused-share") && !o.Autoscale:
 		return fmt.Errorf("--underused-share applies with --autoscale only")
+	case set("scale-down-policy") && !o.Autoscale && !o.RightSizing:
+		return fmt.Errorf("--scale-down-policy applies with --autoscale or --rightsizing only")
 	case !(underused >= 0 && underused <= 1):
 		return fmt.Errorf("--underused-share %g: must be a share between 0 and 1 (for example 0.5)", underused)
 	case set("non-evictable-share") && o.Mode != sim.ModeReplay:
@@ -288,6 +292,13 @@ func checkSimulateFlags(cmd *cobra.Command, o *sim.Options, manifests []string, 
 	}
 	if set("underused-share") {
 		o.UnderusedShare = &underused
+	}
+	if path, _ := cmd.Flags().GetString("scale-down-policy"); path != "" {
+		pol, err := readScaleDownPolicy(path)
+		if err != nil {
+			return err
+		}
+		o.ScaleDownPolicy = pol
 	}
 	o.IdleReclaim = sim.IdleRule{Threshold: sim.DefaultIdleRule.Threshold, IdleFor: int64(idleFor / time.Second), Grace: int64(idleGrace / time.Second)}
 	if set("non-evictable-share") {
@@ -473,4 +484,22 @@ func profileList() string {
 		fmt.Fprintf(&b, "  %-17s %s\n", name, scheduler.ProfileDescription(name))
 	}
 	return b.String()
+}
+
+// readScaleDownPolicy reads the one ScaleDownPolicy of a file, defaulted and validated
+// as the API server would.
+func readScaleDownPolicy(path string) (*tesserav1.ScaleDownPolicy, error) {
+	m, err := trace.ReadManifests(path)
+	if err != nil {
+		return nil, fmt.Errorf("--scale-down-policy: %w", err)
+	}
+	if n := len(m.ScaleDownPolicies); n != 1 {
+		return nil, fmt.Errorf("--scale-down-policy %s: holds %d ScaleDownPolicies; give a file with exactly one (apiVersion tessera.dev/v1alpha1, kind ScaleDownPolicy)", path, n)
+	}
+	pol := m.ScaleDownPolicies[0]
+	if _, err := autoscale.PolicyFrom(&pol); err != nil {
+		return nil, fmt.Errorf("--scale-down-policy %s: %w", path, err)
+	}
+	pol.Spec.NodeSelector = nil
+	return &pol, nil
 }
