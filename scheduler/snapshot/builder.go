@@ -408,8 +408,8 @@ func (s *build) buildQueues() {
 }
 
 // place puts the tasks that hold resources on their nodes: first those whose GPUs the
-// tessera.dev/gpu-assignment annotation names, then the others on GPUs picked as the
-// scheduler would.
+// tessera.dev/gpu-assignment annotation names, or else the allocations of the claims
+// reserved for them, then the others on GPUs picked as the scheduler would.
 func (s *build) place() {
 	var later []*taskAcc
 	for _, ta := range s.placed {
@@ -418,7 +418,11 @@ func (s *build) place() {
 			continue
 		}
 		if !ta.hasAssignment {
-			later = append(later, ta)
+			if set := s.claimedGPUs(ta.pod, s.snap.Nodes[ta.node]); set != 0 && set.Len() == ta.live.GPU.GPUs() {
+				s.placeOn(ta, set)
+			} else {
+				later = append(later, ta)
+			}
 			continue
 		}
 		set, err := s.assigned(ta)

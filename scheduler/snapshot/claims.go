@@ -443,6 +443,32 @@ func (s *build) chargeForeignClaims() {
 	}
 }
 
+// claimedGPUs are the GPUs of node n that the claims reserved for pod p hold: its own
+// claims and the one made for its extended resources (status.extendedResourceClaimStatus).
+// A bound pod without a GPU assignment is placed where they say, which is where the
+// kubelet runs it (placedConsumer leaves them uncharged).
+func (s *build) claimedGPUs(p *corev1.Pod, n *framework.Node) framework.GPUSet {
+	names := ClaimNames(p)
+	if st := p.Status.ExtendedResourceClaimStatus; st != nil {
+		names = append(names, st.ResourceClaimName)
+	}
+	var set framework.GPUSet
+	for _, name := range names {
+		c := s.Builder.dra.claims[p.Namespace+"/"+name]
+		if c == nil || c.Status.Allocation == nil ||
+			!slices.ContainsFunc(c.Status.ReservedFor, func(r resourcev1.ResourceClaimConsumerReference) bool { return r.UID == p.UID }) {
+			continue
+		}
+		for _, r := range c.Status.Allocation.Devices.Results {
+			i := slices.IndexFunc(n.GPUs, func(g framework.GPU) bool { return g.Device == r.Device })
+			if r.Driver == tesserav1.DRADriver && r.Pool == n.Name && i >= 0 {
+				set = set.Add(i)
+			}
+		}
+	}
+	return set
+}
+
 // placedConsumer reports whether a claim is reserved for a pod of this scheduler that
 // is bound: its GPUs are placed through the pod's GPU assignment.
 func (s *build) placedConsumer(c *resourcev1.ResourceClaim) bool {
