@@ -16,6 +16,7 @@ import (
 	"github.com/tessera-gpu/tessera/internal/kubeclient"
 	"github.com/tessera-gpu/tessera/scheduler"
 	"github.com/tessera-gpu/tessera/scheduler/daemon"
+	"github.com/tessera-gpu/tessera/scheduler/snapshot"
 )
 
 func init() { register(newSchedulerCommand) }
@@ -55,9 +56,9 @@ device plugin reads. Run two replicas: one is elected leader and schedules.`,
 	fs.IntVar(&f.bindWorkers, "bind-workers", daemon.DefaultBindWorkers, "concurrent binds and evictions")
 	fs.DurationVar(&f.budgetTimeout, "disruption-budget-timeout", daemon.DefaultDisruptionBudgetTimeout,
 		"longest PodDisruptionBudgets may refuse a preemption or reclaim victim's eviction; then the pod is deleted")
-	fs.StringVar(&f.claims, "extended-resource-claims", daemon.ExtendedClaimsAuto,
+	fs.StringVar(&f.claims, "extended-resource-claims", snapshot.ExtendedClaimsAuto,
 		"give pods asking tessera.dev/gpu, tessera.dev/gpu-memory or nvidia.com/gpu their GPUs through a ResourceClaim the scheduler makes (as kube-scheduler does for extended resources backed by DRA): "+
-			strings.Join(daemon.ExtendedClaimsModes, ", ")+"; auto: on nodes whose GPUs are DRA devices and whose kubelet is "+daemon.MinExtendedClaimsKubelet.String()+" or later, on: on every node whose GPUs are DRA devices")
+			strings.Join(snapshot.ExtendedClaimsModes, ", ")+"; auto: on nodes whose GPUs are DRA devices and whose kubelet is "+tesserav1.ExtendedResourceClaimsKubelet+" or later, on: on every node whose GPUs are DRA devices")
 	fs.Float32Var(&f.qps, "kube-api-qps", 500, "client QPS towards the API server")
 	fs.IntVar(&f.burst, "kube-api-burst", 1000, "client burst towards the API server")
 	f.serving.AddFlags(fs, "tessera-scheduler")
@@ -75,8 +76,8 @@ func (f schedulerFlags) validate() error {
 		qps = fmt.Errorf("--kube-api-qps %g: must be positive (for example --kube-api-qps=500)", f.qps)
 	}
 	var claims error
-	if !slices.Contains(daemon.ExtendedClaimsModes, f.claims) {
-		claims = fmt.Errorf("--extended-resource-claims %q: want one of %s", f.claims, strings.Join(daemon.ExtendedClaimsModes, ", "))
+	if !slices.Contains(snapshot.ExtendedClaimsModes, f.claims) {
+		claims = fmt.Errorf("--extended-resource-claims %q: want one of %s", f.claims, strings.Join(snapshot.ExtendedClaimsModes, ", "))
 	}
 	return checks(name, claims,
 		positive("period", f.period, "1s"),
@@ -114,8 +115,9 @@ func prepareScheduler(f schedulerFlags) (func(context.Context) error, error) {
 		err := untilDone(ctx, func() (err error) {
 			mgr, _, err = daemon.NewManager(cfg, scheme, daemon.Config{
 				Scheduler: scfg, SchedulerName: f.schedulerName,
-				Daemon:  daemon.Options{Period: f.period, BindWorkers: f.bindWorkers, DisruptionBudgetTimeout: f.budgetTimeout, ExtendedResourceClaims: f.claims},
-				Serving: f.serving, Registerer: crmetrics.Registry, Log: log.WithName("scheduler"),
+				Daemon:                 daemon.Options{Period: f.period, BindWorkers: f.bindWorkers, DisruptionBudgetTimeout: f.budgetTimeout},
+				ExtendedResourceClaims: f.claims,
+				Serving:                f.serving, Registerer: crmetrics.Registry, Log: log.WithName("scheduler"),
 			})
 			return err
 		})

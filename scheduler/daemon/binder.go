@@ -129,7 +129,7 @@ func (b *Binder) bind(ctx context.Context, state *cache.State, bindings []schedu
 		pipelined[j] = true
 	}
 	var made map[types.UID]*resourcev1.ResourceClaim
-	if b.opts.ExtendedResourceClaims != ExtendedClaimsOff && len(state.Claims) > 0 {
+	if len(bindings) > 0 && len(state.Claims) > 0 {
 		made = extendedClaimsOf(state)
 	}
 	var ok, bad, stopped atomic.Int64
@@ -175,7 +175,7 @@ func (b *Binder) bind(ctx context.Context, state *cache.State, bindings []schedu
 func (b *Binder) bindOne(ctx context.Context, state *cache.State, pod *corev1.Pod, bd scheduler.Binding, made map[types.UID]*resourcev1.ResourceClaim) error {
 	claims, err := b.allocateClaims(ctx, state, pod, bd)
 	var extended *resourcev1.ResourceClaim
-	if err == nil && b.viaClaim(state, bd) {
+	if err == nil && viaClaim(bd) {
 		extended, err = b.extendedClaim(ctx, state, pod, bd, made)
 	}
 	if err == nil && (len(claims) > 0 || extended != nil) {

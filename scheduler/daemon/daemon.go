@@ -40,10 +40,6 @@ type Options struct {
 	// as kube-scheduler's preemption deletes its victims. Default
 	// DefaultDisruptionBudgetTimeout.
 	DisruptionBudgetTimeout time.Duration
-	// ExtendedResourceClaims says whether pods asking GPUs as extended resources get them
-	// through a ResourceClaim the scheduler makes (ExtendedClaimsModes); default
-	// ExtendedClaimsAuto.
-	ExtendedResourceClaims string
 	// Now is the clock; default time.Now.
 	Now func() time.Time
 }
@@ -65,9 +61,6 @@ func (o *Options) defaults() {
 	}
 	if o.DisruptionBudgetTimeout <= 0 {
 		o.DisruptionBudgetTimeout = DefaultDisruptionBudgetTimeout
-	}
-	if o.ExtendedResourceClaims == "" {
-		o.ExtendedResourceClaims = ExtendedClaimsAuto
 	}
 	if o.Now == nil {
 		o.Now = time.Now

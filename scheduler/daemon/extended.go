@@ -18,7 +18,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/version"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -28,57 +27,14 @@ import (
 	"github.com/tessera-gpu/tessera/scheduler/framework"
 )
 
-// Extended-resource claim modes (Options.ExtendedResourceClaims): whether a pod asking
-// GPUs as extended resources (tessera.dev/gpu, tessera.dev/gpu-memory, nvidia.com/gpu)
-// gets them through a ResourceClaim the scheduler makes for it, as kube-scheduler does
-// for extended resources backed by DRA (KEP-5004), rather than through the node agent's
-// device plugin.
-const (
-	// ExtendedClaimsAuto: on nodes whose GPUs are published as DRA devices and whose
-	// kubelet is at least MinExtendedClaimsKubelet, where DRAExtendedResource is always on
-	// (the node agent's own auto stops its device plugins there).
-	ExtendedClaimsAuto = "auto"
-	// ExtendedClaimsOn: on every node whose GPUs are published as DRA devices; its
-	// kubelet must have the feature gate DRAExtendedResource on (Kubernetes 1.36 and
-	// later by default).
-	ExtendedClaimsOn = "on"
-	// ExtendedClaimsOff: never; the device plugin delivers such pods' GPUs.
-	ExtendedClaimsOff = "off"
-)
-
-// ExtendedClaimsModes lists the modes, the command line's default first.
-var ExtendedClaimsModes = []string{ExtendedClaimsAuto, ExtendedClaimsOn, ExtendedClaimsOff}
-
-// MinExtendedClaimsKubelet is the first kubelet release whose feature DRAExtendedResource
-// cannot be turned off (GA, locked on): there the kubelet always prepares the claim that
-// status.extendedResourceClaimStatus names, and its API server always keeps the field.
-var MinExtendedClaimsKubelet = version.MustParseGeneric(tesserav1.ExtendedResourceClaimsKubelet)
-
 // claimedResources are the extended resources a scheduler-made claim carries, sorted.
 var claimedResources = []corev1.ResourceName{tesserav1.ResourceNvidiaGPU, tesserav1.ResourceGPU, tesserav1.ResourceGPUMemory}
 
 // viaClaim reports whether the GPUs that bd places a pod on reach it through a claim the
 // scheduler makes: the pod asks them as extended resources, not through claims of its
-// own, and the mode takes the node.
-func (b *Binder) viaClaim(state *cache.State, bd scheduler.Binding) bool {
-	mode := b.opts.ExtendedResourceClaims
-	if mode == ExtendedClaimsOff || bd.GPUs == 0 || bd.Task.GPU.Claim != nil {
-		return false
-	}
-	for _, i := range bd.GPUs.Indices() {
-		if bd.Node.GPUs[i].Device == "" {
-			return false
-		}
-	}
-	if mode == ExtendedClaimsOn {
-		return true
-	}
-	n := state.Nodes[bd.Node.Name]
-	if n == nil {
-		return false
-	}
-	v, err := version.ParseGeneric(n.Status.NodeInfo.KubeletVersion)
-	return err == nil && v.AtLeast(MinExtendedClaimsKubelet)
+// own, on GPUs that claims carry (snapshot.Options.ExtendedResourceClaims).
+func viaClaim(bd scheduler.Binding) bool {
+	return bd.GPUs != 0 && bd.Task.GPU.Claim == nil && bd.Node.GPUs[bd.GPUs.Indices()[0]].ViaClaims
 }
 
 // extendedClaimsOf indexes the claims the scheduler made for pods' extended resources
@@ -152,7 +108,7 @@ func (b *Binder) extendedClaim(ctx context.Context, state *cache.State, pod *cor
 	}
 	if cp.Status.ExtendedResourceClaimStatus == nil {
 		return c, errors.New("the API server dropped status.extendedResourceClaimStatus: it needs the feature gate DRAExtendedResource " +
-			"(Kubernetes 1.36 and later: on by default), or set the scheduler's --extended-resource-claims=off")
+			"(Kubernetes 1.36 and later: on by default); or set the scheduler's --extended-resource-claims to auto or off")
 	}
 	return c, nil
 }
