@@ -84,7 +84,9 @@ ResourceSlice pool (a device gpu-<index> per GPU, with a consumable memory capac
 memory where --mps is on and the GPU is in EXCLUSIVE_PROCESS compute mode) and prepares the claims
 allocated on the node, handing each its GPU as CDI devices and, for a memory share, the MPS limit
 and pipe directory (a CDI spec per claim in --cdi-spec-dir). A share on a GPU without MPS is
-refused. The device plugins keep serving, so that pods asking for tessera.dev/gpu keep working.
+refused. The device plugins keep serving, so that pods asking for tessera.dev/gpu keep working,
+unless --extended-resource-claims leaves their GPUs to the claims Tessera's scheduler makes for
+them (auto: on a kubelet of 1.37 or later): then GPUs reach containers only through claims.
 
 GPUs are handed out only while the NVIDIA container toolkit's configuration (--toolkit-config)
 sets accept-nvidia-visible-devices-envvar-when-unprivileged = false: otherwise any pod could pick
