@@ -63,11 +63,20 @@ func (h *harness) extendedClaims() []resourcev1.ResourceClaim {
 
 func (h *harness) getPod(name string) *corev1.Pod {
 	h.t.Helper()
-	p := &corev1.Pod{}
-	if err := h.c.Get(h.ctx, client.ObjectKey{Namespace: h.ns, Name: name}, p); err != nil {
-		h.t.Fatal(err)
-	}
-	return p
+	return get(h, name, &corev1.Pod{})
+}
+
+// extendedPod starts a scheduler on a node of gpus GPUs that claims carry, creates the
+// pod w builds, asking resource, and returns it once bound, with its claim (claimOf).
+func (h *harness) extendedPod(gpus int, w *apitest.PodWrapper, resource corev1.ResourceName) (*corev1.Pod, *resourcev1.ResourceClaim) {
+	h.t.Helper()
+	h.extendedNode("a", gpus)
+	h.run(h.daemon(nil))
+	name := h.pod(w).Name
+	h.waitPodBound(name, name, 20*time.Second)
+	p := h.getPod(name)
+	// Requests sorted by name: cpu, memory, then the GPU resource.
+	return p, h.claimOf(p, resource, "container-0-request-2")
 }
 
 // claimOf checks that pod carries its GPUs in one claim the scheduler made for it,
@@ -114,12 +123,7 @@ func (h *harness) claimOf(p *corev1.Pod, resource corev1.ResourceName, request s
 // second pod takes the other GPU and a third waits.
 func TestDRAExtendedResourceWholeGPU(t *testing.T) {
 	h := newHarness(t)
-	h.extendedNode("a", 2)
-	h.run(h.daemon(nil))
-	h.pod(h.makePod("first").GPU(1))
-	h.waitPodBound("first", "first", 20*time.Second)
-	// Requests sorted by name: cpu, memory, tessera.dev/gpu.
-	first := h.claimOf(h.getPod("first"), tesserav1.ResourceGPU, "container-0-request-2")
+	_, first := h.extendedPod(2, h.makePod("first").GPU(1), tesserav1.ResourceGPU)
 	e := first.Spec.Devices.Requests[0].Exactly
 	if len(first.Spec.Devices.Requests) != 1 || e.DeviceClassName != tesserav1.DeviceClassGPU || e.Count != 1 || e.Capacity != nil {
 		t.Errorf("claim requests %+v, want one of 1 %s", first.Spec.Devices.Requests, tesserav1.DeviceClassGPU)
@@ -148,12 +152,7 @@ func TestDRAExtendedResourceWholeGPU(t *testing.T) {
 // is released.
 func TestDRAExtendedResourceShare(t *testing.T) {
 	h := newHarness(t)
-	h.extendedNode("a", 1)
-	h.run(h.daemon(nil))
-	h.pod(h.makePod("share").GPUMemory(10240))
-	h.waitPodBound("share", "share", 20*time.Second)
-	p := h.getPod("share")
-	c := h.claimOf(p, tesserav1.ResourceGPUMemory, "container-0-request-2")
+	p, c := h.extendedPod(1, h.makePod("share").GPUMemory(10240), tesserav1.ResourceGPUMemory)
 	e := c.Spec.Devices.Requests[0].Exactly
 	if q := e.Capacity.Requests[tesserav1.DeviceCapacityMemory]; e.DeviceClassName != tesserav1.DeviceClassGPUShare || q.Cmp(resource.MustParse("10Gi")) != 0 {
 		t.Errorf("claim request %+v, want a share of 10Gi of %s", e, tesserav1.DeviceClassGPUShare)
@@ -177,16 +176,7 @@ func TestDRAExtendedResourceShare(t *testing.T) {
 // TestDRAExtendedResourceGangAllOrNothing: a gang that cannot bind whole makes no claim.
 func TestDRAExtendedResourceGangAllOrNothing(t *testing.T) {
 	h := newHarness(t)
-	h.extendedNode("a", 2)
-	h.podGroup("g", 3, "")
-	h.run(h.daemon(nil))
-	for i := range 3 {
-		h.pod(h.makePod(fmt.Sprintf("g-%d", i)).Group("g").GPU(1))
-	}
-	time.Sleep(20 * h.period)
-	if n := h.bound(); n != 0 {
-		t.Errorf("%d pods of the gang bound, want none", n)
-	}
+	h.gangOfThree(h.extendedNode, func(w *apitest.PodWrapper) { h.pod(w.GPU(1)) })
 	for _, c := range h.extendedClaims() {
 		t.Errorf("claim %s made (allocated %q) for a gang that cannot bind", c.Name, allocated(&c))
 	}

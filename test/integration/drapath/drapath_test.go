@@ -358,6 +358,23 @@ func sharing(devices []resourcev1.Device) []string {
 	return out
 }
 
+// shared is the GPU of startDGX's DGX A100 set up for shares.
+const shared = 3
+
+// startDGX runs the DRA path (startDRAPath, claims the scheduler's extended-resource
+// claims mode) on a DGX A100 whose GPU shared alone is in EXCLUSIVE_PROCESS compute mode,
+// on a node and namespace named prefix-<run>.
+func startDGX(t *testing.T, prefix, claims string) (*draPath, *nvidiatest.Node) {
+	t.Helper()
+	if env == nil {
+		testenv.SkipOrFail(t, fmt.Errorf("no API server"))
+	}
+	gpus := nvidiatest.DGXA100()
+	gpus.SetComputeMode(shared, nvml.COMPUTEMODE_EXCLUSIVE_PROCESS)
+	name := fmt.Sprintf("%s-%d", prefix, runs.Add(1)) // -count reruns on the same API server
+	return startDRAPath(testenv.Context(t, 3*time.Minute), t, env, name, name, gpus, claims), gpus
+}
+
 // TestDRAAgentSchedulerKubelet follows GPU claims through the whole DRA path against a
 // real API server: the node agent publishes a DGX A100's GPUs, only GPU 3 (in
 // EXCLUSIVE_PROCESS compute mode, MPS on) for shares; Tessera's scheduler allocates a
@@ -368,15 +385,7 @@ func sharing(devices []resourcev1.Device) []string {
 // to its share), until the first share's pod ends: then it lands on GPU 3, rounded up
 // to the agent's 1Gi share step.
 func TestDRAAgentSchedulerKubelet(t *testing.T) {
-	if env == nil {
-		testenv.SkipOrFail(t, fmt.Errorf("no API server"))
-	}
-	ctx := testenv.Context(t, 3*time.Minute)
-	const shared = 3
-	gpus := nvidiatest.DGXA100()
-	gpus.SetComputeMode(shared, nvml.COMPUTEMODE_EXCLUSIVE_PROCESS)
-	name := fmt.Sprintf("dra-path-%d", runs.Add(1)) // -count reruns on the same API server
-	p := startDRAPath(ctx, t, env, name, name, gpus, "")
+	p, gpus := startDGX(t, "dra-path", "")
 
 	p.devices("the node's GPUs published, GPU 3 alone for shares", func(devices []resourcev1.Device) string {
 		if len(devices) != len(gpus.Devices) || !slices.Equal(sharing(devices), []string{dra.DeviceName(shared)}) {
@@ -444,15 +453,7 @@ func TestDRAAgentSchedulerKubelet(t *testing.T) {
 // finds it and prepares it on the agent's plugin socket, getting the CDI devices of
 // exactly that GPU, the share held to its memory by MPS.
 func TestDRAExtendedResourceAgentSchedulerKubelet(t *testing.T) {
-	if env == nil {
-		testenv.SkipOrFail(t, fmt.Errorf("no API server"))
-	}
-	ctx := testenv.Context(t, 3*time.Minute)
-	const shared = 3
-	gpus := nvidiatest.DGXA100()
-	gpus.SetComputeMode(shared, nvml.COMPUTEMODE_EXCLUSIVE_PROCESS)
-	name := fmt.Sprintf("dra-extended-%d", runs.Add(1))
-	p := startDRAPath(ctx, t, env, name, name, gpus, snapshot.ExtendedClaimsOn)
+	p, gpus := startDGX(t, "dra-extended", snapshot.ExtendedClaimsOn)
 	p.devices("the node's GPUs published", func(devices []resourcev1.Device) string {
 		if len(devices) != len(gpus.Devices) {
 			return fmt.Sprintf("%d devices, want %d", len(devices), len(gpus.Devices))
@@ -461,7 +462,7 @@ func TestDRAExtendedResourceAgentSchedulerKubelet(t *testing.T) {
 	})
 	for _, w := range []*apitest.PodWrapper{apitest.MakePod("whole", p.ns).GPU(1), apitest.MakePod("share", p.ns).GPUMemory(10240)} {
 		pod := w.SchedulerName(tesserav1.SchedulerName).RequestAndLimit(corev1.ResourceCPU, "1").RequestAndLimit(corev1.ResourceMemory, "1Gi").Obj()
-		must(t, "pod "+pod.Name, p.c.Create(ctx, pod))
+		must(t, "pod "+pod.Name, p.c.Create(p.ctx, pod))
 	}
 	claims := map[string]string{}
 	for _, name := range []string{"whole", "share"} {
