@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -17,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/version"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -78,6 +80,14 @@ type Config struct {
 	// resource.k8s.io/v1 ResourceSlices. The device plugin serves its extended resources
 	// either way, so that pods asking for them keep working; claims go through DRA.
 	DRA string
+	// ExtendedResourceClaims says whether pods asking tessera.dev/gpu or
+	// tessera.dev/gpu-memory get their GPUs through the claims Tessera's scheduler makes
+	// for them (the scheduler's --extended-resource-claims), so that the device plugins
+	// of tessera.dev/gpu and tessera.dev/gpu-slice do not serve and GPUs reach containers
+	// only through claims: DRAOn (while the agent is the DRA driver), DRAOff (also when
+	// empty), or DRAAuto: while the agent is the DRA driver and the node's kubelet is
+	// tesserav1.ExtendedResourceClaimsKubelet or later, as the scheduler's auto decides.
+	ExtendedResourceClaims string
 	// DRAShareStep is the granularity of memory shares of the DRA devices (default 1Gi).
 	DRAShareStep resource.Quantity
 	// CDISpecDir is where the DRA driver writes the claims' CDI specs (default
@@ -243,7 +253,33 @@ func New(cfg Config, deps Deps) (*Agent, error) {
 	default:
 		return nil, fmt.Errorf("DRA mode %q: want one of %s", cfg.DRA, strings.Join(DRAModes, ", "))
 	}
+	if m := cfg.ExtendedResourceClaims; m != "" && !slices.Contains(DRAModes, m) {
+		return nil, fmt.Errorf("extended-resource claims mode %q: want one of %s", m, strings.Join(DRAModes, ", "))
+	}
 	return a, nil
+}
+
+// claimsCarryGPUs decides whether the GPUs of pods asking the extended resources reach
+// them through the claims the scheduler makes (Config.ExtendedResourceClaims), once the
+// DRA driver is decided: then the device plugins do not serve.
+func (a *Agent) claimsCarryGPUs(ctx context.Context) bool {
+	switch a.cfg.ExtendedResourceClaims {
+	case DRAOn:
+		return a.dra != nil
+	case DRAAuto:
+	default:
+		return false
+	}
+	if a.dra == nil {
+		return false
+	}
+	n, err := a.deps.Kube.CoreV1().Nodes().Get(ctx, a.cfg.NodeName, metav1.GetOptions{})
+	if err != nil {
+		a.deps.Log.Error(err, "Cannot read the node's kubelet version; the device plugins serve tessera.dev/gpu (set --extended-resource-claims=on to leave them to claims)")
+		return false
+	}
+	v, err := version.ParseGeneric(n.Status.NodeInfo.KubeletVersion)
+	return err == nil && v.AtLeast(version.MustParseGeneric(tesserav1.ExtendedResourceClaimsKubelet))
 }
 
 // draServed decides DRA auto mode: on when the API server serves resource.k8s.io/v1
@@ -294,15 +330,20 @@ func (a *Agent) Run(ctx context.Context) error {
 		a.deps.Log.Info("UNSAFE: the NVIDIA container toolkit's configuration is not checked (--unsafe-skip-toolkit-check): "+
 			"where it takes device lists from NVIDIA_VISIBLE_DEVICES, any pod can reach any GPU of this node", "config", a.cfg.ToolkitConfig)
 	}
+	if a.dra != nil && a.cfg.DRA == DRAAuto && !a.draServed(ctx) {
+		a.dra = nil
+	}
+	if len(a.plugins) > 0 && a.claimsCarryGPUs(ctx) {
+		a.deps.Log.Info("GPUs of pods asking "+string(tesserav1.ResourceGPU)+" or "+string(tesserav1.ResourceGPUMemory)+" reach them through the claims Tessera's scheduler makes: the device plugins do not serve",
+			"driver", dra.DriverName)
+		a.plugins = nil
+	}
 	for _, p := range a.plugins {
 		wg.Go(func() {
 			if err := p.Run(ctx); err != nil {
 				a.deps.Log.Error(err, "Device plugin stopped")
 			}
 		})
-	}
-	if a.dra != nil && a.cfg.DRA == DRAAuto && !a.draServed(ctx) {
-		a.dra = nil
 	}
 	if a.dra != nil {
 		wg.Go(func() {

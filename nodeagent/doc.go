@@ -18,7 +18,9 @@
 // mode changed with nvidia-smi or a GPU turning unhealthy reaches the pool, and prepares
 // the claims allocated on the node through the kubelet plugin, with a CDI spec per claim
 // (package cdi). The device plugin keeps serving its extended resources then, so that
-// pods asking for tessera.dev/gpu keep working; claims go through DRA. While the
+// pods asking for tessera.dev/gpu keep working, unless Config.ExtendedResourceClaims
+// leaves their GPUs to the claims Tessera's scheduler makes for them (KEP-5004's
+// extended resources backed by DRA): then GPUs reach containers only through claims. While the
 // container toolkit's configuration refuses delivery, the pool is published empty and
 // every claim is refused, as the device plugin advertises no device.
 package nodeagent

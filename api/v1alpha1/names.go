@@ -147,6 +147,14 @@ const (
 	DeviceAttributeSharing = "sharing"
 )
 
+// ExtendedResourceClaimsKubelet is the first kubelet release (major.minor) whose feature
+// DRAExtendedResource is always on: it prepares the claim a pod's
+// status.extendedResourceClaimStatus names for the pod's extended resources. Where the
+// scheduler and the node agent are left to decide (auto), a node whose kubelet is at
+// least this release gets the GPUs of pods asking tessera.dev/gpu or
+// tessera.dev/gpu-memory through a claim the scheduler makes, never the device plugin.
+const ExtendedResourceClaimsKubelet = "1.37"
+
 // GPUMemoryPressurePercent is the share of a GPU's memory, in percent, above which the
 // sum of its pods' actual use counts as pressure: the pod furthest above its GPU-memory
 // request, relative to its request, is evicted. 95% leaves about 4 GiB of an 80 GiB GPU,

@@ -29,6 +29,7 @@ import (
 	"k8s.io/dynamic-resource-allocation/kubeletplugin"
 	pb "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 
+	tesserav1 "github.com/tessera-gpu/tessera/api/v1alpha1"
 	"github.com/tessera-gpu/tessera/internal/cli"
 	"github.com/tessera-gpu/tessera/internal/kubeclient"
 	"github.com/tessera-gpu/tessera/nodeagent"
@@ -83,7 +84,9 @@ ResourceSlice pool (a device gpu-<index> per GPU, with a consumable memory capac
 memory where --mps is on and the GPU is in EXCLUSIVE_PROCESS compute mode) and prepares the claims
 allocated on the node, handing each its GPU as CDI devices and, for a memory share, the MPS limit
 and pipe directory (a CDI spec per claim in --cdi-spec-dir). A share on a GPU without MPS is
-refused. The device plugins keep serving, so that pods asking for tessera.dev/gpu keep working.
+refused. The device plugins keep serving, so that pods asking for tessera.dev/gpu keep working,
+unless --extended-resource-claims leaves their GPUs to the claims Tessera's scheduler makes for
+them (auto: on a kubelet of 1.37 or later): then GPUs reach containers only through claims.
 
 GPUs are handed out only while the NVIDIA container toolkit's configuration (--toolkit-config)
 sets accept-nvidia-visible-devices-envvar-when-unprivileged = false: otherwise any pod could pick
@@ -121,7 +124,10 @@ Exit codes: 0 stopped by SIGINT or SIGTERM, 1 failed, 2 unusable flags or kubeco
 	fs.StringVar(&f.cfg.ProcRoot, "proc-root", "/proc", "the host's /proc, to map GPU processes to pods through their cgroups")
 	fs.StringVar(&f.cfg.DevicePluginDir, "device-plugin-dir", pb.DevicePluginPath, "kubelet device plugin directory (holds kubelet.sock); empty disables the device plugin")
 	fs.StringVar(&f.cfg.DRA, "dra", nodeagent.DRAAuto, "be the node's Dynamic Resource Allocation driver "+dra.DriverName+" (publish the GPUs as ResourceSlices, prepare claims): "+
-		strings.Join(nodeagent.DRAModes, ", ")+"; auto: when the API server serves resource.k8s.io/v1. The device plugins keep serving either way")
+		strings.Join(nodeagent.DRAModes, ", ")+"; auto: when the API server serves resource.k8s.io/v1. The device plugins keep serving unless --extended-resource-claims leaves GPUs to claims")
+	fs.StringVar(&f.cfg.ExtendedResourceClaims, "extended-resource-claims", nodeagent.DRAAuto, "leave the GPUs of pods asking "+string(tesserav1.ResourceGPU)+" or "+string(tesserav1.ResourceGPUMemory)+
+		" to the claims Tessera's scheduler makes for them (its --extended-resource-claims), the device plugins not serving: "+strings.Join(nodeagent.DRAModes, ", ")+
+		"; auto: while the agent is the DRA driver and the node's kubelet is "+tesserav1.ExtendedResourceClaimsKubelet+" or later, on: while it is the DRA driver")
 	fs.StringVar(&f.shareStep, "dra-share-step", dra.DefaultShareStep.String(), "granularity of the GPU-memory shares DRA claims consume (a quantity: 1Gi, 512Mi)")
 	fs.StringVar(&f.cfg.CDISpecDir, "cdi-spec-dir", cdi.DefaultDir, "directory the container runtime reads CDI specs from; the DRA driver writes one per prepared claim")
 	fs.StringVar(&f.cfg.KubeletPluginsDir, "kubelet-plugins-dir", kubeletplugin.KubeletPluginsDir, "the kubelet's plugin directory: the DRA driver's socket is in <dir>/"+dra.DriverName)
@@ -178,6 +184,9 @@ func (f agentFlags) validate() error {
 	}
 	if !slices.Contains(nodeagent.DRAModes, f.cfg.DRA) {
 		errs = append(errs, fmt.Errorf("--dra %q: want one of %s", f.cfg.DRA, strings.Join(nodeagent.DRAModes, ", ")))
+	}
+	if !slices.Contains(nodeagent.DRAModes, f.cfg.ExtendedResourceClaims) {
+		errs = append(errs, fmt.Errorf("--extended-resource-claims %q: want one of %s", f.cfg.ExtendedResourceClaims, strings.Join(nodeagent.DRAModes, ", ")))
 	}
 	if q, err := resource.ParseQuantity(f.shareStep); err != nil || q.Value() < 1<<20 {
 		errs = append(errs, fmt.Errorf("--dra-share-step %q: want a quantity of 1Mi or more, for example --dra-share-step=1Gi", f.shareStep))

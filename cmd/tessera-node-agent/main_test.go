@@ -115,6 +115,7 @@ func TestFlagsCheckedBeforeConnecting(t *testing.T) {
 		{[]string{"--cdi-kind=nvidia.com"}, `--cdi-kind "nvidia.com": want vendor/class`},
 		{[]string{"--slices-per-gpu=-1"}, "--slices-per-gpu -1: must not be negative"},
 		{[]string{"--dra=yes"}, `--dra "yes": want one of auto, on, off`},
+		{[]string{"--extended-resource-claims=yes"}, `--extended-resource-claims "yes": want one of auto, on, off`},
 		{[]string{"--dra-share-step=1G1"}, `--dra-share-step "1G1": want a quantity of 1Mi or more`},
 		{[]string{"--dra-share-step=1Ki"}, `--dra-share-step "1Ki": want a quantity of 1Mi or more`},
 		{[]string{"--cdi-spec-dir=cdi"}, `--cdi-spec-dir "cdi": want an absolute path`},

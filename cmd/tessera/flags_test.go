@@ -27,6 +27,7 @@ func TestFlagsCheckedBeforeConnecting(t *testing.T) {
 		want string
 	}{
 		{append(sched, "--bind-workers=0"), "--bind-workers 0: must be 1 or more"},
+		{append(sched, "--extended-resource-claims=yes"), `--extended-resource-claims "yes": want one of auto, on, off`},
 		{append(sched, "--period=0"), "--period 0s: must be positive (for example --period=1s)"},
 		{append(sched, "--period=-1s"), "--period -1s: must be positive"},
 		{append(sched, "--kube-api-qps=0"), "--kube-api-qps 0: must be positive"},

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	"github.com/tessera-gpu/tessera/internal/kubeclient"
 	"github.com/tessera-gpu/tessera/scheduler"
 	"github.com/tessera-gpu/tessera/scheduler/daemon"
+	"github.com/tessera-gpu/tessera/scheduler/snapshot"
 )
 
 func init() { register(newSchedulerCommand) }
@@ -29,6 +31,7 @@ type schedulerFlags struct {
 	qps           float32
 	burst         int
 	budgetTimeout time.Duration
+	claims        string
 	serving       controller.Serving
 }
 
@@ -53,6 +56,9 @@ device plugin reads. Run two replicas: one is elected leader and schedules.`,
 	fs.IntVar(&f.bindWorkers, "bind-workers", daemon.DefaultBindWorkers, "concurrent binds and evictions")
 	fs.DurationVar(&f.budgetTimeout, "disruption-budget-timeout", daemon.DefaultDisruptionBudgetTimeout,
 		"longest PodDisruptionBudgets may refuse a preemption or reclaim victim's eviction; then the pod is deleted")
+	fs.StringVar(&f.claims, "extended-resource-claims", snapshot.ExtendedClaimsAuto,
+		"give pods asking tessera.dev/gpu, tessera.dev/gpu-memory or nvidia.com/gpu their GPUs through a ResourceClaim the scheduler makes (as kube-scheduler does for extended resources backed by DRA): "+
+			strings.Join(snapshot.ExtendedClaimsModes, ", ")+"; auto: on nodes whose GPUs are DRA devices and whose kubelet is "+tesserav1.ExtendedResourceClaimsKubelet+" or later, on: on every node whose GPUs are DRA devices")
 	fs.Float32Var(&f.qps, "kube-api-qps", 500, "client QPS towards the API server")
 	fs.IntVar(&f.burst, "kube-api-burst", 1000, "client burst towards the API server")
 	f.serving.AddFlags(fs, "tessera-scheduler")
@@ -69,7 +75,11 @@ func (f schedulerFlags) validate() error {
 	if !(f.qps > 0) {
 		qps = fmt.Errorf("--kube-api-qps %g: must be positive (for example --kube-api-qps=500)", f.qps)
 	}
-	return checks(name,
+	var claims error
+	if !slices.Contains(snapshot.ExtendedClaimsModes, f.claims) {
+		claims = fmt.Errorf("--extended-resource-claims %q: want one of %s", f.claims, strings.Join(snapshot.ExtendedClaimsModes, ", "))
+	}
+	return checks(name, claims,
 		positive("period", f.period, "1s"),
 		positive("disruption-budget-timeout", f.budgetTimeout, "10m"),
 		atLeast("bind-workers", f.bindWorkers, 1, "the binds and evictions that run at once"),
@@ -105,8 +115,9 @@ func prepareScheduler(f schedulerFlags) (func(context.Context) error, error) {
 		err := untilDone(ctx, func() (err error) {
 			mgr, _, err = daemon.NewManager(cfg, scheme, daemon.Config{
 				Scheduler: scfg, SchedulerName: f.schedulerName,
-				Daemon:  daemon.Options{Period: f.period, BindWorkers: f.bindWorkers, DisruptionBudgetTimeout: f.budgetTimeout},
-				Serving: f.serving, Registerer: crmetrics.Registry, Log: log.WithName("scheduler"),
+				Daemon:                 daemon.Options{Period: f.period, BindWorkers: f.bindWorkers, DisruptionBudgetTimeout: f.budgetTimeout},
+				ExtendedResourceClaims: f.claims,
+				Serving:                f.serving, Registerer: crmetrics.Registry, Log: log.WithName("scheduler"),
 			})
 			return err
 		})

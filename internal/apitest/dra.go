@@ -6,20 +6,23 @@ import (
 	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	tesserav1 "github.com/tessera-gpu/tessera/api/v1alpha1"
 )
 
-// DeviceClasses are Tessera's two DeviceClasses as the chart installs them: whole GPUs,
-// and shares of one GPU's memory.
+// DeviceClasses are Tessera's two DeviceClasses as the chart installs them: whole GPUs
+// (the class of extended resource tessera.dev/gpu), and shares of one GPU's memory.
 func DeviceClasses() []*resourcev1.DeviceClass {
 	class := func(name, expr string) *resourcev1.DeviceClass {
 		return &resourcev1.DeviceClass{ObjectMeta: metav1.ObjectMeta{Name: name},
 			Spec: resourcev1.DeviceClassSpec{Selectors: []resourcev1.DeviceSelector{{CEL: &resourcev1.CELDeviceSelector{Expression: expr}}}}}
 	}
 	driver := fmt.Sprintf("device.driver == %q", tesserav1.DRADriver)
+	gpu := class(tesserav1.DeviceClassGPU, driver)
+	gpu.Spec.ExtendedResourceName = ptr.To(string(tesserav1.ResourceGPU))
 	return []*resourcev1.DeviceClass{
-		class(tesserav1.DeviceClassGPU, driver),
+		gpu,
 		class(tesserav1.DeviceClassGPUShare, fmt.Sprintf("%s && device.attributes[%q].%s", driver, tesserav1.DRADriver, tesserav1.DeviceAttributeSharing)),
 	}
 }

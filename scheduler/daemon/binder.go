@@ -9,6 +9,7 @@ import (
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -127,6 +128,10 @@ func (b *Binder) bind(ctx context.Context, state *cache.State, bindings []schedu
 	for j := range skip {
 		pipelined[j] = true
 	}
+	var made map[types.UID]*resourcev1.ResourceClaim
+	if len(bindings) > 0 && len(state.Claims) > 0 {
+		made = extendedClaimsOf(state)
+	}
 	var ok, bad, stopped atomic.Int64
 	// Background, not ctx: once ctx is done every binding is still tried (and fails at
 	// once), so that the count of those the stop cut short is whole.
@@ -139,7 +144,7 @@ func (b *Binder) bind(ctx context.Context, state *cache.State, bindings []schedu
 		if pod == nil {
 			return
 		}
-		if err := b.bindOne(ctx, state, pod, bd); err != nil {
+		if err := b.bindOne(ctx, state, pod, bd, made); err != nil {
 			if ctx.Err() != nil {
 				// The scheduler is stopping (terminated, or its lease lost): not the pod's
 				// failure, and no event per pod while thousands of binds are cut short.
@@ -164,10 +169,16 @@ func (b *Binder) bind(ctx context.Context, state *cache.State, bindings []schedu
 
 // bindOne writes one Binding carrying the GPU assignment and the pod's UID, which the
 // API server copies onto the pod: one write per pod, after the allocation of its
-// resource claims, if any (released again should the bind fail).
-func (b *Binder) bindOne(ctx context.Context, state *cache.State, pod *corev1.Pod, bd scheduler.Binding) error {
+// resource claims, if any (released again should the bind fail), or of the claim made
+// for its extended resources (deleted again should the bind fail); made are the claims
+// made so far, by pod UID.
+func (b *Binder) bindOne(ctx context.Context, state *cache.State, pod *corev1.Pod, bd scheduler.Binding, made map[types.UID]*resourcev1.ResourceClaim) error {
 	claims, err := b.allocateClaims(ctx, state, pod, bd)
-	if err == nil && len(claims) > 0 {
+	var extended *resourcev1.ResourceClaim
+	if err == nil && viaClaim(bd) {
+		extended, err = b.extendedClaim(ctx, state, pod, bd, made)
+	}
+	if err == nil && (len(claims) > 0 || extended != nil) {
 		err = failpoint.Inject(failpoint.SchedulerClaimsAllocated)
 	}
 	if err == nil {
@@ -182,6 +193,9 @@ func (b *Binder) bindOne(ctx context.Context, state *cache.State, pod *corev1.Po
 			if rerr := b.release(context.Background(), c); rerr != nil {
 				b.log.Info("releasing the claim of a pod that did not bind failed; retried once its pod is gone", "claim", c.Namespace+"/"+c.Name, "error", rerr.Error())
 			}
+		}
+		if extended != nil {
+			b.dropExtendedClaim(extended)
 		}
 	}
 	return err

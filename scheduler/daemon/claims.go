@@ -44,38 +44,51 @@ func (b *Binder) allocateClaims(ctx context.Context, state *cache.State, pod *co
 			return done, fmt.Errorf("ResourceClaim %s/%s: %w", pod.Namespace, name, err)
 		}
 		gpus = rest
-		if reservedAs(c, pod, alloc) {
-			continue
+		cp, err := b.reserve(ctx, c, pod, alloc)
+		if err != nil {
+			return done, err
 		}
-		if c.Status.Allocation != nil {
-			if others := slices.ContainsFunc(c.Status.ReservedFor, func(r resourcev1.ResourceClaimConsumerReference) bool { return r.UID != pod.UID }); others {
-				return done, fmt.Errorf("ResourceClaim %s/%s is allocated for other pods; pods that share a claim are not placed by Tessera yet", pod.Namespace, name)
-			}
-			// Allocated for this pod elsewhere (a bind that failed and a session that
-			// placed it again): released first, as an allocation does not change.
-			if err := b.release(ctx, c); err != nil {
-				return done, err
-			}
-			fresh := &resourcev1.ResourceClaim{}
-			if err := b.client.Get(ctx, client.ObjectKeyFromObject(c), fresh); err != nil {
-				return done, err
-			}
-			c = fresh
+		if cp != nil {
+			done = append(done, cp)
 		}
-		cp := c.DeepCopy()
-		if controllerutil.AddFinalizer(cp, resourcev1.Finalizer) {
-			if err := b.client.Update(ctx, cp); err != nil {
-				return done, fmt.Errorf("protect ResourceClaim %s/%s from deletion: %w", pod.Namespace, name, err)
-			}
-		}
-		cp.Status.Allocation = alloc
-		cp.Status.ReservedFor = []resourcev1.ResourceClaimConsumerReference{{Resource: "pods", Name: pod.Name, UID: pod.UID}}
-		if err := b.client.Status().Update(ctx, cp); err != nil {
-			return done, fmt.Errorf("allocate ResourceClaim %s/%s: %w", pod.Namespace, name, err)
-		}
-		done = append(done, cp)
 	}
 	return done, nil
+}
+
+// reserve writes claim c's allocation alloc and its reservation for pod, unless it is
+// already allocated and reserved so (a bind retried). It returns the claim as written,
+// nil when nothing was written.
+func (b *Binder) reserve(ctx context.Context, c *resourcev1.ResourceClaim, pod *corev1.Pod, alloc *resourcev1.AllocationResult) (*resourcev1.ResourceClaim, error) {
+	if reservedAs(c, pod, alloc) {
+		return nil, nil
+	}
+	if c.Status.Allocation != nil {
+		if others := slices.ContainsFunc(c.Status.ReservedFor, func(r resourcev1.ResourceClaimConsumerReference) bool { return r.UID != pod.UID }); others {
+			return nil, fmt.Errorf("ResourceClaim %s/%s is allocated for other pods; pods that share a claim are not placed by Tessera yet", c.Namespace, c.Name)
+		}
+		// Allocated for this pod elsewhere (a bind that failed and a session that
+		// placed it again): released first, as an allocation does not change.
+		if err := b.release(ctx, c); err != nil {
+			return nil, err
+		}
+		fresh := &resourcev1.ResourceClaim{}
+		if err := b.client.Get(ctx, client.ObjectKeyFromObject(c), fresh); err != nil {
+			return nil, err
+		}
+		c = fresh
+	}
+	cp := c.DeepCopy()
+	if controllerutil.AddFinalizer(cp, resourcev1.Finalizer) {
+		if err := b.client.Update(ctx, cp); err != nil {
+			return nil, fmt.Errorf("protect ResourceClaim %s/%s from deletion: %w", c.Namespace, c.Name, err)
+		}
+	}
+	cp.Status.Allocation = alloc
+	cp.Status.ReservedFor = []resourcev1.ResourceClaimConsumerReference{{Resource: "pods", Name: pod.Name, UID: pod.UID}}
+	if err := b.client.Status().Update(ctx, cp); err != nil {
+		return nil, fmt.Errorf("allocate ResourceClaim %s/%s: %w", c.Namespace, c.Name, err)
+	}
+	return cp, nil
 }
 
 // allocation decides a claim's allocation on node n: each request of whole GPUs takes
@@ -86,6 +99,10 @@ func allocation(c *resourcev1.ResourceClaim, n *framework.Node, gpus []int, devs
 		NodeSelector: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchFields: []corev1.NodeSelectorRequirement{
 			{Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: []string{n.Name}}}}}},
 		AllocationTimestamp: &now,
+	}
+	for _, cfg := range c.Spec.Devices.Config { // the claim's own configuration, which the driver reads here
+		out.Devices.Config = append(out.Devices.Config, resourcev1.DeviceAllocationConfiguration{
+			Source: resourcev1.AllocationConfigSourceClaim, Requests: cfg.Requests, DeviceConfiguration: cfg.DeviceConfiguration})
 	}
 	for _, r := range c.Spec.Devices.Requests {
 		if r.Exactly == nil {

@@ -56,11 +56,16 @@ func (h *harness) claimPod(w *apitest.PodWrapper, count int64, memory string) *c
 
 func (h *harness) claim(name string) *resourcev1.ResourceClaim {
 	h.t.Helper()
-	c := &resourcev1.ResourceClaim{}
-	if err := h.c.Get(h.ctx, client.ObjectKey{Namespace: h.ns, Name: name}, c); err != nil {
+	return get(h, name, &resourcev1.ResourceClaim{})
+}
+
+// get reads the namespace's object name into obj.
+func get[T client.Object](h *harness, name string, obj T) T {
+	h.t.Helper()
+	if err := h.c.Get(h.ctx, client.ObjectKey{Namespace: h.ns, Name: name}, obj); err != nil {
 		h.t.Fatal(err)
 	}
-	return c
+	return obj
 }
 
 // allocated describes a claim's allocation: "device" or "device:consumed", joined by
@@ -177,21 +182,28 @@ func TestDRASharesCountOtherAllocations(t *testing.T) {
 // leaves no claim allocated.
 func TestDRAGangAllOrNothing(t *testing.T) {
 	h := newHarness(t)
-	h.draNode("a", 2)
-	h.podGroup("g", 3, "")
-	h.run(h.daemon(nil))
-	for i := range 3 {
-		h.claimPod(h.makePod(fmt.Sprintf("g-%d", i)).Group("g"), 1, "")
-	}
-	time.Sleep(20 * h.period)
+	h.gangOfThree(h.draNode, func(w *apitest.PodWrapper) { h.claimPod(w, 1, "") })
 	for i := range 3 {
 		name := fmt.Sprintf("g-%d", i)
 		if got := allocated(h.claim(name)); got != "" {
 			t.Errorf("claim %s allocated %q for a gang that cannot bind", name, got)
 		}
 	}
+}
+
+// gangOfThree makes a node of two GPUs with node and a gang of three pods of one GPU
+// each with pod, runs the scheduler a while and checks that it bound none.
+func (h *harness) gangOfThree(node func(name string, gpus int) string, pod func(*apitest.PodWrapper)) {
+	h.t.Helper()
+	node("a", 2)
+	h.podGroup("g", 3, "")
+	h.run(h.daemon(nil))
+	for i := range 3 {
+		pod(h.makePod(fmt.Sprintf("g-%d", i)).Group("g"))
+	}
+	time.Sleep(20 * h.period)
 	if n := h.bound(); n != 0 {
-		t.Errorf("%d pods of the gang bound, want none", n)
+		h.t.Errorf("%d pods of the gang bound, want none", n)
 	}
 }
 

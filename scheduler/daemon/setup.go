@@ -23,7 +23,10 @@ type Config struct {
 	Scheduler scheduler.Config
 	// SchedulerName selects the pods to schedule; default tessera.
 	SchedulerName string
-	Daemon        Options
+	// ExtendedResourceClaims says where pods asking GPUs as extended resources get them
+	// through a claim the scheduler makes (snapshot.ExtendedClaimsModes; default auto).
+	ExtendedResourceClaims string
+	Daemon                 Options
 	// Serving is leader election and the metrics and probe endpoints; the Lease is
 	// tessera-scheduler unless named.
 	Serving controller.Serving
@@ -60,7 +63,8 @@ func NewManager(restCfg *rest.Config, scheme *runtime.Scheme, cfg Config) (manag
 	if err := mgr.Add(kinds); err != nil {
 		return nil, nil, err
 	}
-	ca := cache.New(mgr.GetCache(), snapshot.Options{SchedulerName: cfg.SchedulerName, WholeGPUs: cfg.Scheduler.WholeGPUs, Workloads: served, DRA: dra})
+	ca := cache.New(mgr.GetCache(), snapshot.Options{SchedulerName: cfg.SchedulerName, WholeGPUs: cfg.Scheduler.WholeGPUs, Workloads: served, DRA: dra,
+		ExtendedResourceClaims: cfg.ExtendedResourceClaims})
 	if err := ca.Watch(context.Background(), mgr.GetCache()); err != nil {
 		return nil, nil, err
 	}

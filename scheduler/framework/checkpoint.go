@@ -41,7 +41,7 @@ var checkpointFields = map[string]map[string]checkpointRule{
 	"Node": {
 		"Name": immutable, "Index": restored, "Labels": immutable, "Taints": reassigned, "Unschedulable": restored,
 		"Allocatable": restored, "Used": restored, "GPUs": restored, "GPUModel": immutable, "Domains": immutable,
-		"Tasks": restored, "freeWhole": restored, "maxFreeMilli": restored, "allDevices": restored, "allShareable": restored, "Reserved": restored,
+		"Tasks": restored, "freeWhole": restored, "maxFreeMilli": restored, "allDevices": restored, "allShareable": restored, "viaClaims": restored, "Reserved": restored,
 		"Version": renewed, "object": cached,
 	},
 	"Task": {

@@ -24,6 +24,10 @@ type GPU struct {
 	// Shareable says the device takes several allocations (memory shares).
 	Device    string
 	Shareable bool
+	// ViaClaims says GPUs reach pods on the GPU's node only through claims: a request
+	// made as extended resources gets a claim the scheduler makes for it, so it needs a
+	// device, and one that takes several allocations for a share.
+	ViaClaims bool
 	// UsedMilli is the allocated share, 0..1000; a whole-GPU task sets it to 1000.
 	UsedMilli int64
 	// Tasks counts the tasks using the GPU.
@@ -93,14 +97,15 @@ type ClaimRequest struct {
 }
 
 // AllowsDevice reports whether GPU g can serve the request as far as claims go: always
-// for extended-resource requests; for claims, g must be published as a device the
-// claims accept and, for a share, take several allocations.
+// for extended-resource requests, unless claims carry g's GPUs (GPU.ViaClaims); for
+// claims, g must be published as a device the claims accept and, for a share, take
+// several allocations.
 func (r *GPURequest) AllowsDevice(g *GPU) bool {
 	c := r.Claim
-	if c == nil {
+	if c == nil && !g.ViaClaims {
 		return true
 	}
-	return g.Device != "" && (c.Allowed == nil || c.Allowed[g.UUID]) && (g.Shareable || !r.Shared())
+	return g.Device != "" && (c == nil || c.Allowed == nil || c.Allowed[g.UUID]) && (g.Shareable || !r.Shared())
 }
 
 // Any reports whether the task needs a GPU at all.

@@ -53,8 +53,8 @@ type Node struct {
 	freeWhole    int   // healthy GPUs with nothing allocated
 	maxFreeMilli int64 // largest free share on one healthy GPU
 	// allDevices: every GPU is published as a DRA device; allShareable: as one that
-	// takes several allocations.
-	allDevices, allShareable bool
+	// takes several allocations; viaClaims: some GPU is reached only through claims.
+	allDevices, allShareable, viaClaims bool
 	// Reserved marks a node held for a starving gang; only that job may use it.
 	Reserved *Job
 	// Version changes whenever the node's allocation changes, for plugin caches.
@@ -78,12 +78,16 @@ func (n *Node) FreeGPUMilli() int64 {
 	return f
 }
 
-// ClaimsLikeExtended reports whether a request made through claims fits n exactly as
-// the same request as extended resources would: the claims accept every GPU and every
-// GPU of n is published as a device that can serve it. Then the node's GPU summaries
-// answer for the claims too.
+// ClaimsLikeExtended reports whether a request fits n exactly as the same request as
+// extended resources would on GPUs reached without claims: it is such a request on
+// such a node, or the claims (its own, or those made for it where GPU.ViaClaims) accept
+// every GPU and every GPU of n is published as a device that can serve it. Then the
+// node's GPU summaries answer for it.
 func (n *Node) ClaimsLikeExtended(r *GPURequest) bool {
-	return r.Claim == nil || r.Claim.Allowed == nil && n.allDevices && (n.allShareable || !r.Shared())
+	if r.Claim == nil && !n.viaClaims {
+		return true
+	}
+	return (r.Claim == nil || r.Claim.Allowed == nil) && n.allDevices && (n.allShareable || !r.Shared())
 }
 
 // Idle reports whether nothing is allocated on the node.
@@ -92,11 +96,12 @@ func (n *Node) Idle() bool { return len(n.Tasks) == 0 }
 // Refresh recomputes the node's GPU summaries; call after changing GPUs directly.
 func (n *Node) Refresh() {
 	n.freeWhole, n.maxFreeMilli = 0, 0
-	n.allDevices, n.allShareable = true, true
+	n.allDevices, n.allShareable, n.viaClaims = true, true, false
 	for i := range n.GPUs {
 		g := &n.GPUs[i]
 		n.allDevices = n.allDevices && g.Device != ""
 		n.allShareable = n.allShareable && g.Shareable
+		n.viaClaims = n.viaClaims || g.ViaClaims
 		f := g.FreeMilli()
 		if f == MilliPerGPU {
 			n.freeWhole++

@@ -48,6 +48,10 @@ type Options struct {
 	// DRA says the API server serves Dynamic Resource Allocation (resource.k8s.io/v1):
 	// the caller feeds ResourceSlices, ResourceClaims and DeviceClasses too.
 	DRA bool
+	// ExtendedResourceClaims says on which nodes the GPUs of pods asking them as
+	// extended resources come through a claim the scheduler makes (ExtendedClaimsModes;
+	// default ExtendedClaimsAuto): their GPUs are marked framework.GPU.ViaClaims.
+	ExtendedResourceClaims string
 }
 
 // Builder collects Kubernetes objects and converts them into a framework.Snapshot.
@@ -372,7 +376,7 @@ func (s *build) buildNodes() {
 		s.templates = append(s.templates, e.out)
 		n := e.instance()
 		if len(devs.ByUUID) > 0 {
-			markDevices(n, devs)
+			markDevices(n, devs, s.opts.claimsCarryGPUs(in.node))
 		}
 		n.Index = len(s.snap.Nodes)
 		s.snap.Nodes = append(s.snap.Nodes, n)
@@ -408,8 +412,8 @@ func (s *build) buildQueues() {
 }
 
 // place puts the tasks that hold resources on their nodes: first those whose GPUs the
-// tessera.dev/gpu-assignment annotation names, then the others on GPUs picked as the
-// scheduler would.
+// tessera.dev/gpu-assignment annotation names, or else the allocations of the claims
+// reserved for them, then the others on GPUs picked as the scheduler would.
 func (s *build) place() {
 	var later []*taskAcc
 	for _, ta := range s.placed {
@@ -418,7 +422,11 @@ func (s *build) place() {
 			continue
 		}
 		if !ta.hasAssignment {
-			later = append(later, ta)
+			if set := s.claimedGPUs(ta.pod, s.snap.Nodes[ta.node]); set != 0 && set.Len() == ta.live.GPU.GPUs() {
+				s.placeOn(ta, set)
+			} else {
+				later = append(later, ta)
+			}
 			continue
 		}
 		set, err := s.assigned(ta)

@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/util/version"
 	"k8s.io/dynamic-resource-allocation/cel"
 
 	tesserav1 "github.com/tessera-gpu/tessera/api/v1alpha1"
@@ -399,15 +400,56 @@ func (s *build) accepts(e *resourcev1.ExactDeviceRequest, devs *Devices) (map[st
 	return acc, nil
 }
 
-// markDevices names each of n's GPUs after its published device, if any.
-func markDevices(n *framework.Node, devs *Devices) {
+// markDevices names each of n's GPUs after its published device, if any; where n
+// publishes some and viaClaims, claims carry all of n's GPUs.
+func markDevices(n *framework.Node, devs *Devices, viaClaims bool) {
+	published := false
 	for i := range n.GPUs {
 		g := &n.GPUs[i]
 		if d := devs.Of(n.Name, g.UUID); d != nil {
-			g.Device, g.Shareable = d.Name, d.Shareable
+			g.Device, g.Shareable, published = d.Name, d.Shareable, true
 		}
 	}
+	for i := range n.GPUs {
+		n.GPUs[i].ViaClaims = viaClaims && published
+	}
 	n.Refresh()
+}
+
+// Extended-resource claim modes (Options.ExtendedResourceClaims): whether a pod asking
+// GPUs as extended resources (tessera.dev/gpu, tessera.dev/gpu-memory, nvidia.com/gpu)
+// gets them through a ResourceClaim the scheduler makes for it, as kube-scheduler does
+// for extended resources backed by DRA (KEP-5004), rather than through the node agent's
+// device plugin. Either way only on nodes whose GPUs are published as DRA devices.
+const (
+	// ExtendedClaimsAuto: on nodes whose kubelet is at least
+	// tesserav1.ExtendedResourceClaimsKubelet, where DRAExtendedResource is always on
+	// (the node agent's own auto stops its device plugins there).
+	ExtendedClaimsAuto = "auto"
+	// ExtendedClaimsOn: on every node; its kubelet must have the feature gate
+	// DRAExtendedResource on (Kubernetes 1.36 and later by default).
+	ExtendedClaimsOn = "on"
+	// ExtendedClaimsOff: never; the device plugin delivers such pods' GPUs.
+	ExtendedClaimsOff = "off"
+)
+
+// ExtendedClaimsModes lists the modes, the command line's default first.
+var ExtendedClaimsModes = []string{ExtendedClaimsAuto, ExtendedClaimsOn, ExtendedClaimsOff}
+
+// minClaimsKubelet is tesserav1.ExtendedResourceClaimsKubelet.
+var minClaimsKubelet = version.MustParseGeneric(tesserav1.ExtendedResourceClaimsKubelet)
+
+// claimsCarryGPUs reports whether the mode has claims carry the GPUs of node, should
+// it publish them as devices.
+func (o *Options) claimsCarryGPUs(node *corev1.Node) bool {
+	switch o.ExtendedResourceClaims {
+	case ExtendedClaimsOff:
+		return false
+	case ExtendedClaimsOn:
+		return true
+	}
+	v, err := version.ParseGeneric(node.Status.NodeInfo.KubeletVersion)
+	return err == nil && v.AtLeast(minClaimsKubelet)
 }
 
 // chargeForeignClaims counts on their GPUs the devices of claims allocated for anything
@@ -441,6 +483,32 @@ func (s *build) chargeForeignClaims() {
 			n.Version++
 		}
 	}
+}
+
+// claimedGPUs are the GPUs of node n that the claims reserved for pod p hold: its own
+// claims and the one made for its extended resources (status.extendedResourceClaimStatus).
+// A bound pod without a GPU assignment is placed where they say, which is where the
+// kubelet runs it (placedConsumer leaves them uncharged).
+func (s *build) claimedGPUs(p *corev1.Pod, n *framework.Node) framework.GPUSet {
+	names := ClaimNames(p)
+	if st := p.Status.ExtendedResourceClaimStatus; st != nil {
+		names = append(names, st.ResourceClaimName)
+	}
+	var set framework.GPUSet
+	for _, name := range names {
+		c := s.Builder.dra.claims[p.Namespace+"/"+name]
+		if c == nil || c.Status.Allocation == nil ||
+			!slices.ContainsFunc(c.Status.ReservedFor, func(r resourcev1.ResourceClaimConsumerReference) bool { return r.UID == p.UID }) {
+			continue
+		}
+		for _, r := range c.Status.Allocation.Devices.Results {
+			i := slices.IndexFunc(n.GPUs, func(g framework.GPU) bool { return g.Device == r.Device })
+			if r.Driver == tesserav1.DRADriver && r.Pool == n.Name && i >= 0 {
+				set = set.Add(i)
+			}
+		}
+	}
+	return set
 }
 
 // placedConsumer reports whether a claim is reserved for a pod of this scheduler that

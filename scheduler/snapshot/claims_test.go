@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
@@ -145,6 +146,35 @@ func TestClaimsOfOthersCharged(t *testing.T) {
 		}
 		if g.UsedMilli != want || g.Device != fmt.Sprintf("gpu-%d", i) || !g.Shareable {
 			t.Errorf("GPU %d: used %d device %q shareable %v, want used %d, gpu-%d, shareable", i, g.UsedMilli, g.Device, g.Shareable, want, i)
+		}
+	}
+}
+
+// A bound pod whose GPUs came through the claim the scheduler made for its extended
+// resources, but that carries no GPU assignment, is placed on the claim's devices and
+// counted once: not again as the claim's, not on a GPU picked as the scheduler would.
+func TestExtendedResourceClaimPlacesBoundPod(t *testing.T) {
+	b := draBuilder()
+	p := testPod("p", "ns").GPU(1).RunningOn("n1", epoch).Obj()
+	p.Status.ExtendedResourceClaimStatus = &corev1.PodExtendedResourceClaimStatus{ResourceClaimName: "p-extended-resources-x",
+		RequestMappings: []corev1.ContainerExtendedResourceRequest{{ContainerName: apitest.Container, ResourceName: string(tesserav1.ResourceGPU), RequestName: "container-0-request-2"}}}
+	b.AddPod(p, 0)
+	c := apitest.GPUClaim("p-extended-resources-x", "ns", 1, "")
+	c.Status.Allocation = &resourcev1.AllocationResult{Devices: resourcev1.DeviceAllocationResult{Results: []resourcev1.DeviceRequestAllocationResult{{
+		Request: "container-0-request-2", Driver: tesserav1.DRADriver, Pool: "n1", Device: "gpu-2"}}}}
+	c.Status.ReservedFor = []resourcev1.ResourceClaimConsumerReference{{Resource: "pods", Name: p.Name, UID: p.UID}}
+	b.AddResourceClaim(c)
+	snap, errs := b.Build()
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	for i, g := range snap.Nodes[0].GPUs {
+		want := int64(0)
+		if g.Device == "gpu-2" {
+			want = framework.MilliPerGPU
+		}
+		if g.UsedMilli != want {
+			t.Errorf("GPU %d (%s): used %d, want %d", i, g.Device, g.UsedMilli, want)
 		}
 	}
 }

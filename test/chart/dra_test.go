@@ -72,6 +72,10 @@ func TestDeviceClasses(t *testing.T) {
 		if o.obj["apiVersion"] != "resource.k8s.io/v1" {
 			t.Errorf("%s apiVersion %v, want resource.k8s.io/v1", o.id(), o.obj["apiVersion"])
 		}
+		// tessera.dev/gpu maps to whole GPUs; gpu-memory, a capacity, to no class.
+		if got, want := get(o.obj, "spec", "extendedResourceName"), map[bool]any{true: "tessera.dev/gpu", false: nil}[o.id() == "DeviceClass/gpu.tessera.dev"]; got != want {
+			t.Errorf("%s extendedResourceName %v, want %v", o.id(), got, want)
+		}
 	}
 	for id := range want {
 		t.Errorf("%s not rendered", id)

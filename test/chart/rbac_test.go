@@ -54,7 +54,7 @@ var allowedRBAC = []grant{
 	g("tessera-scheduler", clusterWide, "tessera.dev", "podgroups/status,queues/status", "patch"),
 	g("tessera-scheduler", clusterWide, "events.k8s.io", "events", "create,patch"),
 	g("tessera-scheduler", clusterWide, "resource.k8s.io", "resourceslices,deviceclasses,resourceclaims", "list,watch"),
-	g("tessera-scheduler", clusterWide, "resource.k8s.io", "resourceclaims", "update,patch"),
+	g("tessera-scheduler", clusterWide, "resource.k8s.io", "resourceclaims", "create,update,patch,delete"),
 	g("tessera-scheduler", clusterWide, "resource.k8s.io", "resourceclaims/status,resourceclaims/binding", "update,patch"),
 	g("tessera-scheduler", inTessera, "coordination.k8s.io", "leases", "get,create,update"),
 	g("tessera-scheduler", inTessera, "", "events", "create,patch"),

@@ -1,6 +1,7 @@
 package predicates_test
 
 import (
+	"fmt"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -105,5 +106,31 @@ func TestFitGPUSharesOnFullNode(t *testing.T) {
 	}
 	if got := predicates.FitGPU(&framework.GPURequest{MemoryMiB: 24577}, n); got != framework.FitGPUMemory {
 		t.Fatalf("24577 MiB: %s", got)
+	}
+}
+
+// On a node whose GPUs only claims carry, a request made as extended resources gets a
+// claim: it needs published devices, and a device that takes shares for a share.
+func TestFitGPUViaClaims(t *testing.T) {
+	n := testutil.MakeNode("n").GPUs(3, "A100-80GB").Obj()
+	for i := range n.GPUs {
+		n.GPUs[i].Device, n.GPUs[i].ViaClaims = fmt.Sprintf("gpu-%d", i), true
+	}
+	n.GPUs[2].Device = "" // not published
+	n.Refresh()
+	share, whole := &framework.GPURequest{MemoryMiB: 10240}, &framework.GPURequest{Count: 2}
+	if got := predicates.FitGPU(share, n); got != framework.FitGPUDevice {
+		t.Errorf("share, no device takes shares: %s", got)
+	}
+	if got := predicates.FitGPU(whole, n); got != framework.FitOK {
+		t.Errorf("two whole GPUs on two devices: %s", got)
+	}
+	if set := framework.PickGPUs(whole, n); set.Len() != 2 || set.Has(2) {
+		t.Errorf("two whole GPUs picked %v, want the two devices", set.Indices())
+	}
+	n.GPUs[1].Shareable = true
+	n.Refresh()
+	if set := framework.PickGPUs(share, n); set.Indices()[0] != 1 {
+		t.Errorf("share picked %v, want GPU 1, the device that takes shares", set.Indices())
 	}
 }

@@ -34,6 +34,7 @@ import (
 	"github.com/tessera-gpu/tessera/nodeagent/nvidia/nvidiatest"
 	"github.com/tessera-gpu/tessera/scheduler"
 	"github.com/tessera-gpu/tessera/scheduler/daemon"
+	"github.com/tessera-gpu/tessera/scheduler/snapshot"
 	"github.com/tessera-gpu/tessera/test/testenv"
 )
 
@@ -74,8 +75,9 @@ type draPath struct {
 // startDRAPath creates node (allocatable CPU, memory and pods, Ready) and namespace ns,
 // runs a node agent on gpus with MPS and DRA on, its MPS control daemon answering, and
 // Tessera's scheduler as `tessera scheduler` runs it (without leader election), and
-// connects to the agent's kubelet plugin. The DeviceClasses are the chart's.
-func startDRAPath(ctx context.Context, t *testing.T, e *testenv.Env, node, ns string, gpus *nvidiatest.Node) *draPath {
+// connects to the agent's kubelet plugin. The DeviceClasses are the chart's; claims is
+// the scheduler's extended-resource claims mode.
+func startDRAPath(ctx context.Context, t *testing.T, e *testenv.Env, node, ns string, gpus *nvidiatest.Node, claims string) *draPath {
 	t.Helper()
 	p := &draPath{t: t, ctx: ctx, c: e.Client, node: node, ns: ns, gpus: gpus}
 	must(t, "namespace "+ns, client.IgnoreAlreadyExists(e.Client.Create(ctx, apitest.MakeNamespace(ns).Obj())))
@@ -103,7 +105,7 @@ func startDRAPath(ctx context.Context, t *testing.T, e *testenv.Env, node, ns st
 
 	profile, err := scheduler.Profile("tessera")
 	must(t, "scheduler profile", err)
-	mgr, _, err := daemon.NewManager(e.Config, e.Scheme, daemon.Config{Scheduler: profile, Daemon: daemon.Options{Period: 100 * time.Millisecond},
+	mgr, _, err := daemon.NewManager(e.Config, e.Scheme, daemon.Config{Scheduler: profile, Daemon: daemon.Options{Period: 100 * time.Millisecond}, ExtendedResourceClaims: claims,
 		Serving: controller.Serving{MetricsAddr: "0", ProbeAddr: "0"}, Log: testr.New(t).WithName("scheduler")})
 	must(t, "scheduler", err)
 	testenv.RunManager(t, ctx, mgr)
@@ -198,8 +200,14 @@ func (p *draPath) claim(name string) *resourcev1.ResourceClaim {
 	return &c
 }
 
-// waitBound waits until pod name is bound and returns it with its claim.
+// waitBound waits until pod name is bound and returns it with its claim, of its name.
 func (p *draPath) waitBound(name string) (*corev1.Pod, *resourcev1.ResourceClaim) {
+	p.t.Helper()
+	return p.bound(name), p.claim(name)
+}
+
+// bound waits until pod name is bound and returns it.
+func (p *draPath) bound(name string) *corev1.Pod {
 	p.t.Helper()
 	p.eventually("pod "+name+" bound", func() string {
 		if pod := p.pod(name); pod.Spec.NodeName == "" {
@@ -207,7 +215,7 @@ func (p *draPath) waitBound(name string) (*corev1.Pod, *resourcev1.ResourceClaim
 		}
 		return ""
 	})
-	return p.pod(name), p.claim(name)
+	return p.pod(name)
 }
 
 // allocated is the one device a claim's allocation names, checked to be of the node's
@@ -219,8 +227,8 @@ func (p *draPath) allocated(pod *corev1.Pod, c *resourcev1.ResourceClaim) (r res
 		p.t.Fatalf("claim %s: allocation %+v, want one device", c.Name, c.Status.Allocation)
 	}
 	r = c.Status.Allocation.Devices.Results[0]
-	if r.Driver != tesserav1.DRADriver || r.Pool != p.node || r.Request != "gpu" {
-		p.t.Fatalf("claim %s: allocated %+v, want request gpu on a device of %s pool %s", c.Name, r, tesserav1.DRADriver, p.node)
+	if req := c.Spec.Devices.Requests[0].Name; r.Driver != tesserav1.DRADriver || r.Pool != p.node || r.Request != req {
+		p.t.Fatalf("claim %s: allocated %+v, want request %s on a device of %s pool %s", c.Name, r, req, tesserav1.DRADriver, p.node)
 	}
 	if len(c.Status.ReservedFor) != 1 || c.Status.ReservedFor[0].UID != pod.UID || !slices.Contains(c.Finalizers, resourcev1.Finalizer) {
 		p.t.Fatalf("claim %s: reservedFor %v, finalizers %v: want its pod %s and %s", c.Name, c.Status.ReservedFor, c.Finalizers, pod.UID, resourcev1.Finalizer)
@@ -271,7 +279,7 @@ func (p *draPath) prepare(pod *corev1.Pod, c *resourcev1.ResourceClaim) dratest.
 	d := dratest.ReadClaimDevice(p.t, p.cdiDir, c)
 	got := resp.Devices[0]
 	want := []string{"nvidia.com/gpu=" + uuid, cdi.QualifiedName(d.Name)}
-	if got.PoolName != p.node || got.DeviceName != r.Device || !slices.Equal(got.RequestNames, []string{"gpu"}) || !slices.Equal(got.CdiDeviceIds, want) {
+	if got.PoolName != p.node || got.DeviceName != r.Device || !slices.Equal(got.RequestNames, []string{r.Request}) || !slices.Equal(got.CdiDeviceIds, want) {
 		p.t.Fatalf("claim %s prepared as %v, want device %s with CDI devices %v", c.Name, got, r.Device, want)
 	}
 	if (got.ShareId == nil) != (r.ShareID == nil) || (r.ShareID != nil && *got.ShareId != string(*r.ShareID)) {
@@ -298,11 +306,17 @@ func checkEdits(t *testing.T, what string, got, want dratest.ClaimDevice) {
 	}
 }
 
-// finish ends pod name as its kubelet does: the claim is unprepared (its CDI spec goes)
-// and the pod has succeeded.
+// finish ends pod name as its kubelet does: the claim of its name is unprepared (its CDI
+// spec goes) and the pod has succeeded.
 func (p *draPath) finish(name string) {
 	p.t.Helper()
-	c := p.claim(name)
+	p.finishWith(name, name)
+}
+
+// finishWith is finish of pod name whose claim is claim.
+func (p *draPath) finishWith(name, claim string) {
+	p.t.Helper()
+	c := p.claim(claim)
 	p.kubelet.Unprepare(p.t, c)
 	dratest.SpecRemoved(p.t, p.cdiDir, c)
 	pod := p.pod(name)
@@ -344,6 +358,23 @@ func sharing(devices []resourcev1.Device) []string {
 	return out
 }
 
+// shared is the GPU of startDGX's DGX A100 set up for shares.
+const shared = 3
+
+// startDGX runs the DRA path (startDRAPath, claims the scheduler's extended-resource
+// claims mode) on a DGX A100 whose GPU shared alone is in EXCLUSIVE_PROCESS compute mode,
+// on a node and namespace named prefix-<run>.
+func startDGX(t *testing.T, prefix, claims string) (*draPath, *nvidiatest.Node) {
+	t.Helper()
+	if env == nil {
+		testenv.SkipOrFail(t, fmt.Errorf("no API server"))
+	}
+	gpus := nvidiatest.DGXA100()
+	gpus.SetComputeMode(shared, nvml.COMPUTEMODE_EXCLUSIVE_PROCESS)
+	name := fmt.Sprintf("%s-%d", prefix, runs.Add(1)) // -count reruns on the same API server
+	return startDRAPath(testenv.Context(t, 3*time.Minute), t, env, name, name, gpus, claims), gpus
+}
+
 // TestDRAAgentSchedulerKubelet follows GPU claims through the whole DRA path against a
 // real API server: the node agent publishes a DGX A100's GPUs, only GPU 3 (in
 // EXCLUSIVE_PROCESS compute mode, MPS on) for shares; Tessera's scheduler allocates a
@@ -354,15 +385,7 @@ func sharing(devices []resourcev1.Device) []string {
 // to its share), until the first share's pod ends: then it lands on GPU 3, rounded up
 // to the agent's 1Gi share step.
 func TestDRAAgentSchedulerKubelet(t *testing.T) {
-	if env == nil {
-		testenv.SkipOrFail(t, fmt.Errorf("no API server"))
-	}
-	ctx := testenv.Context(t, 3*time.Minute)
-	const shared = 3
-	gpus := nvidiatest.DGXA100()
-	gpus.SetComputeMode(shared, nvml.COMPUTEMODE_EXCLUSIVE_PROCESS)
-	name := fmt.Sprintf("dra-path-%d", runs.Add(1)) // -count reruns on the same API server
-	p := startDRAPath(ctx, t, env, name, name, gpus)
+	p, gpus := startDGX(t, "dra-path", "")
 
 	p.devices("the node's GPUs published, GPU 3 alone for shares", func(devices []resourcev1.Device) string {
 		if len(devices) != len(gpus.Devices) || !slices.Equal(sharing(devices), []string{dra.DeviceName(shared)}) {
@@ -420,5 +443,49 @@ func TestDRAAgentSchedulerKubelet(t *testing.T) {
 	}
 	for _, name := range []string{"share", "whole", "large-share"} {
 		p.waitReleased(name)
+	}
+}
+
+// TestDRAExtendedResourceAgentSchedulerKubelet follows pods that ask GPUs as extended
+// resources (tessera.dev/gpu: 1, tessera.dev/gpu-memory: 10240) and name no claim
+// through the DRA path: Tessera's scheduler makes each a claim, allocates it the GPU it
+// chose and names it in the pod's status.extendedResourceClaimStatus, where the kubelet
+// finds it and prepares it on the agent's plugin socket, getting the CDI devices of
+// exactly that GPU, the share held to its memory by MPS.
+func TestDRAExtendedResourceAgentSchedulerKubelet(t *testing.T) {
+	p, gpus := startDGX(t, "dra-extended", snapshot.ExtendedClaimsOn)
+	p.devices("the node's GPUs published", func(devices []resourcev1.Device) string {
+		if len(devices) != len(gpus.Devices) {
+			return fmt.Sprintf("%d devices, want %d", len(devices), len(gpus.Devices))
+		}
+		return ""
+	})
+	for _, w := range []*apitest.PodWrapper{apitest.MakePod("whole", p.ns).GPU(1), apitest.MakePod("share", p.ns).GPUMemory(10240)} {
+		pod := w.SchedulerName(tesserav1.SchedulerName).RequestAndLimit(corev1.ResourceCPU, "1").RequestAndLimit(corev1.ResourceMemory, "1Gi").Obj()
+		must(t, "pod "+pod.Name, p.c.Create(p.ctx, pod))
+	}
+	claims := map[string]string{}
+	for _, name := range []string{"whole", "share"} {
+		pod := p.bound(name)
+		st := pod.Status.ExtendedResourceClaimStatus
+		if st == nil || len(st.RequestMappings) != 1 || st.RequestMappings[0].RequestName != "container-0-request-2" {
+			t.Fatalf("pod %s: status.extendedResourceClaimStatus %+v, want its claim and container-0-request-2", name, st)
+		}
+		c := p.claim(st.ResourceClaimName)
+		claims[name] = c.Name
+		d := p.prepare(pod, c)
+		_, index, uuid := p.allocated(pod, c)
+		switch {
+		case name == "share" && index != shared:
+			t.Fatalf("share allocated on GPU %d, want %d, the one MPS holds shares on", index, shared)
+		case name == "share":
+			checkEdits(t, "share", d, p.shareEdits(uuid, 10240))
+		default:
+			checkEdits(t, "whole GPU", d, dratest.ClaimDevice{Env: []string{"TESSERA_GPU_MEMORY_LIMIT_MIB=40960"}})
+		}
+	}
+	for name, claim := range claims {
+		p.finishWith(name, claim)
+		p.waitReleased(claim)
 	}
 }
