@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tesserav1 "github.com/tessera-gpu/tessera/api/v1alpha1"
@@ -428,17 +429,44 @@ func until(ctx context.Context, at time.Time, done func() bool) (time.Duration, 
 	return time.Since(at), false
 }
 
-// waitBind creates a probe pod and returns how long after at it was bound.
+// waitBind returns how long after at the scheduler next bound a pod: the next
+// successful bind after the fault, of a probe pod it creates or of any other pod.
 func (d *Driver) waitBind(ctx context.Context, at time.Time) (time.Duration, bool) {
+	before, err := boundPods(ctx, d.c.Client)
+	if err != nil {
+		return time.Since(at), false
+	}
 	d.probes++
-	p := probe(fmt.Sprintf("probe-%d", d.probes))
-	if err := d.load.create(ctx, p); err != nil {
+	if err := d.load.create(ctx, probe(fmt.Sprintf("probe-%d", d.probes))); err != nil {
 		return time.Since(at), false
 	}
 	return until(ctx, at, func() bool {
-		pods, err := e2e.JobPods(ctx, d.c.Client, p)
-		return err == nil && slices.ContainsFunc(pods, func(pod corev1.Pod) bool { return pod.Spec.NodeName != "" })
+		now, err := boundPods(ctx, d.c.Client)
+		if err != nil {
+			return false
+		}
+		for uid := range now {
+			if !before[uid] {
+				return true
+			}
+		}
+		return false
 	})
+}
+
+// boundPods are the UIDs of the pods Tessera's scheduler placed that are bound.
+func boundPods(ctx context.Context, c client.Client) (map[types.UID]bool, error) {
+	var pods corev1.PodList
+	if err := c.List(ctx, &pods); err != nil {
+		return nil, err
+	}
+	out := map[types.UID]bool{}
+	for i := range pods.Items {
+		if p := &pods.Items[i]; p.Spec.NodeName != "" && p.Spec.SchedulerName == tesserav1.SchedulerName {
+			out[p.UID] = true
+		}
+	}
+	return out, nil
 }
 
 // scaleState sums up the scale-downs in flight: each node's scale-down annotation and

@@ -171,18 +171,29 @@ func claimJob(ns, name string, pods int32, template string, runtime time.Duratio
 
 // unmovable is a bare pod of one GPU that may not be evicted to remove its node.
 func unmovable(ns, name string, runtime time.Duration) *corev1.Pod {
-	tmpl := e2e.Job(ns, name, 1, 1, 0, runtime).Spec.Template
-	p := &corev1.Pod{ObjectMeta: tmpl.ObjectMeta, Spec: tmpl.Spec}
-	p.Namespace, p.Name = ns, name
+	p := barePod(ns, name, 1, 0, runtime)
 	p.Annotations[autoscale.AnnotationSafeToEvict] = "false"
-	return withLabel(p)
+	return p
 }
 
-// probe is a small high-priority pod whose bind shows the scheduler works again.
-func probe(name string) *batchv1.Job {
-	j := withLabel(e2e.Job(prod, name, 1, 0, 1024, 2*time.Second))
-	j.Spec.Template.Labels["faults.tessera.dev/probe"] = "true"
-	return j
+// probe is a small bare pod (a 1 GiB share of a GPU) the driver makes after a fault, so
+// that the scheduler has work to bind; no controller stands between it and the
+// scheduler.
+func probe(name string) *corev1.Pod {
+	p := barePod(prod, name, 0, 1024, 2*time.Second)
+	p.Labels["faults.tessera.dev/probe"] = "true"
+	return p
+}
+
+// barePod is a pod of e2e.Job's template, with the workload's label.
+func barePod(ns, name string, gpus, memoryMiB int64, runtime time.Duration) *corev1.Pod {
+	tmpl := e2e.Job(ns, name, 1, gpus, memoryMiB, runtime).Spec.Template
+	p := &corev1.Pod{ObjectMeta: tmpl.ObjectMeta, Spec: tmpl.Spec}
+	p.Namespace, p.Name = ns, name
+	if p.Labels == nil {
+		p.Labels = map[string]string{}
+	}
+	return withLabel(p)
 }
 
 // load is the GPUs asked by pods not finished, the cluster's GPUs and the pending pods.
