@@ -512,14 +512,18 @@ func (s *build) claimedGPUs(p *corev1.Pod, n *framework.Node) framework.GPUSet {
 }
 
 // placedConsumer reports whether a claim is reserved for a pod of this scheduler that
-// is bound: its GPUs are placed through the pod's GPU assignment.
+// is bound and has not ended: its GPUs are placed through the pod's GPU assignment. A
+// claim whose pods all ended holds its devices until the binder releases it (a release
+// that failed, on a conflict, is retried next session): the ended pod no longer holds
+// the GPU, so the claim does, and no other pod gets it meanwhile.
 func (s *build) placedConsumer(c *resourcev1.ResourceClaim) bool {
 	for _, ref := range c.Status.ReservedFor {
 		if ref.Resource != "pods" {
 			continue
 		}
 		in, ok := s.Builder.pods[c.Namespace+"/"+ref.Name]
-		if ok && in.pod.UID == ref.UID && in.pod.Spec.SchedulerName == s.opts.SchedulerName && in.pod.Spec.NodeName != "" {
+		if ok && in.pod.UID == ref.UID && in.pod.Spec.SchedulerName == s.opts.SchedulerName && in.pod.Spec.NodeName != "" &&
+			in.pod.Status.Phase != corev1.PodSucceeded && in.pod.Status.Phase != corev1.PodFailed {
 			return true
 		}
 	}

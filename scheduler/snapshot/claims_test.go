@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/utils/ptr"
 
 	tesserav1 "github.com/tessera-gpu/tessera/api/v1alpha1"
 	"github.com/tessera-gpu/tessera/internal/apitest"
@@ -171,6 +172,33 @@ func TestExtendedResourceClaimPlacesBoundPod(t *testing.T) {
 	for i, g := range snap.Nodes[0].GPUs {
 		want := int64(0)
 		if g.Device == "gpu-2" {
+			want = framework.MilliPerGPU
+		}
+		if g.UsedMilli != want {
+			t.Errorf("GPU %d (%s): used %d, want %d", i, g.Device, g.UsedMilli, want)
+		}
+	}
+}
+
+// Found by the fault schedule of seed 27: a claim pod ended, the release of its claim
+// failed on a conflict (retried next session), and in the meantime a share was bound to
+// the GPU that the claim's allocation still named. The claim of an ended pod now holds
+// its devices until it is released.
+func TestFaultSeed27EndedPodsClaimHoldsItsGPU(t *testing.T) {
+	b := draBuilder()
+	p := testPod("p", "ns").GPU(1).RunningOn("n1", epoch).Obj()
+	p.Status.Phase = corev1.PodSucceeded
+	p.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimName: ptr.To("p-gpu")}}
+	b.AddPod(p, 0)
+	c := apitest.GPUClaim("p-gpu", "ns", 1, "")
+	c.Status.Allocation = &resourcev1.AllocationResult{Devices: resourcev1.DeviceAllocationResult{Results: []resourcev1.DeviceRequestAllocationResult{{
+		Request: "gpu", Driver: tesserav1.DRADriver, Pool: "n1", Device: "gpu-3"}}}}
+	c.Status.ReservedFor = []resourcev1.ResourceClaimConsumerReference{{Resource: "pods", Name: p.Name, UID: p.UID}}
+	b.AddResourceClaim(c)
+	snap, _ := b.Build()
+	for i, g := range snap.Nodes[0].GPUs {
+		want := int64(0)
+		if g.Device == "gpu-3" {
 			want = framework.MilliPerGPU
 		}
 		if g.UsedMilli != want {
