@@ -146,15 +146,16 @@ func (s *step) mark(ctx context.Context) error {
 // remove records the scale-down in the policy's status, then lowers the node group by
 // one; both are idempotent, so a crash between them repeats neither.
 func (s *step) remove(ctx context.Context) error {
-	if wait := s.a.opts.MarkSettle - s.now.Sub(s.sd.Since); wait > 0 {
-		return waiting{fmt.Sprintf("the Machine %s was marked %s ago; its group is lowered once the mark is %s old", s.sd.Machine, s.now.Sub(s.sd.Since).Round(time.Second), s.a.opts.MarkSettle)}
-	}
 	gpus, model := gpusOf(s.node)
 	if s.policy != nil {
 		rec := tesserav1.ScaleDownRecord{Node: s.node.Name, GPUs: int32(gpus), Machine: s.sd.Machine}
 		if err := s.a.record(ctx, s.policy, rec, s.now); err != nil {
 			return err
 		}
+	}
+	// Recorded first: another node's Lower may take this Machine once its mark settled.
+	if wait := s.a.opts.MarkSettle - s.now.Sub(s.sd.Since); wait > 0 {
+		return waiting{fmt.Sprintf("the Machine %s was marked %s ago; its group is lowered once the mark is %s old", s.sd.Machine, s.now.Sub(s.sd.Since).Round(time.Second), s.a.opts.MarkSettle)}
 	}
 	if s.a.infra == nil {
 		return fmt.Errorf("the Machine %s is marked, but no Cluster API management cluster is configured", s.sd.Machine)
