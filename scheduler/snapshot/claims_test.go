@@ -160,18 +160,30 @@ func TestExtendedResourceClaimPlacesBoundPod(t *testing.T) {
 	p.Status.ExtendedResourceClaimStatus = &corev1.PodExtendedResourceClaimStatus{ResourceClaimName: "p-extended-resources-x",
 		RequestMappings: []corev1.ContainerExtendedResourceRequest{{ContainerName: apitest.Container, ResourceName: string(tesserav1.ResourceGPU), RequestName: "container-0-request-2"}}}
 	b.AddPod(p, 0)
-	c := apitest.GPUClaim("p-extended-resources-x", "ns", 1, "")
+	b.AddResourceClaim(wholeGPUClaimOf(p, "p-extended-resources-x", "container-0-request-2", "gpu-2"))
+	onlyDeviceUsed(t, b, "gpu-2")
+}
+
+// wholeGPUClaimOf is claim name, allocated device of node n1 for request and reserved
+// for pod p.
+func wholeGPUClaimOf(p *corev1.Pod, name, request, device string) *resourcev1.ResourceClaim {
+	c := apitest.GPUClaim(name, p.Namespace, 1, "")
 	c.Status.Allocation = &resourcev1.AllocationResult{Devices: resourcev1.DeviceAllocationResult{Results: []resourcev1.DeviceRequestAllocationResult{{
-		Request: "container-0-request-2", Driver: tesserav1.DRADriver, Pool: "n1", Device: "gpu-2"}}}}
+		Request: request, Driver: tesserav1.DRADriver, Pool: "n1", Device: device}}}}
 	c.Status.ReservedFor = []resourcev1.ResourceClaimConsumerReference{{Resource: "pods", Name: p.Name, UID: p.UID}}
-	b.AddResourceClaim(c)
+	return c
+}
+
+// onlyDeviceUsed fails the test unless b's node n1 has device, and only it, in use, whole.
+func onlyDeviceUsed(t *testing.T, b *Builder, device string) {
+	t.Helper()
 	snap, errs := b.Build()
 	if len(errs) > 0 {
 		t.Fatal(errs)
 	}
 	for i, g := range snap.Nodes[0].GPUs {
 		want := int64(0)
-		if g.Device == "gpu-2" {
+		if g.Device == device {
 			want = framework.MilliPerGPU
 		}
 		if g.UsedMilli != want {
@@ -186,23 +198,10 @@ func TestExtendedResourceClaimPlacesBoundPod(t *testing.T) {
 // its devices until it is released.
 func TestFaultSeed27EndedPodsClaimHoldsItsGPU(t *testing.T) {
 	b := draBuilder()
-	p := testPod("p", "ns").GPU(1).RunningOn("n1", epoch).Obj()
+	p := testPod("p", "ns").RunningOn("n1", epoch).Obj()
 	p.Status.Phase = corev1.PodSucceeded
 	p.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimName: ptr.To("p-gpu")}}
 	b.AddPod(p, 0)
-	c := apitest.GPUClaim("p-gpu", "ns", 1, "")
-	c.Status.Allocation = &resourcev1.AllocationResult{Devices: resourcev1.DeviceAllocationResult{Results: []resourcev1.DeviceRequestAllocationResult{{
-		Request: "gpu", Driver: tesserav1.DRADriver, Pool: "n1", Device: "gpu-3"}}}}
-	c.Status.ReservedFor = []resourcev1.ResourceClaimConsumerReference{{Resource: "pods", Name: p.Name, UID: p.UID}}
-	b.AddResourceClaim(c)
-	snap, _ := b.Build()
-	for i, g := range snap.Nodes[0].GPUs {
-		want := int64(0)
-		if g.Device == "gpu-3" {
-			want = framework.MilliPerGPU
-		}
-		if g.UsedMilli != want {
-			t.Errorf("GPU %d (%s): used %d, want %d", i, g.Device, g.UsedMilli, want)
-		}
-	}
+	b.AddResourceClaim(wholeGPUClaimOf(p, "p-gpu", "gpu", "gpu-3"))
+	onlyDeviceUsed(t, b, "gpu-3")
 }
