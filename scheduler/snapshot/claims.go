@@ -458,9 +458,11 @@ func (o *Options) claimsCarryGPUs(node *corev1.Node) bool {
 // consumed.
 func (s *build) chargeForeignClaims() {
 	for _, c := range s.Builder.dra.claims { // (in any order: the charges add up)
-		if c.Status.Allocation == nil || s.placedConsumer(c) {
+		if c.Status.Allocation == nil {
 			continue
 		}
+		placed := s.placedConsumer(c)
+		assigned := s.consumerAssignment(c)
 		for _, r := range c.Status.Allocation.Devices.Results {
 			if r.Driver != tesserav1.DRADriver {
 				continue
@@ -474,6 +476,9 @@ func (s *build) chargeForeignClaims() {
 				continue
 			}
 			g := &n.GPUs[i]
+			if placed && (assigned == nil || assigned[g.UUID]) {
+				continue // counted through the pod: its assignment, or its claims (claimedGPUs)
+			}
 			milli := int64(framework.MilliPerGPU)
 			if q, ok := r.ConsumedCapacity[tesserav1.DeviceCapacityMemory]; ok && g.MemoryMiB > 0 {
 				milli = (mib(q.Value())*framework.MilliPerGPU + g.MemoryMiB - 1) / g.MemoryMiB
@@ -509,6 +514,31 @@ func (s *build) claimedGPUs(p *corev1.Pod, n *framework.Node) framework.GPUSet {
 		}
 	}
 	return set
+}
+
+// consumerAssignment is the set of GPU UUIDs the GPU assignment of the pod a claim is
+// reserved for names; nil when that pod has none. A device of the claim that the
+// assignment does not name (an allocation left from an earlier placement of the pod)
+// still holds its GPU.
+func (s *build) consumerAssignment(c *resourcev1.ResourceClaim) map[string]bool {
+	for _, ref := range c.Status.ReservedFor {
+		in, ok := s.Builder.pods[c.Namespace+"/"+ref.Name]
+		if ref.Resource != "pods" || !ok || in.pod.UID != ref.UID {
+			continue
+		}
+		a, err := tesserav1.ParseGPUAssignment(in.pod.Annotations[tesserav1.AnnotationGPUAssign])
+		if _, has := in.pod.Annotations[tesserav1.AnnotationGPUAssign]; !has || err != nil {
+			return nil
+		}
+		out := map[string]bool{}
+		for _, ctr := range a.Containers {
+			for _, u := range ctr.UUIDs {
+				out[u] = true
+			}
+		}
+		return out
+	}
+	return nil
 }
 
 // placedConsumer reports whether a claim is reserved for a pod of this scheduler that
