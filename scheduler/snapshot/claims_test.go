@@ -205,3 +205,23 @@ func TestFaultSeed27EndedPodsClaimHoldsItsGPU(t *testing.T) {
 	b.AddResourceClaim(wholeGPUClaimOf(p, "p-gpu", "gpu", "gpu-3"))
 	onlyDeviceUsed(t, b, "gpu-3")
 }
+
+// Found by the fault schedule of seed 1: a claim pod whose GPU assignment names another
+// GPU than its claim's allocation (left from an earlier placement) had the claim's GPU
+// counted as free, and a share was bound to it. A device the assignment does not name
+// now holds its GPU.
+func TestFaultSeed1ClaimDeviceOutsideTheAssignmentHoldsItsGPU(t *testing.T) {
+	b := draBuilder()
+	assign := tesserav1.GPUAssignment{Node: "n1", Containers: []tesserav1.ContainerGPUs{{Container: apitest.Container, UUIDs: []string{uuid("n1", 0)}}}}
+	p := testPod("p", "ns").RunningOn("n1", epoch).Assignment(assign).Obj()
+	p.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimName: ptr.To("p-gpu")}}
+	b.AddPod(p, 0)
+	b.AddResourceClaim(wholeGPUClaimOf(p, "p-gpu", "gpu", "gpu-2"))
+	snap, errs := b.Build()
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	if g := snap.Nodes[0].GPUs[2]; g.UsedMilli != framework.MilliPerGPU {
+		t.Fatalf("GPU 2 (%s), allocated to the claim: used %d, want %d", g.Device, g.UsedMilli, framework.MilliPerGPU)
+	}
+}
