@@ -462,7 +462,10 @@ func (s *build) chargeForeignClaims() {
 			continue
 		}
 		placed := s.placedConsumer(c)
-		assigned := s.consumerAssignment(c)
+		var assigned map[string]bool
+		if placed {
+			assigned = s.consumerAssignment(c)
+		}
 		for _, r := range c.Status.Allocation.Devices.Results {
 			if r.Driver != tesserav1.DRADriver {
 				continue
@@ -526,8 +529,12 @@ func (s *build) consumerAssignment(c *resourcev1.ResourceClaim) map[string]bool 
 		if ref.Resource != "pods" || !ok || in.pod.UID != ref.UID {
 			continue
 		}
-		a, err := tesserav1.ParseGPUAssignment(in.pod.Annotations[tesserav1.AnnotationGPUAssign])
-		if _, has := in.pod.Annotations[tesserav1.AnnotationGPUAssign]; !has || err != nil {
+		v, has := in.pod.Annotations[tesserav1.AnnotationGPUAssign]
+		if !has {
+			return nil
+		}
+		a, err := tesserav1.ParseGPUAssignment(v)
+		if err != nil {
 			return nil
 		}
 		out := map[string]bool{}
