@@ -12,7 +12,9 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
@@ -30,6 +32,10 @@ type Serving struct {
 	LeaderElect             bool
 	LeaderElectionNamespace string
 	LeaderElectionID        string
+	// LeaderElectionIdentity names this replica in the Lease. A restarted container of
+	// the same pod keeps it, so it resumes a Lease it held at once instead of waiting
+	// for it to expire; empty: the host name and a random suffix, new at every start.
+	LeaderElectionIdentity string
 	// LeaseDuration is how long a replica waits for a lost leader; default 15s.
 	LeaseDuration time.Duration
 	// MetricsAddr and ProbeAddr are the metrics and health endpoints ("0": none).
@@ -90,6 +96,7 @@ func (s *Serving) AddFlags(fs *pflag.FlagSet, leaseID string) {
 	fs.BoolVar(&s.LeaderElect, "leader-elect", true, "elect one active replica through a Lease")
 	fs.StringVar(&s.LeaderElectionNamespace, "leader-election-namespace", os.Getenv("POD_NAMESPACE"), "namespace of the Lease; defaults to $POD_NAMESPACE")
 	fs.StringVar(&s.LeaderElectionID, "leader-election-id", leaseID, "name of the Lease")
+	fs.StringVar(&s.LeaderElectionIdentity, "leader-election-identity", defaultIdentity(), "this replica's name in the Lease; the default, from $POD_UID (the pod's UID through the downward API), survives a container restart, so a restarted leader resumes its Lease at once; without $POD_UID each start is a new identity that waits for the old Lease to expire")
 	fs.DurationVar(&s.LeaseDuration, "leader-elect-lease-duration", 15*time.Second, "how long a standby replica waits before it takes over from a leader that stopped renewing (renew deadline 2/3 and retry period 1/5 of it)")
 	s.AddServingFlags(fs)
 }
@@ -116,6 +123,13 @@ func NewManager(restCfg *rest.Config, scheme *runtime.Scheme, s Serving, cacheOp
 		lease, renew, retry := s.LeaseDuration, s.LeaseDuration*2/3, s.LeaseDuration/5
 		opts.LeaseDuration, opts.RenewDeadline, opts.RetryPeriod = &lease, &renew, &retry
 	}
+	if s.LeaderElect && s.LeaderElectionIdentity != "" {
+		lock, err := leaseLock(restCfg, s)
+		if err != nil {
+			return nil, err
+		}
+		opts.LeaderElectionResourceLockInterface = lock
+	}
 	mgr, err := ctrl.NewManager(restCfg, opts)
 	if err != nil {
 		return nil, fmt.Errorf("create manager: %w", err)
@@ -132,4 +146,31 @@ func NewManager(restCfg *rest.Config, scheme *runtime.Scheme, s Serving, cacheOp
 		return nil
 	})
 	return mgr, err
+}
+
+// defaultIdentity is the host name and $POD_UID, or "" without $POD_UID. A pod's UID
+// outlives its container's restarts and no other pod ever has it, so only a process of
+// the same pod, after the last one ended, can resume the Lease under this identity.
+func defaultIdentity() string {
+	uid := os.Getenv("POD_UID")
+	if uid == "" {
+		return ""
+	}
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		return uid
+	}
+	return host + "_" + uid
+}
+
+// leaseLock is the Lease s names, held under s.LeaderElectionIdentity.
+func leaseLock(restCfg *rest.Config, s Serving) (resourcelock.Interface, error) {
+	cfg := rest.CopyConfig(restCfg)
+	rest.AddUserAgent(cfg, "leader-election")
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("leader election client: %w", err)
+	}
+	return resourcelock.New(resourcelock.LeasesResourceLock, s.LeaderElectionNamespace, s.LeaderElectionID,
+		cs.CoreV1(), cs.CoordinationV1(), resourcelock.ResourceLockConfig{Identity: s.LeaderElectionIdentity})
 }

@@ -12,7 +12,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tesserav1 "github.com/tessera-gpu/tessera/api/v1alpha1"
@@ -28,6 +30,12 @@ const leaseNamespace = "tessera-system"
 // startManager runs the scheduler as `tessera scheduler` does, with leader election,
 // until the returned stop is called or the test ends.
 func (h *harness) startManager(cfg *rest.Config, id string) (stop func()) {
+	return h.startManagerAs(cfg, id, "")
+}
+
+// startManagerAs is startManager with the replica's identity in the Lease ("": new at
+// every start).
+func (h *harness) startManagerAs(cfg *rest.Config, id, identity string) (stop func()) {
 	h.t.Helper()
 	sc, err := scheduler.Profile("tessera")
 	if err != nil {
@@ -35,7 +43,7 @@ func (h *harness) startManager(cfg *rest.Config, id string) (stop func()) {
 	}
 	mgr, _, err := daemon.NewManager(cfg, env.Scheme, daemon.Config{Scheduler: sc, Daemon: daemon.Options{Period: h.period},
 		Serving: controller.Serving{LeaderElect: true, LeaderElectionNamespace: leaseNamespace, LeaderElectionID: id, LeaseDuration: 2 * time.Second,
-			MetricsAddr: "0", ProbeAddr: "0"}, Log: testr.New(h.t)})
+			LeaderElectionIdentity: identity, MetricsAddr: "0", ProbeAddr: "0"}, Log: testr.New(h.t)})
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -159,4 +167,34 @@ func TestLeaderHandOver(t *testing.T) {
 	if now := holder(); now == first || now == "" {
 		t.Fatalf("lease holder %q after hand-over, was %q", now, first)
 	}
+}
+
+// TestRestartedLeaderResumesItsLease: a replica whose identity holds an unexpired Lease
+// (a container restarted in the same pod) leads at once; another identity waits.
+func TestRestartedLeaderResumesItsLease(t *testing.T) {
+	h := newHarness(t)
+	ensureNamespace(t, h.ctx, leaseNamespace)
+	h.node("a", 8, nil)
+	const id, crashed = "resume-test", "host_pod-uid-1"
+	now := metav1.NewMicroTime(time.Now())
+	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: leaseNamespace, Name: id},
+		Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To(crashed), LeaseDurationSeconds: ptr.To[int32](600),
+			AcquireTime: &now, RenewTime: &now}}
+	if err := h.c.Create(h.ctx, lease); err != nil {
+		t.Fatal(err)
+	}
+	stopOther := h.startManagerAs(env.Config, id, "host_pod-uid-2")
+	h.pod(h.makePod("first").GPU(1))
+	time.Sleep(3 * time.Second)
+	if n := h.bound(); n != 0 {
+		t.Fatalf("another identity bound %d pods while the Lease was held", n)
+	}
+	stopOther()
+	h.startManagerAs(env.Config, id, crashed)
+	h.eventually("the restarted leader resumed its Lease and bound", 20*time.Second, func() string {
+		if h.bound() != 1 {
+			return "not yet"
+		}
+		return ""
+	})
 }

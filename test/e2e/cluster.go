@@ -392,7 +392,8 @@ func (c *Cluster) startTessera(ctx context.Context, root string) error {
 	for _, comp := range components {
 		metrics, probe := freePort(), freePort()
 		args := append(comp.args, "--metrics-bind-address=127.0.0.1:"+strconv.Itoa(metrics), "--health-probe-bind-address=127.0.0.1:"+strconv.Itoa(probe))
-		p, err := c.run(comp.name, c.tessera, args)
+		// A pod's UID, the same across the process's restarts as across a container's.
+		p, err := c.run(comp.name, c.tessera, args, "POD_UID="+comp.name)
 		if err != nil {
 			return err
 		}
