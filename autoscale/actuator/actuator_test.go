@@ -70,7 +70,7 @@ func (f *fakeInfra) NodeGroups(_ context.Context, nodes []*corev1.Node) (map[str
 	return by, sizes, nil
 }
 
-func (f *fakeInfra) Mark(_ context.Context, n *corev1.Node) (string, error) {
+func (f *fakeInfra) Mark(_ context.Context, n *corev1.Node, _ time.Time) (string, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if _, ok := f.groups[n.Name]; !ok {
@@ -81,7 +81,7 @@ func (f *fakeInfra) Mark(_ context.Context, n *corev1.Node) (string, error) {
 	return "capi/m-" + n.Name, nil
 }
 
-func (f *fakeInfra) Lower(_ context.Context, n *corev1.Node) (string, error) {
+func (f *fakeInfra) Lower(_ context.Context, n *corev1.Node, _ time.Time) (string, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.lowerErr != nil {

@@ -2,6 +2,7 @@ package actuator
 
 import (
 	"context"
+	"time"
 
 	"github.com/tessera-gpu/tessera/autoscale"
 
@@ -15,14 +16,15 @@ type Infrastructure interface {
 	// NodeGroups returns the node group of each node that has one (by node name) and
 	// each group's replicas and size floor (by group name).
 	NodeGroups(ctx context.Context, nodes []*corev1.Node) (map[string]string, map[string]autoscale.Group, error)
-	// Mark marks node's machine for deletion and records its group's replicas, so that
-	// Lower knows later whether it lowered them already. Marking a marked machine
-	// changes nothing. machine is "" when the node has no machine.
-	Mark(ctx context.Context, node *corev1.Node) (machine string, err error)
+	// Mark marks node's machine for deletion at now and records its group's replicas,
+	// so that Lower knows later whether it lowered them already. Marking a marked
+	// machine changes nothing. machine is "" when the node has no machine.
+	Mark(ctx context.Context, node *corev1.Node, now time.Time) (machine string, err error)
 	// Lower lowers the replicas of the group of node's marked machine by one, once:
 	// called again (after a crash), it finds them below the recorded count and changes
-	// nothing. It returns what it did, for the event: "MachineDeployment ns/md 3 -> 2".
-	Lower(ctx context.Context, node *corev1.Node) (string, error)
+	// nothing. Other machines of the group count only if they were marked by settledBy.
+	// It returns what it did, for the event: "MachineDeployment ns/md 3 -> 2".
+	Lower(ctx context.Context, node *corev1.Node, settledBy time.Time) (string, error)
 	// Unmark takes Mark's marks off node's machine, for a scale-down that failed
 	// before Lower.
 	Unmark(ctx context.Context, node *corev1.Node) error

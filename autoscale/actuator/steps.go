@@ -125,7 +125,7 @@ func (s *step) mark(ctx context.Context) error {
 	machine := ""
 	if s.a.infra != nil {
 		var err error
-		if machine, err = s.a.infra.Mark(ctx, s.node); err != nil {
+		if machine, err = s.a.infra.Mark(ctx, s.node, s.now); err != nil {
 			return fmt.Errorf("mark the Machine for deletion: %w", err)
 		}
 		if err := failpoint.Inject(failpoint.AutoscalerMachineMarked); err != nil {
@@ -160,7 +160,7 @@ func (s *step) remove(ctx context.Context) error {
 	if s.a.infra == nil {
 		return fmt.Errorf("the Machine %s is marked, but no Cluster API management cluster is configured", s.sd.Machine)
 	}
-	what, err := s.a.infra.Lower(ctx, s.node)
+	what, err := s.a.infra.Lower(ctx, s.node, s.now.Add(-s.a.opts.MarkSettle))
 	if err == nil {
 		err = failpoint.Inject(failpoint.AutoscalerLowered)
 	}

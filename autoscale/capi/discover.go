@@ -87,16 +87,16 @@ func (d *Discovering) NodeGroups(ctx context.Context, nodes []*corev1.Node) (map
 
 // Mark implements actuator.Infrastructure: it looks Cluster API up again first, and
 // returns "" (no Machine) only when it is still not served.
-func (d *Discovering) Mark(ctx context.Context, node *corev1.Node) (string, error) {
+func (d *Discovering) Mark(ctx context.Context, node *corev1.Node, now time.Time) (string, error) {
 	p, err := d.lookUp(ctx, true)
 	if err != nil || p == nil {
 		return "", err
 	}
-	return p.Mark(ctx, node)
+	return p.Mark(ctx, node, now)
 }
 
 // Lower implements actuator.Infrastructure.
-func (d *Discovering) Lower(ctx context.Context, node *corev1.Node) (string, error) {
+func (d *Discovering) Lower(ctx context.Context, node *corev1.Node, settledBy time.Time) (string, error) {
 	p, err := d.lookUp(ctx, true)
 	if err != nil {
 		return "", err
@@ -104,7 +104,7 @@ func (d *Discovering) Lower(ctx context.Context, node *corev1.Node) (string, err
 	if p == nil {
 		return "", fmt.Errorf("the cluster serves no Cluster API Machines (cluster.x-k8s.io/v1beta2) now")
 	}
-	return p.Lower(ctx, node)
+	return p.Lower(ctx, node, settledBy)
 }
 
 // Unmark implements actuator.Infrastructure.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -114,8 +115,9 @@ func (idx *index) groupOf(m *clusterv1.Machine) (group, error) {
 }
 
 // members counts the Machines of group g that are not being deleted, and how many of
-// them Mark marked.
-func (idx *index) members(g group) (present, marked int) {
+// them Mark marked: own, and the others marked by settledBy (a mark whose time does not
+// parse counts).
+func (idx *index) members(g group, own *clusterv1.Machine, settledBy time.Time) (present, marked int) {
 	for _, m := range idx.byKey {
 		if !m.DeletionTimestamp.IsZero() {
 			continue
@@ -124,11 +126,17 @@ func (idx *index) members(g group) (present, marked int) {
 			continue
 		}
 		present++
-		if _, ok := m.Annotations[AnnotationReplicasBefore]; ok {
+		if _, ok := m.Annotations[AnnotationReplicasBefore]; ok && (m == own || markedBy(m, settledBy)) {
 			marked++
 		}
 	}
 	return present, marked
+}
+
+// markedBy: m's delete-machine mark was made by t, or its time does not parse.
+func markedBy(m *clusterv1.Machine, t time.Time) bool {
+	at, err := time.Parse(time.RFC3339, m.Annotations[clusterv1.DeleteMachineAnnotation])
+	return err != nil || !at.After(t)
 }
 
 // owner is the namespace/name of o's controller of the given Cluster API kind, "" if none.

@@ -75,7 +75,7 @@ func (p *Provider) NodeGroups(ctx context.Context, nodes []*corev1.Node) (map[st
 }
 
 // Mark implements actuator.Infrastructure.
-func (p *Provider) Mark(ctx context.Context, node *corev1.Node) (string, error) {
+func (p *Provider) Mark(ctx context.Context, node *corev1.Node, now time.Time) (string, error) {
 	m, g, err := p.find(ctx, node)
 	if err != nil || m == nil {
 		return "", err
@@ -94,7 +94,7 @@ func (p *Provider) Mark(ctx context.Context, node *corev1.Node) (string, error) 
 	if next.Annotations == nil {
 		next.Annotations = map[string]string{}
 	}
-	next.Annotations[clusterv1.DeleteMachineAnnotation] = time.Now().UTC().Format(time.RFC3339)
+	next.Annotations[clusterv1.DeleteMachineAnnotation] = now.UTC().Format(time.RFC3339)
 	next.Annotations[AnnotationReplicasBefore] = strconv.Itoa(int(sc.Spec.Replicas))
 	if err := p.c.Patch(ctx, next, client.MergeFromWithOptions(m, client.MergeFromWithOptimisticLock{})); err != nil {
 		return "", fmt.Errorf("annotate Machine %s %s: %w", key(m), clusterv1.DeleteMachineAnnotation, err)
@@ -108,10 +108,12 @@ func (p *Provider) Mark(ctx context.Context, node *corev1.Node) (string, error) 
 // group go at once (the MachineSet may delete any marked Machine for a decrement, so
 // one Lower covers every mark it sees), and when Lower runs again after a crash between
 // its scale update and the MachineSet's deletion. The MachineSet deletes marked
-// Machines first. It never lowers a group below its min-size annotation, and updates
+// Machines first. A mark younger than settledBy counts for none but node itself: the
+// MachineSet may not have seen it yet, and would delete another Machine in its place.
+// It never lowers a group below its min-size annotation, and updates
 // the scale with its resourceVersion, so a concurrent change of the replicas fails it
 // rather than being overwritten.
-func (p *Provider) Lower(ctx context.Context, node *corev1.Node) (string, error) {
+func (p *Provider) Lower(ctx context.Context, node *corev1.Node, settledBy time.Time) (string, error) {
 	idx, err := p.index(ctx)
 	if err != nil {
 		return "", err
@@ -135,7 +137,7 @@ func (p *Provider) Lower(ctx context.Context, node *corev1.Node) (string, error)
 		return "", err
 	}
 	now := int(sc.Spec.Replicas)
-	present, marked := idx.members(g)
+	present, marked := idx.members(g, m, settledBy)
 	// present-now Machines are about to go because the replicas are below them: marked
 	// ones first, so those many marks are covered already.
 	uncovered := marked - max(0, present-now)

@@ -214,12 +214,13 @@ func TestParallelRemovalsLowerOncePerMachine(t *testing.T) {
 func TestLowerCoversEveryMarkItSees(t *testing.T) {
 	h := fourIdleNodes(t)
 	p := capi.New(env.Client)
+	now := time.Now()
 	for _, n := range []string{"a", "b"} {
-		if _, err := p.Mark(h.ctx, h.node(n)); err != nil {
+		if _, err := p.Mark(h.ctx, h.node(n), now); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := p.Lower(h.ctx, h.node("b")); err != nil {
+	if _, err := p.Lower(h.ctx, h.node("b"), now); err != nil {
 		t.Fatal(err)
 	}
 	if got := h.replicas("md"); got != 2 {
@@ -229,8 +230,34 @@ func TestLowerCoversEveryMarkItSees(t *testing.T) {
 	if err := h.mc.Delete(h.ctx, &clusterv1.Machine{ObjectMeta: metav1.ObjectMeta{Namespace: h.ns, Name: "ms-b"}}); err != nil {
 		t.Fatal(err)
 	}
-	if msg, err := p.Lower(h.ctx, h.node("a")); err != nil || h.replicas("md") != 2 {
+	if msg, err := p.Lower(h.ctx, h.node("a"), now); err != nil || h.replicas("md") != 2 {
 		t.Fatalf("second Lower: %q, %v; MachineDeployment at %d replicas, want 2", msg, err, h.replicas("md"))
+	}
+}
+
+// A mark younger than the settle time counts only for its own node's Lower: the
+// MachineSet may not see it yet, and would delete an unmarked Machine for its replica.
+func TestLowerLeavesOthersYoungMarks(t *testing.T) {
+	h := fourIdleNodes(t)
+	p := capi.New(env.Client)
+	t0 := time.Now().Truncate(time.Second)
+	if _, err := p.Mark(h.ctx, h.node("a"), t0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Mark(h.ctx, h.node("b"), t0.Add(8*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Lower(h.ctx, h.node("a"), t0.Add(time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if got := h.replicas("md"); got != 3 {
+		t.Fatalf("MachineDeployment at %d replicas after a's Lower with b's mark 7s younger than settled, want 3", got)
+	}
+	if _, err := p.Lower(h.ctx, h.node("b"), t0.Add(10*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if got := h.replicas("md"); got != 2 {
+		t.Fatalf("MachineDeployment at %d replicas after b's Lower, want 2", got)
 	}
 }
 
