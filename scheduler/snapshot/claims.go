@@ -461,10 +461,14 @@ func (s *build) chargeForeignClaims() {
 		if c.Status.Allocation == nil {
 			continue
 		}
-		placed := s.placedConsumer(c)
+		consumer := s.placedConsumer(c)
+		placed := consumer != nil
 		var assigned map[string]bool
 		if placed {
-			assigned = s.consumerAssignment(c)
+			assigned = consumerAssignment(consumer)
+			// Without an assignment the pod's GPUs are its claims' (claimedGPUs): only a
+			// claim it names is counted through it.
+			placed = assigned != nil || usesClaim(consumer, c.Name)
 		}
 		for _, r := range c.Status.Allocation.Devices.Results {
 			if r.Driver != tesserav1.DRADriver {
@@ -519,41 +523,43 @@ func (s *build) claimedGPUs(p *corev1.Pod, n *framework.Node) framework.GPUSet {
 	return set
 }
 
-// consumerAssignment is the set of GPU UUIDs the GPU assignment of the pod a claim is
-// reserved for names; nil when that pod has none. A device of the claim that the
-// assignment does not name (an allocation left from an earlier placement of the pod)
-// still holds its GPU.
-func (s *build) consumerAssignment(c *resourcev1.ResourceClaim) map[string]bool {
-	for _, ref := range c.Status.ReservedFor {
-		in, ok := s.Builder.pods[c.Namespace+"/"+ref.Name]
-		if ref.Resource != "pods" || !ok || in.pod.UID != ref.UID {
-			continue
-		}
-		v, has := in.pod.Annotations[tesserav1.AnnotationGPUAssign]
-		if !has {
-			return nil
-		}
-		a, err := tesserav1.ParseGPUAssignment(v)
-		if err != nil {
-			return nil
-		}
-		out := map[string]bool{}
-		for _, ctr := range a.Containers {
-			for _, u := range ctr.UUIDs {
-				out[u] = true
-			}
-		}
-		return out
+// consumerAssignment is the set of GPU UUIDs the GPU assignment of pod p names; nil
+// when it has none. A device of a claim that the assignment does not name (an
+// allocation left from an earlier placement of the pod) still holds its GPU.
+func consumerAssignment(p *corev1.Pod) map[string]bool {
+	v, has := p.Annotations[tesserav1.AnnotationGPUAssign]
+	if !has {
+		return nil
 	}
-	return nil
+	a, err := tesserav1.ParseGPUAssignment(v)
+	if err != nil {
+		return nil
+	}
+	out := map[string]bool{}
+	for _, ctr := range a.Containers {
+		for _, u := range ctr.UUIDs {
+			out[u] = true
+		}
+	}
+	return out
 }
 
-// placedConsumer reports whether a claim is reserved for a pod of this scheduler that
-// is bound and has not ended: its GPUs are placed through the pod's GPU assignment. A
-// claim whose pods all ended holds its devices until the binder releases it (a release
-// that failed, on a conflict, is retried next session): the ended pod no longer holds
-// the GPU, so the claim does, and no other pod gets it meanwhile.
-func (s *build) placedConsumer(c *resourcev1.ResourceClaim) bool {
+// usesClaim reports whether pod p names claim name: among its claims, or as the claim
+// made for its extended resources. A claim reserved for p that it does not name (one
+// the controller made twice for one pod claim, say) is not counted through p.
+func usesClaim(p *corev1.Pod, name string) bool {
+	if st := p.Status.ExtendedResourceClaimStatus; st != nil && st.ResourceClaimName == name {
+		return true
+	}
+	return slices.Contains(ClaimNames(p), name)
+}
+
+// placedConsumer is the pod of this scheduler, bound and not ended, that a claim is
+// reserved for; nil if none. A claim whose pods all ended holds its devices until the
+// binder releases it (a release that failed, on a conflict, is retried next session):
+// the ended pod no longer holds the GPU, so the claim does, and no other pod gets it
+// meanwhile.
+func (s *build) placedConsumer(c *resourcev1.ResourceClaim) *corev1.Pod {
 	for _, ref := range c.Status.ReservedFor {
 		if ref.Resource != "pods" {
 			continue
@@ -561,8 +567,8 @@ func (s *build) placedConsumer(c *resourcev1.ResourceClaim) bool {
 		in, ok := s.Builder.pods[c.Namespace+"/"+ref.Name]
 		if ok && in.pod.UID == ref.UID && in.pod.Spec.SchedulerName == s.opts.SchedulerName && in.pod.Spec.NodeName != "" &&
 			in.pod.Status.Phase != corev1.PodSucceeded && in.pod.Status.Phase != corev1.PodFailed {
-			return true
+			return in.pod
 		}
 	}
-	return false
+	return nil
 }

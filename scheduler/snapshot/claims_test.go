@@ -206,6 +206,30 @@ func TestFaultSeed27EndedPodsClaimHoldsItsGPU(t *testing.T) {
 	onlyDeviceUsed(t, b, "gpu-3")
 }
 
+// Found by the long fault schedule, seed 32: a pod's claim was made twice by the
+// controller (after a fault), both copies allocated and reserved for the pod, and the
+// pod's status named only one. The other's GPU was counted neither through the pod nor
+// as a claim, and a pod was bound to it. A claim its pod does not name now holds its
+// devices.
+func TestFaultSeed32ClaimThePodDoesNotNameHoldsItsGPU(t *testing.T) {
+	b := draBuilder()
+	p := testPod("p", "ns").RunningOn("n1", epoch).Obj()
+	p.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimTemplateName: ptr.To("whole")}}
+	p.Status.ResourceClaimStatuses = []corev1.PodResourceClaimStatus{{Name: "gpu", ResourceClaimName: ptr.To("p-gpu-b")}}
+	b.AddPod(p, 0)
+	b.AddResourceClaim(wholeGPUClaimOf(p, "p-gpu-a", "gpu", "gpu-3"))
+	b.AddResourceClaim(wholeGPUClaimOf(p, "p-gpu-b", "gpu", "gpu-1"))
+	snap, errs := b.Build()
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	for _, i := range []int{1, 3} {
+		if g := snap.Nodes[0].GPUs[i]; g.UsedMilli != framework.MilliPerGPU {
+			t.Errorf("GPU %d (%s), allocated to a claim reserved for the pod: used %d, want %d", i, g.Device, g.UsedMilli, framework.MilliPerGPU)
+		}
+	}
+}
+
 // Found by the fault schedule of seed 1: a claim pod whose GPU assignment names another
 // GPU than its claim's allocation (left from an earlier placement) had the claim's GPU
 // counted as free, and a share was bound to it. A device the assignment does not name
