@@ -196,6 +196,9 @@ func (pl *Planner) Plan(c *Cluster) *Plan {
 			t := best.since
 			d.IdleSince, d.Method = &t, best.method.Name()
 			d.Reason, d.Message = st.Blocker.Reason, st.Blocker.Message
+		case waitsForCheckpoint(n, now, d):
+			t := best.since
+			d.IdleSince, d.Method = &t, best.method.Name()
 		default:
 			t := best.since
 			d.IdleSince, d.Method = &t, best.method.Name()

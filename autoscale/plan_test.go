@@ -228,3 +228,25 @@ func TestRevalidate(t *testing.T) {
 		t.Fatalf("unknown node: %+v", d)
 	}
 }
+
+// An underused node whose pods checkpoint soon goes right after they do: evicting them
+// at once would throw away more work than the node costs until then.
+func TestUnderusedWaitsForACheckpointWhenCheaper(t *testing.T) {
+	pol := policy()
+	pol.UnderusedShare = 0.5
+	w := newWorld(t, 2, pol)
+	j := w.run(testutil.MakeJob("ckpt").GPU(3).Obj(), "a")
+	for _, task := range j.Tasks {
+		task.CheckpointEvery = 40 * time.Minute
+	}
+	w.run(testutil.MakeJob("other").GPU(2).Obj(), "b")
+	w.at(0)
+	// At 31m: 3 GPUs x 31m lost now, against the node's 8 GPUs x 9m till the checkpoint.
+	autoscaletest.Expect(t, w.at(31)["a"], false, autoscale.ReasonCheckpoint, "waiting 9m0s for their next ones")
+	autoscaletest.Expect(t, w.at(41)["a"], true, "", "")
+	// A checkpoint the pod reports resets its clock.
+	for _, task := range j.Tasks {
+		task.CheckpointedAt = testutil.Epoch.Add(78 * time.Minute)
+	}
+	autoscaletest.Expect(t, w.at(79)["a"], true, "", "")
+}

@@ -34,6 +34,7 @@ const (
 	ReasonKubeSystem        = "KubeSystemWithoutPDB"
 	ReasonNotReady          = "GPUsNotReady"
 	ReasonNotIdle           = "NotIdle"
+	ReasonCheckpoint        = "WaitingForCheckpoint"
 	ReasonBusyGPUs          = "GPUsBusy"
 	ReasonMinNodes          = "MinNodes"
 	ReasonMinSize           = "NodeGroupMinSize"

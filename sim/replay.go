@@ -183,7 +183,7 @@ func replayJob(spec *ReplayJob, q *framework.Queue, wholeGPUs bool) *framework.J
 		name := fmt.Sprintf("%s-%d", spec.Name, i)
 		j.Tasks = append(j.Tasks, &framework.Task{Name: name, Namespace: "sim", UID: name, Job: j, Container: "main",
 			Request: framework.Resources{MilliCPU: spec.MilliCPU, Memory: spec.MemoryMiB << 20, Pods: 1},
-			GPU:     gpu, Preemptible: !spec.Protected()})
+			GPU:     gpu, Preemptible: !spec.Protected(), CheckpointEvery: time.Duration(spec.CheckpointEvery) * time.Second})
 	}
 	return j
 }

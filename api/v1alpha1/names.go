@@ -53,6 +53,13 @@ const (
 	// held for a waiting gang when it should end before the gang starts. Unset, the
 	// Job's activeDeadlineSeconds or the history of its class stands in.
 	AnnotationExpectedRuntime = "tessera.dev/expected-runtime"
+	// AnnotationCheckpointInterval on a pod is how often it saves its progress (a Go
+	// duration such as "30m"), counted from its start: the autoscaler evicts it to free a
+	// node right after a checkpoint when that costs less than evicting it at once.
+	AnnotationCheckpointInterval = "tessera.dev/checkpoint-interval"
+	// AnnotationCheckpointedAt on a pod is when it last saved its progress (RFC 3339),
+	// for jobs whose checkpoints drift from the interval; the job writes it.
+	AnnotationCheckpointedAt = "tessera.dev/checkpointed-at"
 	// AnnotationQueue on a Namespace names the default queue of its workloads.
 	AnnotationQueue = "tessera.dev/queue"
 	// LabelPlatform set to "true" on a Namespace makes it a platform namespace: workloads

@@ -49,7 +49,7 @@ var checkpointFields = map[string]map[string]checkpointRule{
 		"Request": immutable, "GPU": immutable, "Status": restored,
 		"NodeSelector": immutable, "Affinity": immutable, "Tolerations": immutable,
 		"Node": restored, "GPUs": restored, "GPUMilli": restored, "Placed": restored,
-		"StartTime": restored, "Preemptible": restored, "affinity": cached,
+		"StartTime": restored, "Preemptible": restored, "CheckpointEvery": immutable, "CheckpointedAt": immutable, "affinity": cached,
 	},
 	"Job": {
 		"Name": immutable, "Namespace": immutable, "UID": immutable, "Queue": immutable, "Priority": immutable,

@@ -177,6 +177,11 @@ type Task struct {
 	StartTime time.Time
 	// Preemptible is false for tasks that must never be evicted (PDB exhausted, annotations).
 	Preemptible bool
+	// CheckpointEvery is how often the task saves its progress, as it declares it
+	// (0: not declared); CheckpointedAt is when it last did, as it reports it (zero:
+	// every CheckpointEvery from StartTime). An eviction loses the work since then.
+	CheckpointEvery time.Duration
+	CheckpointedAt  time.Time
 
 	affinity *nodeaffinity.RequiredNodeAffinity
 }

@@ -181,6 +181,7 @@ func (s *build) task(key string) (*taskAcc, error) {
 		t.Status = framework.TaskPending
 	}
 	t.Preemptible = ours && preemptible(p)
+	t.CheckpointEvery, t.CheckpointedAt = checkpoints(p)
 	ta := &taskAcc{task: t, pod: p, priority: prio, memo: pm, node: -1}
 	if bound && t.Status.Holds() {
 		n := s.nodes[p.Spec.NodeName]

@@ -3,6 +3,7 @@ package snapshot
 import (
 	"fmt"
 	"strconv"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -28,6 +29,18 @@ func finished(p *corev1.Pod) bool {
 // preemptible is false for pods annotated to never be evicted.
 func preemptible(p *corev1.Pod) bool {
 	return p.Annotations[annotationSafeToEvict] != "false" && p.Annotations[annotationDoNotDisrupt] != "true"
+}
+
+// checkpoints reads the checkpoint interval and last checkpoint a pod declares; a value
+// that does not parse counts as not declared, as the expected runtime's does.
+func checkpoints(p *corev1.Pod) (every time.Duration, at time.Time) {
+	if d, err := time.ParseDuration(p.Annotations[tesserav1.AnnotationCheckpointInterval]); err == nil && d > 0 {
+		every = d
+	}
+	if t, err := time.Parse(time.RFC3339, p.Annotations[tesserav1.AnnotationCheckpointedAt]); err == nil {
+		at = t
+	}
+	return every, at
 }
 
 // convertTask turns a pod's spec into a task (status and placement are set by the

@@ -578,3 +578,20 @@ func TestBadPodDoesNotSinkSnapshot(t *testing.T) {
 		t.Errorf("error is not an ObjectError naming the pod: %#v", errs[2])
 	}
 }
+
+// The checkpoint annotations reach the task; values that do not parse count as absent.
+func TestCheckpointAnnotations(t *testing.T) {
+	at := "2026-01-02T03:04:05Z"
+	for _, c := range []struct {
+		every, at string
+		want      time.Duration
+		wantAt    bool
+	}{{"30m", at, 30 * time.Minute, true}, {"often", "yesterday", 0, false}, {"-5m", "", 0, false}} {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{
+			tesserav1.AnnotationCheckpointInterval: c.every, tesserav1.AnnotationCheckpointedAt: c.at}}}
+		every, last := checkpoints(p)
+		if every != c.want || last.IsZero() == c.wantAt {
+			t.Errorf("%q, %q: every %v, at %v", c.every, c.at, every, last)
+		}
+	}
+}
