@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -95,6 +96,14 @@ func (p *Process) Exited() (bool, error) {
 // Stop sends SIGTERM and waits up to grace before SIGKILL.
 func (p *Process) Stop(grace time.Duration) {
 	p.signal(syscall.SIGTERM, grace)
+}
+
+// SetEnv sets the environment variable key to value for the next Start.
+func (p *Process) SetEnv(key, value string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.env = slices.DeleteFunc(p.env, func(e string) bool { return strings.HasPrefix(e, key+"=") })
+	p.env = append(p.env, key+"="+value)
 }
 
 // Kill ends the process at once, as a crash would.

@@ -57,6 +57,8 @@ type Driver struct {
 	// reported are the evicted-twice pods already reported.
 	reported map[string]bool
 	probes   int
+	// replaced counts the leaders' pods replaced, for their new UIDs.
+	replaced int
 }
 
 // NewDriver starts the driver's background work (process supervision, the workload,
@@ -314,6 +316,11 @@ func (d *Driver) kill(ctx context.Context, f Fault) ([]string, error) {
 		if name == "" {
 			return nil, fmt.Errorf("no %s leader", component)
 		}
+		// The leader's pod is replaced (its node lost, say): the new pod has a new UID,
+		// so it does not resume the Lease, and the standby takes over once it expires.
+		// A crash at a fault point restarts the container instead, which resumes it.
+		d.replaced++
+		d.c.Process(name).SetEnv("POD_UID", fmt.Sprintf("%s-%d", name, d.replaced))
 		return []string{name}, d.sup.kill(ctx, name, down)
 	case KillNodeAgent:
 		agents := d.agents()
