@@ -73,6 +73,10 @@ func (s *Session) selectNode(t *framework.Task, candidates []*framework.Node, al
 		case s.placer != nil:
 			var gs float64
 			gpus, gs, ok = s.placer.PlaceGPUs(t, n)
+			if ok && !t.GPU.Matches(n, gpus) { // (a placer that knows no claim constraints)
+				gpus = framework.PickGPUs(&t.GPU, n)
+				ok = gpus != 0
+			}
 			score += s.placerWeight * gs
 		case t.GPU.Any():
 			gpus = framework.PickGPUs(&t.GPU, n)

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
@@ -28,6 +29,12 @@ import (
 // shared in steps of 1Gi; it returns the node's name.
 func (h *harness) draNode(name string, gpus int) string {
 	h.t.Helper()
+	return h.draNodeWith(name, gpus, nil)
+}
+
+// draNodeWith is draNode with change applied to the ResourceSlice before it is created.
+func (h *harness) draNodeWith(name string, gpus int, change func(*resourcev1.ResourceSlice)) string {
+	h.t.Helper()
 	h.node(name, gpus, nil)
 	node := h.ns + "-" + name
 	for _, c := range apitest.DeviceClasses() {
@@ -36,6 +43,9 @@ func (h *harness) draNode(name string, gpus int) string {
 		}
 	}
 	s := apitest.GPUSlice(node, gpus, 81920, 1024, true, func(i int) string { return framework.DerivedGPUUUID(node, i) })
+	if change != nil {
+		change(s)
+	}
 	if err := h.c.Create(h.ctx, s); err != nil {
 		h.t.Fatal(err)
 	}
@@ -132,6 +142,36 @@ func TestDRAWholeGPUsAndShares(t *testing.T) {
 				t.Errorf("pod %s: claim device %s (%s) is not in its GPU assignment %v", p.Name, r.Device, uuid, a)
 			}
 		}
+	}
+}
+
+// TestDRAMatchAttribute: a claim's matchAttribute constraint gets GPUs of one value of
+// the attribute, though other free GPUs would do without it.
+func TestDRAMatchAttribute(t *testing.T) {
+	h := newHarness(t)
+	h.draNodeWith("a", 4, func(s *resourcev1.ResourceSlice) {
+		for i := range s.Spec.Devices {
+			s.Spec.Devices[i].Attributes["nvlinkIsland"] = resourcev1.DeviceAttribute{IntValue: ptr.To(int64(i / 2))}
+		}
+	})
+	h.run(h.daemon(nil))
+	h.claimPod(h.makePod("one"), 1, "")
+	h.waitPodBound("one GPU", "one", 20*time.Second)
+	taken := allocated(h.claim("one"))
+	island := resourcev1.FullyQualifiedName(tesserav1.DRADriver + "/nvlinkIsland")
+	w := h.makePod("pair")
+	c := apitest.GPUClaim("pair", h.ns, 2, "")
+	c.Spec.Devices.Constraints = []resourcev1.DeviceConstraint{{MatchAttribute: &island}}
+	if err := h.c.Create(h.ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	h.pod(w.ResourceClaim("gpu", "pair"))
+	h.waitPodBound("two GPUs of one island", "pair", 20*time.Second)
+	got := allocated(h.claim("pair"))
+	want := map[string]string{"gpu-0:80Gi": "gpu-2:80Gi,gpu-3:80Gi", "gpu-1:80Gi": "gpu-2:80Gi,gpu-3:80Gi",
+		"gpu-2:80Gi": "gpu-0:80Gi,gpu-1:80Gi", "gpu-3:80Gi": "gpu-0:80Gi,gpu-1:80Gi"}[taken]
+	if got != want {
+		t.Errorf("with %s taken, the constrained claim got %q, want %q", taken, got, want)
 	}
 }
 

@@ -1,6 +1,7 @@
 package framework_test
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 
@@ -87,6 +88,43 @@ func TestPickWholeGPUs(t *testing.T) {
 		if !slices.Equal(got.Indices(), append([]int{}, tc.want...)) {
 			t.Errorf("%s: %v, want %v", tc.name, got.Indices(), tc.want)
 		}
+	}
+}
+
+// A claim's matchAttribute constraint: all GPUs from one value, the smallest group
+// that holds them; none when no group does, however many GPUs are free.
+func TestPickWholeGPUsMatchingAnAttribute(t *testing.T) {
+	n := testutil.MakeNode("n").GPUs(8, "A100-80GB").Obj()
+	match := map[string]string{}
+	for i := range n.GPUs {
+		n.GPUs[i].Device = fmt.Sprintf("gpu-%d", i)
+		if i < 7 { // GPU 7 lacks the attribute
+			match[n.GPUs[i].UUID] = []string{"a", "b"}[i/4]
+		}
+	}
+	n.GPUs[0].UsedMilli, n.GPUs[6].UsedMilli = 1, 1 // free: a 1-3, b 4-5
+	n.Refresh()
+	req := func(count int) *framework.GPURequest {
+		return &framework.GPURequest{Count: count, Claim: &framework.ClaimRequest{Allowed: map[string]bool{}, Match: match}}
+	}
+	for _, tc := range []struct {
+		count int
+		want  []int
+	}{{2, []int{4, 5}}, {3, []int{1, 2, 3}}, {4, nil}} {
+		r := req(tc.count)
+		for uuid := range match {
+			r.Claim.Allowed[uuid] = true
+		}
+		got := framework.PickWholeGPUs(r, n)
+		if !slices.Equal(got.Indices(), tc.want) {
+			t.Errorf("%d GPUs: %v, want %v", tc.count, got.Indices(), tc.want)
+		}
+		if got != 0 && !r.Matches(n, got) {
+			t.Errorf("%d GPUs: %v do not match", tc.count, got.Indices())
+		}
+	}
+	if r := req(2); r.Matches(n, framework.GPUSet(0).Add(3).Add(4)) {
+		t.Error("GPUs 3 and 4 (a, b) match")
 	}
 }
 

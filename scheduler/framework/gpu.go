@@ -94,6 +94,26 @@ type ClaimRequest struct {
 	// Allowed holds the UUIDs of the GPUs the claims accept; nil accepts every GPU
 	// published as a device.
 	Allowed map[string]bool
+	// Match, when set, is a claim's matchAttribute constraint: the value of the
+	// attribute for each GPU (by UUID) that has it. The request's GPUs must all have
+	// one value; Allowed holds only GPUs that have the attribute.
+	Match map[string]string
+}
+
+// Matches reports whether gpus of n meet the request's matchAttribute constraint.
+func (r *GPURequest) Matches(n *Node, gpus GPUSet) bool {
+	if r.Claim == nil || r.Claim.Match == nil {
+		return true
+	}
+	first, seen := "", false
+	for _, i := range gpus.Indices() {
+		v, ok := r.Claim.Match[n.GPUs[i].UUID]
+		if !ok || seen && v != first {
+			return false
+		}
+		first, seen = v, true
+	}
+	return true
 }
 
 // AllowsDevice reports whether GPU g can serve the request as far as claims go: always

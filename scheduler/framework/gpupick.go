@@ -22,6 +22,11 @@ func PickWholeGPUs(r *GPURequest, n *Node) GPUSet {
 	if free.Len() < r.Count {
 		return 0
 	}
+	if r.Claim != nil && r.Claim.Match != nil {
+		// All from one value of the constraint's attribute: the smallest group that
+		// holds the request.
+		return pickGroup(n, free, r.Count, func(g *GPU) string { return r.Claim.Match[g.UUID] })
+	}
 	if free.Len() == r.Count || r.Count == 1 {
 		return firstN(free, r.Count)
 	}
@@ -36,10 +41,10 @@ func PickWholeGPUs(r *GPURequest, n *Node) GPUSet {
 	return firstN(free, r.Count)
 }
 
-func pickGroup(n *Node, free GPUSet, count int, key func(*GPU) int) GPUSet {
+func pickGroup[K comparable](n *Node, free GPUSet, count int, key func(*GPU) K) GPUSet {
 	var best GPUSet
 	bestLen := 1 << 30
-	seen := map[int]bool{}
+	seen := map[K]bool{}
 	for _, i := range free.Indices() {
 		k := key(&n.GPUs[i])
 		if seen[k] {

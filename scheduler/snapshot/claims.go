@@ -256,7 +256,8 @@ func (s *build) claimGPU(p *corev1.Pod, t *framework.Task) error {
 	devs := s.Builder.Devices()
 	req := framework.GPURequest{Claim: &framework.ClaimRequest{}}
 	var allowed map[string]bool
-	for i, name := range ClaimNames(p) {
+	names := ClaimNames(p)
+	for i, name := range names {
 		field := fmt.Sprintf("spec.resourceClaims[%d]", i)
 		if name == "" {
 			return bad(field, "its ResourceClaim from template %q is not created yet; it is scheduled once the claim exists", ptrOr(p.Spec.ResourceClaims[i].ResourceClaimTemplateName))
@@ -300,15 +301,78 @@ func (s *build) claimGPU(p *corev1.Pod, t *framework.Task) error {
 			}
 			allowed = intersect(allowed, acc)
 		}
-		if len(c.Spec.Devices.Constraints) > 0 {
-			return bad(field, "ResourceClaim %s: spec.devices.constraints are not supported yet; Tessera's topology scoring keeps a pod's GPUs within one NVLink island where it can", name)
+		for k := range c.Spec.Devices.Constraints {
+			match, err := constraintMatch(&c.Spec.Devices.Constraints[k], c, len(names), devs)
+			if err != nil {
+				return bad(field, "ResourceClaim %s spec.devices.constraints[%d]: %v", name, k, err)
+			}
+			if match != nil {
+				req.Claim.Match = match
+				allowed = intersect(allowed, keySet(match))
+			}
 		}
 	}
-	if len(allowed) < len(devs.ByUUID) {
+	if len(allowed) < len(devs.ByUUID) || req.Claim.Match != nil {
 		req.Claim.Allowed = allowed
+		if allowed == nil {
+			req.Claim.Allowed = map[string]bool{}
+		}
 	}
 	t.GPU = req
 	return nil
+}
+
+// constraintMatch is the attribute value of each published GPU that has the attribute
+// a claim's matchAttribute constraint names. Tessera places a pod's GPUs as one set, so
+// it takes a constraint that spans the claim's every request, in the pod's only claim;
+// distinctAttribute, and a constraint over some requests only, are refused.
+func constraintMatch(k *resourcev1.DeviceConstraint, c *resourcev1.ResourceClaim, claims int, devs *Devices) (map[string]string, error) {
+	switch {
+	case k.DistinctAttribute != nil:
+		return nil, fmt.Errorf("distinctAttribute is not supported; Tessera gives each request distinct GPUs already")
+	case k.MatchAttribute == nil:
+		return nil, nil
+	case claims > 1:
+		return nil, fmt.Errorf("matchAttribute is supported in a pod's only resource claim; put the pod's GPU requests in one claim")
+	case len(k.Requests) > 0 && slices.ContainsFunc(c.Spec.Devices.Requests, func(r resourcev1.DeviceRequest) bool { return !slices.Contains(k.Requests, r.Name) }):
+		return nil, fmt.Errorf("matchAttribute over requests %v is not supported; leave requests empty so that it spans all the claim's requests", k.Requests)
+	}
+	name := string(*k.MatchAttribute)
+	domain, id, _ := strings.Cut(name, "/")
+	out := map[string]string{}
+	for uuid, d := range devs.ByUUID {
+		a, ok := d.cel.Attributes[resourcev1.QualifiedName(name)]
+		if !ok && domain == d.cel.Driver {
+			a, ok = d.cel.Attributes[resourcev1.QualifiedName(id)]
+		}
+		if ok {
+			out[uuid] = attributeValue(a)
+		}
+	}
+	return out, nil
+}
+
+// attributeValue is a device attribute's value as a string that tells its type too.
+func attributeValue(a resourcev1.DeviceAttribute) string {
+	switch {
+	case a.IntValue != nil:
+		return fmt.Sprintf("int:%d", *a.IntValue)
+	case a.BoolValue != nil:
+		return fmt.Sprintf("bool:%t", *a.BoolValue)
+	case a.StringValue != nil:
+		return "string:" + *a.StringValue
+	case a.VersionValue != nil:
+		return "version:" + *a.VersionValue
+	}
+	return ""
+}
+
+func keySet[V any](m map[string]V) map[string]bool {
+	out := make(map[string]bool, len(m))
+	for k := range m {
+		out[k] = true
+	}
+	return out
 }
 
 func ptrOr(s *string) string {

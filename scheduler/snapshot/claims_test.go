@@ -249,3 +249,45 @@ func TestFaultSeed1ClaimDeviceOutsideTheAssignmentHoldsItsGPU(t *testing.T) {
 		t.Fatalf("GPU 2 (%s), allocated to the claim: used %d, want %d", g.Device, g.UsedMilli, framework.MilliPerGPU)
 	}
 }
+
+// A claim's matchAttribute constraint reaches the request as each GPU's value of the
+// attribute (named with its domain, or, in the driver's domain, without); shapes
+// Tessera cannot place as one set are refused, naming the fix.
+func TestClaimMatchAttribute(t *testing.T) {
+	constrained := func(name string, k resourcev1.DeviceConstraint) *resourcev1.ResourceClaim {
+		c := apitest.GPUClaim(name, "ns", 2, "")
+		if len(k.Requests) > 0 { // a second request the constraint leaves out
+			extra := c.Spec.Devices.Requests[0]
+			extra.Name = "other"
+			c.Spec.Devices.Requests = append(c.Spec.Devices.Requests, extra)
+		}
+		c.Spec.Devices.Constraints = []resourcev1.DeviceConstraint{k}
+		return c
+	}
+	sharing := resourcev1.FullyQualifiedName(tesserav1.DRADriver + "/" + tesserav1.DeviceAttributeSharing)
+	for _, tc := range []struct {
+		claim *resourcev1.ResourceClaim
+		err   string
+	}{
+		{claim: constrained("match", resourcev1.DeviceConstraint{MatchAttribute: &sharing})},
+		{claim: constrained("distinct", resourcev1.DeviceConstraint{DistinctAttribute: &sharing}), err: "distinctAttribute is not supported"},
+		{claim: constrained("some", resourcev1.DeviceConstraint{Requests: []string{apitest.GPUClaim("x", "ns", 1, "").Spec.Devices.Requests[0].Name}, MatchAttribute: &sharing}), err: "leave requests empty"},
+	} {
+		b := draBuilder()
+		b.AddResourceClaim(tc.claim)
+		b.AddPod(testPod(tc.claim.Name, "ns").ResourceClaim("gpu", tc.claim.Name).Obj(), 0)
+		task, errs := taskOf(t, b, tc.claim.Name)
+		if tc.err != "" {
+			if len(errs) != 1 || !strings.Contains(errs[0].Error(), tc.err) || !strings.Contains(errs[0].Error(), "constraints[0]") {
+				t.Errorf("%s: errors %v, want one saying %q", tc.claim.Name, errs, tc.err)
+			}
+			continue
+		}
+		if len(errs) > 0 || task == nil || task.GPU.Claim == nil {
+			t.Fatalf("%s: errors %v task %+v", tc.claim.Name, errs, task)
+		}
+		if m := task.GPU.Claim.Match; len(m) != 4 || m[uuid("n1", 0)] != "bool:true" || len(task.GPU.Claim.Allowed) != 4 {
+			t.Errorf("%s: match %v allowed %v, want the 4 GPUs' sharing attribute", tc.claim.Name, m, task.GPU.Claim.Allowed)
+		}
+	}
+}
