@@ -115,9 +115,17 @@ func (p *Profile) recommendBurstable(in BurstableInput, c Config) Burstable {
 		if own, ok := peaks.Percentile(c.RequestPercentile); ok {
 			req = max(req, own)
 		}
+		// The prior's upper bound widens the limit past a user's request that its
+		// workloads outgrow: a limit only caps, the request is what is packed on.
+		limitFrom := "the user's request"
+		if upper, ok := prior.Peaks.Percentile(c.LimitPercentile); ok {
+			if u := int64(float64(upper)*(1+c.Margin) + 0.5); u > limit {
+				limit, limitFrom = u, fmt.Sprintf("p%.0f of the prior's runs + %.0f%%, above the user's request", c.LimitPercentile*100, c.Margin*100)
+			}
+		}
 		b := c.burstable(min(int64(float64(req)*(1+c.Margin)+0.5), limit), limit, in.GPUMiB)
-		b.Reason = fmt.Sprintf("%d of %d runs seen: request p%.0f of prior %d's %d runs + %.0f%%, limit the user's request",
-			runs, c.MinRuns, c.RequestPercentile*100, i+1, prior.Runs, c.Margin*100)
+		b.Reason = fmt.Sprintf("%d of %d runs seen: request p%.0f of prior %d's %d runs + %.0f%%, limit %s",
+			runs, c.MinRuns, c.RequestPercentile*100, i+1, prior.Runs, c.Margin*100, limitFrom)
 		return b
 	}
 	user.Reason = fmt.Sprintf("%d of %d runs seen and no prior; keep its request", runs, c.MinRuns)
