@@ -32,6 +32,10 @@ type waiting struct{ msg string }
 
 func (w waiting) Error() string { return w.msg }
 
+// Wait is the error of a step that must wait for msg: the step is tried again next
+// round, and no failure is counted.
+func Wait(msg string) error { return waiting{msg} }
+
 // err says what the drain still waits for.
 func (l drainLeft) err() error {
 	if len(l.blocked) > 0 {

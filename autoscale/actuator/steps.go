@@ -164,6 +164,9 @@ func (s *step) remove(ctx context.Context) error {
 	if err == nil {
 		err = failpoint.Inject(failpoint.AutoscalerLowered)
 	}
+	if w := (waiting{}); errors.As(err, &w) {
+		return w
+	}
 	if err != nil {
 		return fmt.Errorf("lower the node group: %w", err)
 	}

@@ -115,9 +115,8 @@ func (idx *index) groupOf(m *clusterv1.Machine) (group, error) {
 }
 
 // members counts the Machines of group g that are not being deleted, and how many of
-// them Mark marked: own, and the others marked by settledBy (a mark whose time does not
-// parse counts).
-func (idx *index) members(g group, own *clusterv1.Machine, settledBy time.Time) (present, marked int) {
+// them Mark marked; youngest is the latest time of those marks that parses.
+func (idx *index) members(g group) (present, marked int, youngest time.Time) {
 	for _, m := range idx.byKey {
 		if !m.DeletionTimestamp.IsZero() {
 			continue
@@ -126,17 +125,14 @@ func (idx *index) members(g group, own *clusterv1.Machine, settledBy time.Time) 
 			continue
 		}
 		present++
-		if _, ok := m.Annotations[AnnotationReplicasBefore]; ok && (m == own || markedBy(m, settledBy)) {
+		if _, ok := m.Annotations[AnnotationReplicasBefore]; ok {
 			marked++
+			if at, err := time.Parse(time.RFC3339, m.Annotations[clusterv1.DeleteMachineAnnotation]); err == nil && at.After(youngest) {
+				youngest = at
+			}
 		}
 	}
-	return present, marked
-}
-
-// markedBy: m's delete-machine mark was made by t, or its time does not parse.
-func markedBy(m *clusterv1.Machine, t time.Time) bool {
-	at, err := time.Parse(time.RFC3339, m.Annotations[clusterv1.DeleteMachineAnnotation])
-	return err != nil || !at.After(t)
+	return present, marked, youngest
 }
 
 // owner is the namespace/name of o's controller of the given Cluster API kind, "" if none.

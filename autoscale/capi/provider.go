@@ -108,9 +108,10 @@ func (p *Provider) Mark(ctx context.Context, node *corev1.Node, now time.Time) (
 // group go at once (the MachineSet may delete any marked Machine for a decrement, so
 // one Lower covers every mark it sees), and when Lower runs again after a crash between
 // its scale update and the MachineSet's deletion. The MachineSet deletes marked
-// Machines first. A mark younger than settledBy counts for none but node itself: the
-// MachineSet may not have seen it yet, and would delete another Machine in its place.
-// It never lowers a group below its min-size annotation, and updates
+// Machines first, any of them for a decrement: so the group is lowered only once every
+// mark in it was made by settledBy, when the MachineSet has seen them all (a mark it
+// has not seen yet would have it delete another Machine in its place); until then Lower
+// returns actuator.Wait. It never lowers a group below its min-size annotation, and updates
 // the scale with its resourceVersion, so a concurrent change of the replicas fails it
 // rather than being overwritten.
 func (p *Provider) Lower(ctx context.Context, node *corev1.Node, settledBy time.Time) (string, error) {
@@ -137,7 +138,10 @@ func (p *Provider) Lower(ctx context.Context, node *corev1.Node, settledBy time.
 		return "", err
 	}
 	now := int(sc.Spec.Replicas)
-	present, marked := idx.members(g, m, settledBy)
+	present, marked, youngest := idx.members(g)
+	if youngest.After(settledBy) {
+		return "", actuator.Wait(fmt.Sprintf("a Machine of %s was marked for deletion at %s; the group is lowered once every mark in it has settled", g.name, youngest.Format(time.RFC3339)))
+	}
 	// present-now Machines are about to go because the replicas are below them: marked
 	// ones first, so those many marks are covered already.
 	uncovered := marked - max(0, present-now)

@@ -2,6 +2,7 @@ package capi_test
 
 import (
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -235,9 +236,11 @@ func TestLowerCoversEveryMarkItSees(t *testing.T) {
 	}
 }
 
-// A mark younger than the settle time counts only for its own node's Lower: the
-// MachineSet may not see it yet, and would delete an unmarked Machine for its replica.
-func TestLowerLeavesOthersYoungMarks(t *testing.T) {
+// The MachineSet deletes any marked Machine for a decrement, and only those it has seen:
+// the group is lowered once every mark in it settled, and then for all of them. (Counting
+// only settled marks left an older mark uncovered when the MachineSet deleted a younger
+// one in its place.)
+func TestLowerWaitsForEveryMarkToSettle(t *testing.T) {
 	h := fourIdleNodes(t)
 	p := capi.New(env.Client)
 	t0 := time.Now().Truncate(time.Second)
@@ -247,17 +250,20 @@ func TestLowerLeavesOthersYoungMarks(t *testing.T) {
 	if _, err := p.Mark(h.ctx, h.node("b"), t0.Add(8*time.Second)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := p.Lower(h.ctx, h.node("a"), t0.Add(time.Second)); err != nil {
-		t.Fatal(err)
+	if _, err := p.Lower(h.ctx, h.node("a"), t0.Add(time.Second)); err == nil || !strings.Contains(err.Error(), "once every mark in it has settled") {
+		t.Fatalf("a's Lower with b's mark 7s too young: %v, want a wait", err)
 	}
-	if got := h.replicas("md"); got != 3 {
-		t.Fatalf("MachineDeployment at %d replicas after a's Lower with b's mark 7s younger than settled, want 3", got)
+	if got := h.replicas("md"); got != 4 {
+		t.Fatalf("MachineDeployment at %d replicas while b's mark settles, want 4", got)
+	}
+	if _, err := p.Lower(h.ctx, h.node("a"), t0.Add(10*time.Second)); err != nil {
+		t.Fatal(err)
 	}
 	if _, err := p.Lower(h.ctx, h.node("b"), t0.Add(10*time.Second)); err != nil {
 		t.Fatal(err)
 	}
 	if got := h.replicas("md"); got != 2 {
-		t.Fatalf("MachineDeployment at %d replicas after b's Lower, want 2", got)
+		t.Fatalf("MachineDeployment at %d replicas once both marks settled, want 2", got)
 	}
 }
 
