@@ -58,11 +58,13 @@ e2e: e2e-binaries
 ## workload; every fault point crashed, failed or delayed, the API server and etcd killed,
 ## the invariants checked after each recovery. Ends with a table of fault points x faults
 ## x violations x recovery and "N faults injected at M fault points, V violations". The
-## CI schedule is seed 1 (every point once); FAULT_SEEDS=1-25 make faults is the long one
+## CI schedule is seed 1 (every point once); FAULT_SEEDS=1-25 make faults is the long one;
+## FAULT_POINTS=process/kube-apiserver,... keeps only those points of each schedule
 FAULT_SEEDS ?=
+FAULT_POINTS ?=
 faults: e2e-binaries
 	$(GO) test -count=1 -tags faults ./internal/failpoint
-	TESSERA_FAULTS=1 FAULT_SEEDS="$(FAULT_SEEDS)" $(GO) test -count=1 -timeout 0 -v -run TestFaults ./test/faults
+	TESSERA_FAULTS=1 FAULT_SEEDS="$(FAULT_SEEDS)" FAULT_POINTS="$(FAULT_POINTS)" $(GO) test -count=1 -timeout 0 -v -run TestFaults ./test/faults
 
 ## dev-cluster: the same cluster with Tessera running on fake GPU nodes, to try it without
 ## GPUs; prints a KUBECONFIG and commands to try; Ctrl-C tears it down

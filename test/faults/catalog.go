@@ -1,7 +1,10 @@
 package faults
 
 import (
+	"fmt"
 	"math/rand/v2"
+	"slices"
+	"strings"
 
 	"github.com/tessera-gpu/tessera/internal/failpoint"
 )
@@ -71,4 +74,18 @@ func Schedule(seed uint64) []Fault {
 		out[i] = Fault{Point: p, Action: acts[rng.IntN(len(acts))]}
 	}
 	return out
+}
+
+// ParsePoints reads a comma-separated list of fault points ($FAULT_POINTS), each one of
+// Points.
+func ParsePoints(spec string) ([]string, error) {
+	var out []string
+	for _, p := range strings.Split(spec, ",") {
+		p = strings.TrimSpace(p)
+		if !slices.Contains(Points(), p) {
+			return nil, fmt.Errorf("FAULT_POINTS: unknown fault point %q; the points are %s", p, strings.Join(Points(), ", "))
+		}
+		out = append(out, p)
+	}
+	return out, nil
 }

@@ -41,3 +41,13 @@ func TestParseSeeds(t *testing.T) {
 		}
 	}
 }
+
+func TestParsePoints(t *testing.T) {
+	got, err := ParsePoints("process/kube-apiserver, process/etcd")
+	if err != nil || !slices.Equal(got, []string{KillAPIServer, KillEtcd}) {
+		t.Errorf("got %v %v", got, err)
+	}
+	if _, err := ParsePoints("process/kubelet"); err == nil {
+		t.Error("an unknown point: no error")
+	}
+}

@@ -59,6 +59,8 @@ type Driver struct {
 	probes   int
 	// replaced counts the leaders' pods replaced, for their new UIDs.
 	replaced int
+	// Only, when set, keeps only these points of each schedule ($FAULT_POINTS).
+	Only []string
 }
 
 // NewDriver starts the driver's background work (process supervision, the workload,
@@ -88,11 +90,15 @@ func (d *Driver) RunSeed(ctx context.Context, seed uint64) []Result {
 	d.load.mu.Unlock()
 	d.load.quiet.Store(false)
 	schedule := Schedule(seed)
+	if len(d.Only) > 0 {
+		schedule = slices.DeleteFunc(schedule, func(f Fault) bool { return !slices.Contains(d.Only, f.Point) })
+	}
+	planned := len(schedule)
 	var out []Result
 	for i := 0; i < len(schedule); i++ {
 		f := schedule[i]
 		r := d.inject(ctx, seed, i+1, f)
-		if !r.Reached && i < len(Points()) {
+		if !r.Reached && i < planned {
 			// A second chance, at the end of the schedule: what reaches a point races
 			// with the rest of the load.
 			schedule = append(schedule, f)
