@@ -16,6 +16,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
@@ -154,6 +155,7 @@ func serveWebhook(ctx context.Context, cfg *rest.Config, f webhookFlags) error {
 	certsReady := make(chan struct{})
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  scheme,
+		Cache:                   controller.ReconnectingInformers(crcache.Options{}),
 		Metrics:                 f.serving.MetricsServer(),
 		HealthProbeBindAddress:  f.serving.ProbeAddr,
 		GracefulShutdownTimeout: ptr.To(controller.GracefulShutdownTimeout),

@@ -12,6 +12,7 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
@@ -44,6 +45,9 @@ type Serving struct {
 	Profiling bool
 	Log       logr.Logger
 }
+
+// DefaultLeaseDuration is the Lease's duration by default, as kube-scheduler's.
+const DefaultLeaseDuration = 15 * time.Second
 
 // GracefulShutdownTimeout is how long a manager waits for its runnables once its
 // context ends; the command exits cli.ShutdownGrace after the signal in any case.
@@ -97,7 +101,7 @@ func (s *Serving) AddFlags(fs *pflag.FlagSet, leaseID string) {
 	fs.StringVar(&s.LeaderElectionNamespace, "leader-election-namespace", os.Getenv("POD_NAMESPACE"), "namespace of the Lease; defaults to $POD_NAMESPACE")
 	fs.StringVar(&s.LeaderElectionID, "leader-election-id", leaseID, "name of the Lease")
 	fs.StringVar(&s.LeaderElectionIdentity, "leader-election-identity", defaultIdentity(), "this replica's name in the Lease; the default, from $POD_UID (the pod's UID through the downward API), survives a container restart, so a restarted leader resumes its Lease at once; without $POD_UID each start is a new identity that waits for the old Lease to expire")
-	fs.DurationVar(&s.LeaseDuration, "leader-elect-lease-duration", 15*time.Second, "how long a standby replica waits before it takes over from a leader that stopped renewing (renew deadline 2/3 and retry period 1/5 of it)")
+	fs.DurationVar(&s.LeaseDuration, "leader-elect-lease-duration", DefaultLeaseDuration, "how long a standby replica waits before it takes over from a leader that stopped renewing (renew deadline 2/3 and retry period 1/5 of it)")
 	s.AddServingFlags(fs)
 }
 
@@ -107,32 +111,34 @@ func NewManager(restCfg *rest.Config, scheme *runtime.Scheme, s Serving, cacheOp
 	if s.LeaderElect && s.LeaderElectionNamespace == "" {
 		return nil, errNoLeaseNamespace
 	}
+	// The manager does not elect: leading does, in the same process across Leases lost.
 	opts := ctrl.Options{
-		Scheme:                        scheme,
-		Cache:                         cacheOpts,
-		Metrics:                       s.MetricsServer(),
-		HealthProbeBindAddress:        s.ProbeAddr,
-		LeaderElection:                s.LeaderElect,
-		LeaderElectionID:              s.LeaderElectionID,
-		LeaderElectionNamespace:       s.LeaderElectionNamespace,
-		LeaderElectionReleaseOnCancel: true,
-		GracefulShutdownTimeout:       ptr.To(GracefulShutdownTimeout),
-		Logger:                        s.Log,
+		Scheme:                  scheme,
+		Cache:                   ReconnectingInformers(cacheOpts),
+		Metrics:                 s.MetricsServer(),
+		HealthProbeBindAddress:  s.ProbeAddr,
+		GracefulShutdownTimeout: ptr.To(GracefulShutdownTimeout),
+		Logger:                  s.Log,
 	}
-	if s.LeaseDuration > 0 {
-		lease, renew, retry := s.LeaseDuration, s.LeaseDuration*2/3, s.LeaseDuration/5
-		opts.LeaseDuration, opts.RenewDeadline, opts.RetryPeriod = &lease, &renew, &retry
+	base, err := ctrl.NewManager(restCfg, opts)
+	if err != nil {
+		return nil, fmt.Errorf("create manager: %w", err)
 	}
-	if s.LeaderElect && s.LeaderElectionIdentity != "" {
+	mgr := base
+	if s.LeaderElect {
 		lock, err := leaseLock(restCfg, s)
 		if err != nil {
 			return nil, err
 		}
-		opts.LeaderElectionResourceLockInterface = lock
-	}
-	mgr, err := ctrl.NewManager(restCfg, opts)
-	if err != nil {
-		return nil, fmt.Errorf("create manager: %w", err)
+		lease := s.LeaseDuration
+		if lease <= 0 {
+			lease = DefaultLeaseDuration
+		}
+		elect := newLeading(lock, s.LeaderElectionID, lease, lease*2/3, lease/5, s.Log.WithName("leader-election"))
+		if err := base.Add(elect); err != nil {
+			return nil, err
+		}
+		mgr = electingManager{Manager: base, elect: elect}
 	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
 		return nil, err
@@ -163,8 +169,17 @@ func defaultIdentity() string {
 	return host + "_" + uid
 }
 
-// leaseLock is the Lease s names, held under s.LeaderElectionIdentity.
+// leaseLock is the Lease s names, held under s.LeaderElectionIdentity (empty: the host
+// name and a random suffix, new at every start).
 func leaseLock(restCfg *rest.Config, s Serving) (resourcelock.Interface, error) {
+	id := s.LeaderElectionIdentity
+	if id == "" {
+		host, err := os.Hostname()
+		if err != nil {
+			return nil, fmt.Errorf("leader election identity: %w", err)
+		}
+		id = host + "_" + string(uuid.NewUUID())
+	}
 	cfg := rest.CopyConfig(restCfg)
 	rest.AddUserAgent(cfg, "leader-election")
 	cs, err := kubernetes.NewForConfig(cfg)
@@ -172,5 +187,5 @@ func leaseLock(restCfg *rest.Config, s Serving) (resourcelock.Interface, error) 
 		return nil, fmt.Errorf("leader election client: %w", err)
 	}
 	return resourcelock.New(resourcelock.LeasesResourceLock, s.LeaderElectionNamespace, s.LeaderElectionID,
-		cs.CoreV1(), cs.CoordinationV1(), resourcelock.ResourceLockConfig{Identity: s.LeaderElectionIdentity})
+		cs.CoreV1(), cs.CoordinationV1(), resourcelock.ResourceLockConfig{Identity: id})
 }

@@ -27,6 +27,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	tesserav1 "github.com/tessera-gpu/tessera/api/v1alpha1"
+	tcontroller "github.com/tessera-gpu/tessera/internal/controller"
 	"github.com/tessera-gpu/tessera/rightsize"
 )
 
@@ -67,15 +68,22 @@ type Recommender struct {
 
 var _ reconcile.Reconciler = (*Recommender)(nil)
 
-// Setup adds the recommender to mgr; it runs on the elected leader only.
+// standbyRetry is how long a request waits on a replica that does not lead before it
+// is tried again: recording ended runs is not urgent, and the GPUNodes of a large
+// cluster come back at this rate on the standby.
+const standbyRetry = 30 * time.Second
+
+// Setup adds the recommender to mgr; it records on the elected leader only. Its
+// controller runs on every replica, since a controller cannot be started again when
+// its replica leads again after losing the Lease.
 func Setup(mgr manager.Manager, opts Options) (*Recommender, error) {
 	r := &Recommender{Nodes: mgr.GetCache(), API: mgr.GetAPIReader(), Client: mgr.GetClient(), Metrics: NewMetrics(opts.Registerer), Options: opts}
 	err := ctrl.NewControllerManagedBy(mgr).
 		Named("gpuprofile-recommender").
 		For(&tesserav1.GPUNode{}, builder.WithPredicates(endedPodsChanged)).
 		// Several managers may run in one process (tests); names need not be unique.
-		WithOptions(controller.Options{SkipNameValidation: ptr.To(true)}).
-		Complete(r)
+		WithOptions(controller.Options{SkipNameValidation: ptr.To(true), NeedLeaderElection: ptr.To(false)}).
+		Complete(tcontroller.WhileLeading(tcontroller.IsLeader(mgr), standbyRetry, r))
 	if err != nil {
 		return nil, fmt.Errorf("GPU profile recommender: %w", err)
 	}
