@@ -126,7 +126,7 @@ func NewManager(restCfg *rest.Config, scheme *runtime.Scheme, s Serving, cacheOp
 	}
 	mgr := base
 	if s.LeaderElect {
-		lock, err := leaseLock(restCfg, s)
+		lock, err := leaseLock(restCfg, s, base)
 		if err != nil {
 			return nil, err
 		}
@@ -170,8 +170,9 @@ func defaultIdentity() string {
 }
 
 // leaseLock is the Lease s names, held under s.LeaderElectionIdentity (empty: the host
-// name and a random suffix, new at every start).
-func leaseLock(restCfg *rest.Config, s Serving) (resourcelock.Interface, error) {
+// name and a random suffix, new at every start). The election's own events ("became
+// leader") go on the Lease, as kube-scheduler's do.
+func leaseLock(restCfg *rest.Config, s Serving, mgr manager.Manager) (resourcelock.Interface, error) {
 	id := s.LeaderElectionIdentity
 	if id == "" {
 		host, err := os.Hostname()
@@ -187,5 +188,6 @@ func leaseLock(restCfg *rest.Config, s Serving) (resourcelock.Interface, error) 
 		return nil, fmt.Errorf("leader election client: %w", err)
 	}
 	return resourcelock.New(resourcelock.LeasesResourceLock, s.LeaderElectionNamespace, s.LeaderElectionID,
-		cs.CoreV1(), cs.CoordinationV1(), resourcelock.ResourceLockConfig{Identity: id})
+		cs.CoreV1(), cs.CoordinationV1(), resourcelock.ResourceLockConfig{Identity: id,
+			EventRecorder: mgr.GetEventRecorderFor(id)}) //nolint:staticcheck // resourcelock records core events
 }

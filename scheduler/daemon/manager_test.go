@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	tesserav1 "github.com/tessera-gpu/tessera/api/v1alpha1"
 	"github.com/tessera-gpu/tessera/internal/apitest"
@@ -37,6 +38,12 @@ func (h *harness) startManager(cfg *rest.Config, id string) (stop func()) {
 // every start).
 func (h *harness) startManagerAs(cfg *rest.Config, id, identity string) (stop func()) {
 	h.t.Helper()
+	return testenv.RunManager(h.t, h.ctx, h.managerAs(cfg, id, identity))
+}
+
+// managerAs is the manager startManagerAs runs, not started.
+func (h *harness) managerAs(cfg *rest.Config, id, identity string) manager.Manager {
+	h.t.Helper()
 	sc, err := scheduler.Profile("tessera")
 	if err != nil {
 		h.t.Fatal(err)
@@ -47,7 +54,7 @@ func (h *harness) startManagerAs(cfg *rest.Config, id, identity string) (stop fu
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	return testenv.RunManager(h.t, h.ctx, mgr)
+	return mgr
 }
 
 func ensureNamespace(t *testing.T, ctx context.Context, name string) {
@@ -197,4 +204,45 @@ func TestRestartedLeaderResumesItsLease(t *testing.T) {
 		}
 		return ""
 	})
+}
+
+// TestLeaderLeadsAgainAfterAPIServerRestart: a leader that cannot renew its Lease, the
+// API server down past the renew deadline, keeps running and, once the server is back,
+// leads again and binds, without exiting (controller-runtime's own election ends the
+// process there, and the restarted process lists the cluster again).
+func TestLeaderLeadsAgainAfterAPIServerRestart(t *testing.T) {
+	h := newHarness(t)
+	ensureNamespace(t, h.ctx, leaseNamespace)
+	h.node("a", 8, nil)
+	mgr := h.managerAs(env.Config, "restart-test", "host_pod-uid-r")
+	ctx, cancel := context.WithCancel(h.ctx)
+	exited := make(chan error, 1)
+	go func() { exited <- mgr.Start(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		<-exited
+	})
+	h.pod(h.makePod("first").GPU(1))
+	h.eventually("first bound", 20*time.Second, func() string {
+		if h.bound() != 1 {
+			return "not yet"
+		}
+		return ""
+	})
+	// The Lease lasts 2s, so its renew deadline (1.3s) passes while the server is down.
+	if err := env.Restart(h.ctx, "kube-apiserver", 3*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	h.pod(h.makePod("second").GPU(1))
+	h.eventually("the leader led again and bound the next pod", 20*time.Second, func() string {
+		if h.bound() != 2 {
+			return "not yet"
+		}
+		return ""
+	})
+	select {
+	case err := <-exited:
+		t.Fatalf("the manager ended when its Lease could not be renewed: %v", err)
+	default:
+	}
 }
