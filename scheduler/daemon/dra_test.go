@@ -175,6 +175,30 @@ func TestDRAMatchAttribute(t *testing.T) {
 	}
 }
 
+// TestDRADistinctAttribute: a claim's distinctAttribute constraint gets GPUs with
+// different values of the attribute, here one per NUMA node (GPUs 0-1 on one, 2-3 on
+// the other), where the GPUs picked without it share one.
+func TestDRADistinctAttribute(t *testing.T) {
+	h := newHarness(t)
+	h.draNodeWith("a", 4, func(s *resourcev1.ResourceSlice) {
+		for i := range s.Spec.Devices {
+			s.Spec.Devices[i].Attributes["numa"] = resourcev1.DeviceAttribute{IntValue: ptr.To(int64(i / 2))}
+		}
+	})
+	h.run(h.daemon(nil))
+	numa := resourcev1.FullyQualifiedName(tesserav1.DRADriver + "/numa")
+	c := apitest.GPUClaim("spread", h.ns, 2, "")
+	c.Spec.Devices.Constraints = []resourcev1.DeviceConstraint{{DistinctAttribute: &numa}}
+	if err := h.c.Create(h.ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	h.pod(h.makePod("spread").ResourceClaim("gpu", "spread"))
+	h.waitPodBound("two GPUs of two NUMA nodes", "spread", 20*time.Second)
+	if got := allocated(h.claim("spread")); got != "gpu-0:80Gi,gpu-2:80Gi" {
+		t.Errorf("the claim with distinct NUMA nodes got %q, want gpu-0 and gpu-2", got)
+	}
+}
+
 // TestDRASharesCountOtherAllocations: shares on one GPU never exceed its memory, counting
 // a claim that another scheduler allocated on it.
 func TestDRASharesCountOtherAllocations(t *testing.T) {

@@ -128,6 +128,50 @@ func TestPickWholeGPUsMatchingAnAttribute(t *testing.T) {
 	}
 }
 
+// A claim's distinctAttribute constraints: GPUs with different values of each, the
+// lowest indices first, within one value of its matchAttribute constraints; none when
+// too few values are free.
+func TestPickWholeGPUsWithDistinctAttributes(t *testing.T) {
+	n := testutil.MakeNode("n").GPUs(8, "A100-80GB").Obj()
+	numa, island, allowed := map[string]string{}, map[string]string{}, map[string]bool{}
+	for i := range n.GPUs {
+		n.GPUs[i].Device = fmt.Sprintf("gpu-%d", i)
+		u := n.GPUs[i].UUID
+		numa[u], island[u], allowed[u] = fmt.Sprint(i%2), fmt.Sprint(i/4), true
+	}
+	n.GPUs[1].UsedMilli = 1 // island 0 keeps one GPU of NUMA 1: 3
+	n.Refresh()
+	for _, tc := range []struct {
+		name  string
+		count int
+		match map[string]string
+		want  []int
+	}{
+		{"distinct NUMA", 2, nil, []int{0, 3}},
+		{"three NUMA values", 3, nil, nil},
+		{"distinct NUMA, one island", 2, island, []int{0, 3}},
+	} {
+		r := &framework.GPURequest{Count: tc.count, Claim: &framework.ClaimRequest{Allowed: allowed, Match: tc.match, Distinct: []map[string]string{numa}}}
+		got := framework.PickWholeGPUs(r, n)
+		if !slices.Equal(got.Indices(), tc.want) {
+			t.Errorf("%s: %v, want %v", tc.name, got.Indices(), tc.want)
+		}
+		if got != 0 && !r.Matches(n, got) {
+			t.Errorf("%s: %v do not meet the constraints", tc.name, got.Indices())
+		}
+	}
+	r := &framework.GPURequest{Count: 2, Claim: &framework.ClaimRequest{Allowed: allowed, Distinct: []map[string]string{numa}}}
+	if r.Matches(n, framework.GPUSet(0).Add(0).Add(2)) {
+		t.Error("GPUs 0 and 2 (both NUMA 0) meet a distinct constraint")
+	}
+	n.GPUs[3].UsedMilli = 1 // island 0: only NUMA 0 left; island 1: 4-7
+	n.Refresh()
+	r = &framework.GPURequest{Count: 2, Claim: &framework.ClaimRequest{Allowed: allowed, Match: island, Distinct: []map[string]string{numa}}}
+	if got := framework.PickWholeGPUs(r, n); !slices.Equal(got.Indices(), []int{4, 5}) {
+		t.Errorf("one island, distinct NUMA, island 0 short: %v, want [4 5]", got.Indices())
+	}
+}
+
 func TestPlaceAndRemove(t *testing.T) {
 	n := testutil.MakeNode("n").GPUs(2, "A100-80GB").Obj()
 	a := testutil.MakeJob("a").GPUMemory(40960).Obj().Tasks[0]

@@ -94,24 +94,41 @@ type ClaimRequest struct {
 	// Allowed holds the UUIDs of the GPUs the claims accept; nil accepts every GPU
 	// published as a device.
 	Allowed map[string]bool
-	// Match, when set, is a claim's matchAttribute constraint: the value of the
-	// attribute for each GPU (by UUID) that has it. The request's GPUs must all have
-	// one value; Allowed holds only GPUs that have the attribute.
+	// Match, when set, is a claim's matchAttribute constraints: the values of their
+	// attributes for each GPU (by UUID) that has them all. The request's GPUs must all
+	// have one value; Allowed holds only GPUs that have the attributes.
 	Match map[string]string
+	// Distinct is a claim's distinctAttribute constraints, one map each: the value of
+	// the attribute for each GPU that has it. The request's GPUs must all have
+	// different values of each; Allowed holds only GPUs that have the attributes.
+	Distinct []map[string]string
 }
 
-// Matches reports whether gpus of n meet the request's matchAttribute constraint.
+// Matches reports whether gpus of n meet the request's matchAttribute and
+// distinctAttribute constraints.
 func (r *GPURequest) Matches(n *Node, gpus GPUSet) bool {
-	if r.Claim == nil || r.Claim.Match == nil {
+	if r.Claim == nil {
 		return true
 	}
-	first, seen := "", false
-	for _, i := range gpus.Indices() {
-		v, ok := r.Claim.Match[n.GPUs[i].UUID]
-		if !ok || seen && v != first {
-			return false
+	if m := r.Claim.Match; m != nil {
+		first, seen := "", false
+		for _, i := range gpus.Indices() {
+			v, ok := m[n.GPUs[i].UUID]
+			if !ok || seen && v != first {
+				return false
+			}
+			first, seen = v, true
 		}
-		first, seen = v, true
+	}
+	for _, d := range r.Claim.Distinct {
+		values := map[string]bool{}
+		for _, i := range gpus.Indices() {
+			v, ok := d[n.GPUs[i].UUID]
+			if !ok || values[v] {
+				return false
+			}
+			values[v] = true
+		}
 	}
 	return true
 }

@@ -1,5 +1,7 @@
 package framework
 
+import "slices"
+
 // FitsGPU reports whether GPU g can take one of t's GPUs.
 func FitsGPU(r *GPURequest, g *GPU) bool {
 	return g.Healthy && r.AllowsModel(g.Model) && r.AllowsDevice(g) && r.MilliOn(g) <= g.FreeMilli()
@@ -22,10 +24,8 @@ func PickWholeGPUs(r *GPURequest, n *Node) GPUSet {
 	if free.Len() < r.Count {
 		return 0
 	}
-	if r.Claim != nil && r.Claim.Match != nil {
-		// All from one value of the constraint's attribute: the smallest group that
-		// holds the request.
-		return pickGroup(n, free, r.Count, func(g *GPU) string { return r.Claim.Match[g.UUID] })
+	if c := r.Claim; c != nil && (c.Match != nil || c.Distinct != nil) {
+		return pickConstrained(r, n, free)
 	}
 	if free.Len() == r.Count || r.Count == 1 {
 		return firstN(free, r.Count)
@@ -39,6 +39,50 @@ func PickWholeGPUs(r *GPURequest, n *Node) GPUSet {
 		return s
 	}
 	return firstN(free, r.Count)
+}
+
+// pickConstrained picks for a claim's constraints: all GPUs from one value of the
+// matchAttribute constraints (the smallest group that holds the request), each with a
+// value of every distinctAttribute constraint that no other picked GPU has (the lowest
+// indices first).
+func pickConstrained(r *GPURequest, n *Node, free GPUSet) GPUSet {
+	c := r.Claim
+	if c.Distinct == nil {
+		return pickGroup(n, free, r.Count, func(g *GPU) string { return c.Match[g.UUID] })
+	}
+	groups := []GPUSet{free}
+	if c.Match != nil {
+		groups = groups[:0]
+		byValue := map[string]GPUSet{}
+		var order []string
+		for _, i := range free.Indices() {
+			v := c.Match[n.GPUs[i].UUID]
+			if _, ok := byValue[v]; !ok {
+				order = append(order, v)
+			}
+			byValue[v] = byValue[v].Add(i)
+		}
+		// The smallest groups first, as pickGroup.
+		slices.SortStableFunc(order, func(a, b string) int { return byValue[a].Len() - byValue[b].Len() })
+		for _, v := range order {
+			groups = append(groups, byValue[v])
+		}
+	}
+	for _, g := range groups {
+		var picked GPUSet
+		for _, i := range g.Indices() {
+			if picked.Len() == r.Count {
+				break
+			}
+			if r.Matches(n, picked.Add(i)) {
+				picked = picked.Add(i)
+			}
+		}
+		if picked.Len() == r.Count {
+			return picked
+		}
+	}
+	return 0
 }
 
 func pickGroup[K comparable](n *Node, free GPUSet, count int, key func(*GPU) K) GPUSet {

@@ -301,18 +301,25 @@ func (s *build) claimGPU(p *corev1.Pod, t *framework.Task) error {
 			}
 			allowed = intersect(allowed, acc)
 		}
-		for k := range c.Spec.Devices.Constraints {
-			match, err := constraintMatch(&c.Spec.Devices.Constraints[k], c, len(names), devs)
+		for ki := range c.Spec.Devices.Constraints {
+			k := &c.Spec.Devices.Constraints[ki]
+			values, err := constraintValues(k, c, len(names), devs)
 			if err != nil {
-				return bad(field, "ResourceClaim %s spec.devices.constraints[%d]: %v", name, k, err)
+				return bad(field, "ResourceClaim %s spec.devices.constraints[%d]: %v", name, ki, err)
 			}
-			if match != nil {
-				req.Claim.Match = match
-				allowed = intersect(allowed, keySet(match))
+			switch {
+			case values == nil:
+			case k.MatchAttribute != nil:
+				req.Claim.Match = matchBoth(req.Claim.Match, values)
+			default:
+				req.Claim.Distinct = append(req.Claim.Distinct, values)
+			}
+			if values != nil {
+				allowed = intersect(allowed, keySet(values))
 			}
 		}
 	}
-	if len(allowed) < len(devs.ByUUID) || req.Claim.Match != nil {
+	if len(allowed) < len(devs.ByUUID) || req.Claim.Match != nil || req.Claim.Distinct != nil {
 		req.Claim.Allowed = allowed
 		if allowed == nil {
 			req.Claim.Allowed = map[string]bool{}
@@ -322,22 +329,24 @@ func (s *build) claimGPU(p *corev1.Pod, t *framework.Task) error {
 	return nil
 }
 
-// constraintMatch is the attribute value of each published GPU that has the attribute
-// a claim's matchAttribute constraint names. Tessera places a pod's GPUs as one set, so
-// it takes a constraint that spans the claim's every request, in the pod's only claim;
-// distinctAttribute, and a constraint over some requests only, are refused.
-func constraintMatch(k *resourcev1.DeviceConstraint, c *resourcev1.ResourceClaim, claims int, devs *Devices) (map[string]string, error) {
+// constraintValues is the value of the attribute a claim's matchAttribute or
+// distinctAttribute constraint names, for each published GPU that has it. Tessera
+// places a pod's GPUs as one set, so it takes a constraint that spans the claim's every
+// request, in the pod's only claim; a constraint over some requests only is refused.
+func constraintValues(k *resourcev1.DeviceConstraint, c *resourcev1.ResourceClaim, claims int, devs *Devices) (map[string]string, error) {
+	attr, kind := k.MatchAttribute, "matchAttribute"
+	if k.DistinctAttribute != nil {
+		attr, kind = k.DistinctAttribute, "distinctAttribute"
+	}
 	switch {
-	case k.DistinctAttribute != nil:
-		return nil, fmt.Errorf("distinctAttribute is not supported; Tessera gives each request distinct GPUs already")
-	case k.MatchAttribute == nil:
+	case attr == nil:
 		return nil, nil
 	case claims > 1:
-		return nil, fmt.Errorf("matchAttribute is supported in a pod's only resource claim; put the pod's GPU requests in one claim")
+		return nil, fmt.Errorf("%s is supported in a pod's only resource claim; put the pod's GPU requests in one claim", kind)
 	case len(k.Requests) > 0 && slices.ContainsFunc(c.Spec.Devices.Requests, func(r resourcev1.DeviceRequest) bool { return !slices.Contains(k.Requests, r.Name) }):
-		return nil, fmt.Errorf("matchAttribute over requests %v is not supported; leave requests empty so that it spans all the claim's requests", k.Requests)
+		return nil, fmt.Errorf("%s over requests %v is not supported; leave requests empty so that it spans all the claim's requests", kind, k.Requests)
 	}
-	name := string(*k.MatchAttribute)
+	name := string(*attr)
 	domain, id, _ := strings.Cut(name, "/")
 	out := map[string]string{}
 	for uuid, d := range devs.ByUUID {
@@ -350,6 +359,21 @@ func constraintMatch(k *resourcev1.DeviceConstraint, c *resourcev1.ResourceClaim
 		}
 	}
 	return out, nil
+}
+
+// matchBoth joins two matchAttribute constraints: the GPUs that have both attributes,
+// with one value for each pair of values.
+func matchBoth(a, b map[string]string) map[string]string {
+	if a == nil {
+		return b
+	}
+	out := map[string]string{}
+	for uuid, v := range a {
+		if w, ok := b[uuid]; ok {
+			out[uuid] = v + "\x00" + w
+		}
+	}
+	return out
 }
 
 // attributeValue is a device attribute's value as a string that tells its type too.

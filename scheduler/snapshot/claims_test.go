@@ -250,9 +250,9 @@ func TestFaultSeed1ClaimDeviceOutsideTheAssignmentHoldsItsGPU(t *testing.T) {
 	}
 }
 
-// A claim's matchAttribute constraint reaches the request as each GPU's value of the
-// attribute (named with its domain, or, in the driver's domain, without); shapes
-// Tessera cannot place as one set are refused, naming the fix.
+// A claim's matchAttribute or distinctAttribute constraint reaches the request as each
+// GPU's value of the attribute (named with its domain, or, in the driver's domain,
+// without); shapes Tessera cannot place as one set are refused, naming the fix.
 func TestClaimMatchAttribute(t *testing.T) {
 	constrained := func(name string, k resourcev1.DeviceConstraint) *resourcev1.ResourceClaim {
 		c := apitest.GPUClaim(name, "ns", 2, "")
@@ -270,7 +270,8 @@ func TestClaimMatchAttribute(t *testing.T) {
 		err   string
 	}{
 		{claim: constrained("match", resourcev1.DeviceConstraint{MatchAttribute: &sharing})},
-		{claim: constrained("distinct", resourcev1.DeviceConstraint{DistinctAttribute: &sharing}), err: "distinctAttribute is not supported"},
+		{claim: constrained("distinct", resourcev1.DeviceConstraint{DistinctAttribute: &sharing})},
+		{claim: constrained("distinct-some", resourcev1.DeviceConstraint{Requests: []string{apitest.GPUClaim("x", "ns", 1, "").Spec.Devices.Requests[0].Name}, DistinctAttribute: &sharing}), err: "leave requests empty"},
 		{claim: constrained("some", resourcev1.DeviceConstraint{Requests: []string{apitest.GPUClaim("x", "ns", 1, "").Spec.Devices.Requests[0].Name}, MatchAttribute: &sharing}), err: "leave requests empty"},
 	} {
 		b := draBuilder()
@@ -286,8 +287,15 @@ func TestClaimMatchAttribute(t *testing.T) {
 		if len(errs) > 0 || task == nil || task.GPU.Claim == nil {
 			t.Fatalf("%s: errors %v task %+v", tc.claim.Name, errs, task)
 		}
-		if m := task.GPU.Claim.Match; len(m) != 4 || m[uuid("n1", 0)] != "bool:true" || len(task.GPU.Claim.Allowed) != 4 {
-			t.Errorf("%s: match %v allowed %v, want the 4 GPUs' sharing attribute", tc.claim.Name, m, task.GPU.Claim.Allowed)
+		m := task.GPU.Claim.Match
+		if tc.claim.Spec.Devices.Constraints[0].DistinctAttribute != nil {
+			if len(m) > 0 || len(task.GPU.Claim.Distinct) != 1 {
+				t.Fatalf("%s: match %v distinct %v, want one distinct constraint", tc.claim.Name, m, task.GPU.Claim.Distinct)
+			}
+			m = task.GPU.Claim.Distinct[0]
+		}
+		if len(m) != 4 || m[uuid("n1", 0)] != "bool:true" || len(task.GPU.Claim.Allowed) != 4 {
+			t.Errorf("%s: values %v allowed %v, want the 4 GPUs' sharing attribute", tc.claim.Name, m, task.GPU.Claim.Allowed)
 		}
 	}
 }
