@@ -38,28 +38,39 @@ func (c CachedClaims) ClaimRequests(ctx context.Context, namespace string, claim
 	var whole, shareMiB int64
 	for _, pc := range claims {
 		spec, err := c.claimSpec(ctx, namespace, pc)
-		if err != nil || spec == nil {
+		if err != nil {
 			return nil, err
 		}
+		if spec == nil {
+			continue
+		}
 		for _, r := range spec.Devices.Requests {
-			e := r.Exactly
-			if e == nil {
+			// A firstAvailable request asks what its first subrequest asks: the
+			// scheduler takes only subrequests that ask the same.
+			class, count, capacity := "", int64(0), (*resourcev1.CapacityRequirements)(nil)
+			switch {
+			case r.Exactly != nil:
+				class, count, capacity = r.Exactly.DeviceClassName, r.Exactly.Count, r.Exactly.Capacity
+			case len(r.FirstAvailable) > 0:
+				first := r.FirstAvailable[0]
+				class, count, capacity = first.DeviceClassName, first.Count, first.Capacity
+			default:
 				continue
 			}
-			ours, err := c.tesseraClass(ctx, e.DeviceClassName)
+			ours, err := c.tesseraClass(ctx, class)
 			if err != nil {
 				return nil, err
 			}
 			if !ours {
 				continue
 			}
-			if e.Capacity != nil {
-				if q, ok := e.Capacity.Requests[tesserav1.DeviceCapacityMemory]; ok {
+			if capacity != nil {
+				if q, ok := capacity.Requests[tesserav1.DeviceCapacityMemory]; ok {
 					shareMiB += (q.Value() + 1<<20 - 1) >> 20
 					continue
 				}
 			}
-			whole += max(e.Count, 1)
+			whole += max(count, 1)
 		}
 	}
 	out := corev1.ResourceList{}

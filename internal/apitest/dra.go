@@ -64,3 +64,20 @@ func GPUClaim(name, namespace string, count int64, memory string) *resourcev1.Re
 	return &resourcev1.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace},
 		Spec: resourcev1.ResourceClaimSpec{Devices: resourcev1.DeviceClaim{Requests: []resourcev1.DeviceRequest{{Name: "gpu", Exactly: e}}}}}
 }
+
+// FirstAvailableClaim is a ResourceClaim of count whole GPUs with one firstAvailable
+// request "gpu": a subrequest per CEL selector, in order, named "pick-0", "pick-1", ...
+// ("" selects any GPU).
+func FirstAvailableClaim(name, namespace string, count int64, selectors ...string) *resourcev1.ResourceClaim {
+	r := resourcev1.DeviceRequest{Name: "gpu"}
+	for i, sel := range selectors {
+		sub := resourcev1.DeviceSubRequest{Name: fmt.Sprintf("pick-%d", i), DeviceClassName: tesserav1.DeviceClassGPU,
+			AllocationMode: resourcev1.DeviceAllocationModeExactCount, Count: count}
+		if sel != "" {
+			sub.Selectors = []resourcev1.DeviceSelector{{CEL: &resourcev1.CELDeviceSelector{Expression: sel}}}
+		}
+		r.FirstAvailable = append(r.FirstAvailable, sub)
+	}
+	return &resourcev1.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace},
+		Spec: resourcev1.ResourceClaimSpec{Devices: resourcev1.DeviceClaim{Requests: []resourcev1.DeviceRequest{r}}}}
+}

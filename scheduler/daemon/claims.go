@@ -39,7 +39,7 @@ func (b *Binder) allocateClaims(ctx context.Context, state *cache.State, pod *co
 		if c == nil {
 			return done, fmt.Errorf("ResourceClaim %s/%s is not in the cache", pod.Namespace, name)
 		}
-		alloc, rest, err := allocation(c, bd.Node, gpus, state.Devices, metav1.NewTime(b.opts.Now()))
+		alloc, rest, err := allocation(c, bd.Node, gpus, state.Devices, bd.Task.GPU.Claim, metav1.NewTime(b.opts.Now()))
 		if err != nil {
 			return done, fmt.Errorf("ResourceClaim %s/%s: %w", pod.Namespace, name, err)
 		}
@@ -94,7 +94,7 @@ func (b *Binder) reserve(ctx context.Context, c *resourcev1.ResourceClaim, pod *
 // allocation decides a claim's allocation on node n: each request of whole GPUs takes
 // the next of gpus, a share takes the first with its memory as the device rounds it.
 // It returns the GPUs left for the pod's other claims.
-func allocation(c *resourcev1.ResourceClaim, n *framework.Node, gpus []int, devs *snapshot.Devices, now metav1.Time) (*resourcev1.AllocationResult, []int, error) {
+func allocation(c *resourcev1.ResourceClaim, n *framework.Node, gpus []int, devs *snapshot.Devices, req *framework.ClaimRequest, now metav1.Time) (*resourcev1.AllocationResult, []int, error) {
 	out := &resourcev1.AllocationResult{
 		NodeSelector: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchFields: []corev1.NodeSelectorRequirement{
 			{Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: []string{n.Name}}}}}},
@@ -105,11 +105,12 @@ func allocation(c *resourcev1.ResourceClaim, n *framework.Node, gpus []int, devs
 			Source: resourcev1.AllocationConfigSourceClaim, Requests: cfg.Requests, DeviceConfiguration: cfg.DeviceConfiguration})
 	}
 	for _, r := range c.Spec.Devices.Requests {
-		if r.Exactly == nil {
-			return nil, nil, fmt.Errorf("request %s: only exactly requests are allocated", r.Name)
+		name, e, err := servedBy(&r, n, gpus, req)
+		if err != nil {
+			return nil, nil, err
 		}
-		share, isShare := snapshot.ShareRequestMiB(r.Exactly)
-		count := int(max(r.Exactly.Count, 1))
+		share, isShare := snapshot.ShareRequestMiB(e)
+		count := int(max(e.Count, 1))
 		if isShare {
 			count = 1
 		}
@@ -122,7 +123,7 @@ func allocation(c *resourcev1.ResourceClaim, n *framework.Node, gpus []int, devs
 			if g.Device == "" {
 				return nil, nil, fmt.Errorf("request %s: GPU %s on node %s is not published as a device", r.Name, g.UUID, n.Name)
 			}
-			res := resourcev1.DeviceRequestAllocationResult{Request: r.Name, Driver: tesserav1.DRADriver, Pool: n.Name, Device: g.Device}
+			res := resourcev1.DeviceRequestAllocationResult{Request: name, Driver: tesserav1.DRADriver, Pool: n.Name, Device: g.Device}
 			if g.Shareable {
 				mib, d := g.MemoryMiB, devs.Of(n.Name, g.UUID)
 				switch {
@@ -142,6 +143,26 @@ func allocation(c *resourcev1.ResourceClaim, n *framework.Node, gpus []int, devs
 		}
 	}
 	return out, gpus, nil
+}
+
+// servedBy is the request r as it is allocated, its name in the allocation and what it
+// asks: r itself for an exact request; for a firstAvailable request, its subrequest
+// (named request/subrequest) of the first alternative that holds the placed GPUs, the
+// one the scheduler picked from.
+func servedBy(r *resourcev1.DeviceRequest, n *framework.Node, gpus []int, req *framework.ClaimRequest) (string, *resourcev1.ExactDeviceRequest, error) {
+	if r.Exactly != nil {
+		return r.Name, r.Exactly, nil
+	}
+	if r.FirstAvailable == nil || req == nil || len(req.Alternatives) != len(r.FirstAvailable) {
+		return "", nil, fmt.Errorf("request %s: its subrequests changed since it was placed", r.Name)
+	}
+	for i, alt := range req.Alternatives {
+		if !slices.ContainsFunc(gpus, func(g int) bool { return !alt[n.GPUs[g].UUID] }) {
+			sub := &r.FirstAvailable[i]
+			return r.Name + "/" + sub.Name, snapshot.ExactOf(sub), nil
+		}
+	}
+	return "", nil, fmt.Errorf("request %s: no subrequest accepts every GPU placed", r.Name)
 }
 
 // reservedAs reports whether claim c is already allocated the devices of alloc and

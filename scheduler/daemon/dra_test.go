@@ -199,6 +199,32 @@ func TestDRADistinctAttribute(t *testing.T) {
 	}
 }
 
+// TestDRAFirstAvailable: a claim's firstAvailable request gets its GPUs from its first
+// subrequest while the node can serve it, then from the next, and the allocation names
+// the subrequest (request/subrequest) as the kubelet and the driver read it.
+func TestDRAFirstAvailable(t *testing.T) {
+	h := newHarness(t)
+	h.draNodeWith("a", 4, func(s *resourcev1.ResourceSlice) {
+		for i := range s.Spec.Devices {
+			s.Spec.Devices[i].Attributes["tier"] = resourcev1.DeviceAttribute{StringValue: ptr.To([]string{"standard", "fast"}[i/2])}
+		}
+	})
+	h.run(h.daemon(nil))
+	fast := fmt.Sprintf(`device.attributes["%s"].tier == "fast"`, tesserav1.DRADriver)
+	for i, want := range []string{"gpu/pick-0 gpu-2:80Gi,gpu-3:80Gi", "gpu/pick-1 gpu-0:80Gi,gpu-1:80Gi"} {
+		name := fmt.Sprintf("alt-%d", i)
+		if err := h.c.Create(h.ctx, apitest.FirstAvailableClaim(name, h.ns, 2, fast, "")); err != nil {
+			t.Fatal(err)
+		}
+		h.pod(h.makePod(name).ResourceClaim("gpu", name))
+		h.waitPodBound("two GPUs of the first subrequest that fits", name, 20*time.Second)
+		c := h.claim(name)
+		if got := c.Status.Allocation.Devices.Results[0].Request + " " + allocated(c); got != want {
+			t.Errorf("%s: allocated %q, want %q", name, got, want)
+		}
+	}
+}
+
 // TestDRASharesCountOtherAllocations: shares on one GPU never exceed its memory, counting
 // a claim that another scheduler allocated on it.
 func TestDRASharesCountOtherAllocations(t *testing.T) {

@@ -85,7 +85,7 @@ func (b *Binder) extendedClaim(ctx context.Context, state *cache.State, pod *cor
 			return nil, fmt.Errorf("create the ResourceClaim of its extended resources: %w", err)
 		}
 	}
-	alloc, rest, err := allocation(c, bd.Node, bd.GPUs.Indices(), state.Devices, metav1.NewTime(b.opts.Now()))
+	alloc, rest, err := allocation(c, bd.Node, bd.GPUs.Indices(), state.Devices, nil, metav1.NewTime(b.opts.Now()))
 	if err == nil && len(rest) > 0 {
 		err = fmt.Errorf("its requests take %d of the %d GPUs placed", bd.GPUs.Len()-len(rest), bd.GPUs.Len())
 	}

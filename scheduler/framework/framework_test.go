@@ -172,6 +172,37 @@ func TestPickWholeGPUsWithDistinctAttributes(t *testing.T) {
 	}
 }
 
+// A firstAvailable request: its GPUs from the first alternative the node can serve,
+// whole or as a share, and from a later one only when the earlier cannot.
+func TestPickGPUsFromTheFirstAvailableAlternative(t *testing.T) {
+	n := testutil.MakeNode("n").GPUs(4, "A100-80GB").Obj()
+	fast, any := map[string]bool{}, map[string]bool{}
+	for i := range n.GPUs {
+		n.GPUs[i].Device, n.GPUs[i].Shareable = fmt.Sprintf("gpu-%d", i), true
+		any[n.GPUs[i].UUID] = true
+		if i >= 2 {
+			fast[n.GPUs[i].UUID] = true
+		}
+	}
+	n.Refresh()
+	r := &framework.GPURequest{Count: 2, Claim: &framework.ClaimRequest{Allowed: any, Alternatives: []map[string]bool{fast, any}}}
+	if got := framework.PickGPUs(r, n); !slices.Equal(got.Indices(), []int{2, 3}) {
+		t.Errorf("both fast GPUs free: %v, want [2 3]", got.Indices())
+	}
+	if r.Matches(n, framework.GPUSet(0).Add(0).Add(1)) {
+		t.Error("GPUs 0 and 1 match while the first alternative can be served")
+	}
+	n.GPUs[3].UsedMilli = 1
+	n.Refresh()
+	if got := framework.PickGPUs(r, n); !slices.Equal(got.Indices(), []int{0, 1}) || !r.Matches(n, got) {
+		t.Errorf("one fast GPU free: %v, want [0 1] from the second alternative", got.Indices())
+	}
+	share := &framework.GPURequest{MemoryMiB: 10240, Claim: &framework.ClaimRequest{Allowed: any, Alternatives: []map[string]bool{fast, any}}}
+	if got := framework.PickGPUs(share, n); !slices.Equal(got.Indices(), []int{3}) {
+		t.Errorf("a share: %v, want [3], the fast GPU with the least free memory", got.Indices())
+	}
+}
+
 func TestPlaceAndRemove(t *testing.T) {
 	n := testutil.MakeNode("n").GPUs(2, "A100-80GB").Obj()
 	a := testutil.MakeJob("a").GPUMemory(40960).Obj().Tasks[0]

@@ -102,13 +102,49 @@ type ClaimRequest struct {
 	// the attribute for each GPU that has it. The request's GPUs must all have
 	// different values of each; Allowed holds only GPUs that have the attributes.
 	Distinct []map[string]string
+	// Alternatives, when set, are a firstAvailable request's subrequests in order of
+	// preference: the GPUs each accepts (within Allowed, which holds them all). The
+	// request's GPUs all come from the first alternative the node can serve.
+	Alternatives []map[string]bool
+}
+
+// alternative is r restricted to its claim's alternative i.
+func (r *GPURequest) alternative(i int) *GPURequest {
+	c := *r.Claim
+	c.Allowed, c.Alternatives = c.Alternatives[i], nil
+	alt := *r
+	alt.Claim = &c
+	return &alt
+}
+
+// firstAlternative is the first of r's alternatives that n can serve now, with its
+// pick; -1 when none can.
+func (r *GPURequest) firstAlternative(n *Node) (int, GPUSet) {
+	for i := range r.Claim.Alternatives {
+		if gpus := PickGPUs(r.alternative(i), n); gpus != 0 {
+			return i, gpus
+		}
+	}
+	return -1, 0
 }
 
 // Matches reports whether gpus of n meet the request's matchAttribute and
-// distinctAttribute constraints.
+// distinctAttribute constraints and, for a firstAvailable request, come from the first
+// alternative n can serve.
 func (r *GPURequest) Matches(n *Node, gpus GPUSet) bool {
 	if r.Claim == nil {
 		return true
+	}
+	if r.Claim.Alternatives != nil {
+		i, _ := r.firstAlternative(n)
+		if i < 0 {
+			return false
+		}
+		for _, g := range gpus.Indices() {
+			if !r.Claim.Alternatives[i][n.GPUs[g].UUID] {
+				return false
+			}
+		}
 	}
 	if m := r.Claim.Match; m != nil {
 		first, seen := "", false

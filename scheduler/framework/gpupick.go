@@ -136,8 +136,13 @@ func PickShareBestFit(r *GPURequest, n *Node) GPUSet {
 	return GPUSet(0).Add(best)
 }
 
-// PickGPUs is the default GPU choice: whole GPUs by island, shares by best fit.
+// PickGPUs is the default GPU choice: whole GPUs by island, shares by best fit; for a
+// firstAvailable request, from its first alternative the node can serve.
 func PickGPUs(r *GPURequest, n *Node) GPUSet {
+	if r.Claim != nil && r.Claim.Alternatives != nil {
+		_, gpus := r.firstAlternative(n)
+		return gpus
+	}
 	if r.Count > 0 {
 		return PickWholeGPUs(r, n)
 	}

@@ -269,35 +269,38 @@ func (s *build) claimGPU(p *corev1.Pod, t *framework.Task) error {
 		for j := range c.Spec.Devices.Requests {
 			r := &c.Spec.Devices.Requests[j]
 			rfield := fmt.Sprintf("ResourceClaim %s spec.devices.requests[%d] (%s)", name, j, r.Name)
-			e := r.Exactly
-			if e == nil {
-				return bad(field, "%s: firstAvailable requests are not supported; name one deviceClassName under exactly", rfield)
+			if r.FirstAvailable != nil {
+				if len(names) > 1 || len(c.Spec.Devices.Requests) > 1 {
+					return bad(field, "%s: a firstAvailable request must be the pod's only GPU request; put the others in its subrequests or in another pod", rfield)
+				}
+				alts, want, err := s.alternatives(r, devs)
+				if err != nil {
+					return bad(field, "%s: %v", rfield, err)
+				}
+				req.Count, req.MemoryMiB, req.Claim.Alternatives = want.Count, want.MemoryMiB, alts
+				allowed = intersect(allowed, unite(alts))
+				continue
 			}
-			acc, err := s.accepts(e, devs)
+			if r.Exactly == nil {
+				return bad(field, "%s: name a deviceClassName under exactly or firstAvailable", rfield)
+			}
+			acc, one, err := s.exact(r.Exactly, devs)
 			if err != nil {
 				return bad(field, "%s: %v", rfield, err)
 			}
 			if len(acc) == 0 && len(devs.ByUUID) > 0 {
-				return bad(field, "%s: device class %q and its selectors accept no %s device; Tessera allocates only %s devices (device classes %s, %s)",
-					rfield, e.DeviceClassName, tesserav1.DRADriver, tesserav1.DRADriver, tesserav1.DeviceClassGPU, tesserav1.DeviceClassGPUShare)
+				return bad(field, "%s: %s", rfield, acceptsNone(r.Exactly.DeviceClassName))
 			}
-			switch {
-			case e.AdminAccess != nil && *e.AdminAccess:
-				return bad(field, "%s: adminAccess is not granted on %s devices", rfield, tesserav1.DRADriver)
-			case e.AllocationMode == resourcev1.DeviceAllocationModeAll:
-				return bad(field, "%s: allocationMode All is not supported; ask an exact count", rfield)
-			}
-			count := int(max(e.Count, 1))
-			if q, ok := ShareRequestMiB(e); ok {
-				if count != 1 || req.Count > 0 || req.MemoryMiB > 0 {
+			if one.MemoryMiB > 0 {
+				if req.Count > 0 || req.MemoryMiB > 0 {
 					return bad(field, "%s: a share of GPU memory must be the pod's only GPU request, of count 1", rfield)
 				}
-				req.MemoryMiB = shareMiB(q, acc, devs)
+				req.MemoryMiB = one.MemoryMiB
 			} else {
 				if req.MemoryMiB > 0 {
 					return bad(field, "%s: a share of GPU memory must be the pod's only GPU request", rfield)
 				}
-				req.Count += count
+				req.Count += one.Count
 			}
 			allowed = intersect(allowed, acc)
 		}
@@ -319,7 +322,10 @@ func (s *build) claimGPU(p *corev1.Pod, t *framework.Task) error {
 			}
 		}
 	}
-	if len(allowed) < len(devs.ByUUID) || req.Claim.Match != nil || req.Claim.Distinct != nil {
+	for i, alt := range req.Claim.Alternatives { // (within the constraints)
+		req.Claim.Alternatives[i] = intersect(alt, allowed)
+	}
+	if len(allowed) < len(devs.ByUUID) || req.Claim.Match != nil || req.Claim.Distinct != nil || req.Claim.Alternatives != nil {
 		req.Claim.Allowed = allowed
 		if allowed == nil {
 			req.Claim.Allowed = map[string]bool{}
@@ -327,6 +333,88 @@ func (s *build) claimGPU(p *corev1.Pod, t *framework.Task) error {
 	}
 	t.GPU = req
 	return nil
+}
+
+// exact is what one exact request asks: the GPUs its device class and selectors
+// accept, and their count or, for a share, its memory as those GPUs round it.
+func (s *build) exact(e *resourcev1.ExactDeviceRequest, devs *Devices) (map[string]bool, framework.GPURequest, error) {
+	var one framework.GPURequest
+	acc, err := s.accepts(e, devs)
+	if err != nil {
+		return nil, one, err
+	}
+	switch {
+	case e.AdminAccess != nil && *e.AdminAccess:
+		return nil, one, fmt.Errorf("adminAccess is not granted on %s devices", tesserav1.DRADriver)
+	case e.AllocationMode == resourcev1.DeviceAllocationModeAll:
+		return nil, one, fmt.Errorf("allocationMode All is not supported; ask an exact count")
+	}
+	one.Count = int(max(e.Count, 1))
+	if q, ok := ShareRequestMiB(e); ok {
+		if one.Count != 1 {
+			return nil, one, fmt.Errorf("a share of GPU memory must be of count 1")
+		}
+		one.Count, one.MemoryMiB = 0, shareMiB(q, acc, devs)
+	}
+	return acc, one, nil
+}
+
+// alternatives are the GPUs each subrequest of a firstAvailable request accepts, in
+// its order, and what each asks: the same count of whole GPUs, or the same share, in
+// every subrequest (Tessera queues and charges a pod for one request, whichever
+// subrequest serves it).
+func (s *build) alternatives(r *resourcev1.DeviceRequest, devs *Devices) ([]map[string]bool, framework.GPURequest, error) {
+	var want framework.GPURequest
+	var alts []map[string]bool
+	for i, sub := range r.FirstAvailable {
+		acc, one, err := s.exact(ExactOf(&sub), devs)
+		if err != nil {
+			return nil, want, fmt.Errorf("firstAvailable[%d] (%s): %w", i, sub.Name, err)
+		}
+		if i == 0 {
+			want = one
+		} else if one.Count != want.Count || (one.MemoryMiB > 0) != (want.MemoryMiB > 0) {
+			return nil, want, fmt.Errorf("firstAvailable[%d] (%s) asks %s where firstAvailable[0] asks %s; Tessera takes subrequests that ask the same count of GPUs, or each a share",
+				i, sub.Name, asks(one), asks(want))
+		}
+		want.MemoryMiB = max(want.MemoryMiB, one.MemoryMiB)
+		alts = append(alts, acc)
+	}
+	if len(unite(alts)) == 0 && len(devs.ByUUID) > 0 {
+		return nil, want, fmt.Errorf("no subrequest: %s", acceptsNone(r.FirstAvailable[0].DeviceClassName))
+	}
+	return alts, want, nil
+}
+
+// acceptsNone says that a request's class and selectors accept no published GPU.
+func acceptsNone(class string) string {
+	return fmt.Sprintf("device class %q and its selectors accept no %s device; Tessera allocates only %s devices (device classes %s, %s)",
+		class, tesserav1.DRADriver, tesserav1.DRADriver, tesserav1.DeviceClassGPU, tesserav1.DeviceClassGPUShare)
+}
+
+// ExactOf is a firstAvailable request's subrequest as the exact request it stands for.
+func ExactOf(sub *resourcev1.DeviceSubRequest) *resourcev1.ExactDeviceRequest {
+	return &resourcev1.ExactDeviceRequest{DeviceClassName: sub.DeviceClassName, Selectors: sub.Selectors,
+		AllocationMode: sub.AllocationMode, Count: sub.Count, Capacity: sub.Capacity, Tolerations: sub.Tolerations}
+}
+
+// asks says what a request asks, for messages.
+func asks(r framework.GPURequest) string {
+	if r.MemoryMiB > 0 {
+		return "a share"
+	}
+	return fmt.Sprintf("%d GPUs", r.Count)
+}
+
+// unite is the union of sets.
+func unite(sets []map[string]bool) map[string]bool {
+	out := map[string]bool{}
+	for _, s := range sets {
+		for k := range s {
+			out[k] = true
+		}
+	}
+	return out
 }
 
 // constraintValues is the value of the attribute a claim's matchAttribute or

@@ -299,3 +299,48 @@ func TestClaimMatchAttribute(t *testing.T) {
 		}
 	}
 }
+
+// A firstAvailable request reaches the task as one request (the count its subrequests
+// all ask) with the GPUs each subrequest accepts, in order; subrequests that ask
+// different counts, or a firstAvailable request beside another, are refused.
+func TestClaimFirstAvailable(t *testing.T) {
+	onlyGPUs := func(is ...int) string {
+		var quoted []string
+		for _, i := range is {
+			quoted = append(quoted, fmt.Sprintf("%q", uuid("n1", i)))
+		}
+		return fmt.Sprintf(`device.attributes["%s"].%s in [%s]`, tesserav1.DRADriver, tesserav1.DeviceAttributeUUID, strings.Join(quoted, ", "))
+	}
+	b := draBuilder()
+	c := apitest.FirstAvailableClaim("alt", "ns", 2, onlyGPUs(2, 3), "")
+	b.AddResourceClaim(c)
+	b.AddPod(testPod("alt", "ns").ResourceClaim("gpu", "alt").Obj(), 0)
+	task, errs := taskOf(t, b, "alt")
+	if len(errs) > 0 || task == nil || task.GPU.Claim == nil {
+		t.Fatalf("errors %v task %+v", errs, task)
+	}
+	alts := task.GPU.Claim.Alternatives
+	if task.GPU.Count != 2 || len(alts) != 2 || len(alts[0]) != 2 || !alts[0][uuid("n1", 2)] || len(alts[1]) != 4 {
+		t.Errorf("count %d alternatives %v, want 2 GPUs from [2 3], then any of 4", task.GPU.Count, alts)
+	}
+
+	mixed := apitest.FirstAvailableClaim("mixed", "ns", 2, onlyGPUs(2, 3), "")
+	mixed.Spec.Devices.Requests[0].FirstAvailable[1].Count = 1
+	beside := apitest.FirstAvailableClaim("beside", "ns", 1, "")
+	beside.Spec.Devices.Requests = append(beside.Spec.Devices.Requests, apitest.GPUClaim("x", "ns", 1, "").Spec.Devices.Requests[0])
+	beside.Spec.Devices.Requests[1].Name = "other"
+	for _, tc := range []struct {
+		claim *resourcev1.ResourceClaim
+		err   string
+	}{
+		{mixed, "firstAvailable[1] (pick-1) asks 1 GPUs where firstAvailable[0] asks 2 GPUs"},
+		{beside, "must be the pod's only GPU request"},
+	} {
+		b := draBuilder()
+		b.AddResourceClaim(tc.claim)
+		b.AddPod(testPod(tc.claim.Name, "ns").ResourceClaim("gpu", tc.claim.Name).Obj(), 0)
+		if _, errs := taskOf(t, b, tc.claim.Name); len(errs) != 1 || !strings.Contains(errs[0].Error(), tc.err) {
+			t.Errorf("%s: errors %v, want one saying %q", tc.claim.Name, errs, tc.err)
+		}
+	}
+}
