@@ -145,16 +145,22 @@ func TestDRAWholeGPUsAndShares(t *testing.T) {
 	}
 }
 
+// pairedGPUs publishes node with 4 GPUs whose attribute attr is value(0) on GPUs 0-1
+// and value(1) on GPUs 2-3, and runs the daemon.
+func (h *harness) pairedGPUs(node, attr string, value func(pair int) resourcev1.DeviceAttribute) {
+	h.draNodeWith(node, 4, func(s *resourcev1.ResourceSlice) {
+		for i := range s.Spec.Devices {
+			s.Spec.Devices[i].Attributes[resourcev1.QualifiedName(attr)] = value(i / 2)
+		}
+	})
+	h.run(h.daemon(nil))
+}
+
 // TestDRAMatchAttribute: a claim's matchAttribute constraint gets GPUs of one value of
 // the attribute, though other free GPUs would do without it.
 func TestDRAMatchAttribute(t *testing.T) {
 	h := newHarness(t)
-	h.draNodeWith("a", 4, func(s *resourcev1.ResourceSlice) {
-		for i := range s.Spec.Devices {
-			s.Spec.Devices[i].Attributes["nvlinkIsland"] = resourcev1.DeviceAttribute{IntValue: ptr.To(int64(i / 2))}
-		}
-	})
-	h.run(h.daemon(nil))
+	h.pairedGPUs("a", "nvlinkIsland", func(pair int) resourcev1.DeviceAttribute { return resourcev1.DeviceAttribute{IntValue: ptr.To(int64(pair))} })
 	h.claimPod(h.makePod("one"), 1, "")
 	h.waitPodBound("one GPU", "one", 20*time.Second)
 	taken := allocated(h.claim("one"))
@@ -180,12 +186,7 @@ func TestDRAMatchAttribute(t *testing.T) {
 // the other), where the GPUs picked without it share one.
 func TestDRADistinctAttribute(t *testing.T) {
 	h := newHarness(t)
-	h.draNodeWith("a", 4, func(s *resourcev1.ResourceSlice) {
-		for i := range s.Spec.Devices {
-			s.Spec.Devices[i].Attributes["numa"] = resourcev1.DeviceAttribute{IntValue: ptr.To(int64(i / 2))}
-		}
-	})
-	h.run(h.daemon(nil))
+	h.pairedGPUs("a", "numa", func(pair int) resourcev1.DeviceAttribute { return resourcev1.DeviceAttribute{IntValue: ptr.To(int64(pair))} })
 	numa := resourcev1.FullyQualifiedName(tesserav1.DRADriver + "/numa")
 	c := apitest.GPUClaim("spread", h.ns, 2, "")
 	c.Spec.Devices.Constraints = []resourcev1.DeviceConstraint{{DistinctAttribute: &numa}}
@@ -204,12 +205,9 @@ func TestDRADistinctAttribute(t *testing.T) {
 // the subrequest (request/subrequest) as the kubelet and the driver read it.
 func TestDRAFirstAvailable(t *testing.T) {
 	h := newHarness(t)
-	h.draNodeWith("a", 4, func(s *resourcev1.ResourceSlice) {
-		for i := range s.Spec.Devices {
-			s.Spec.Devices[i].Attributes["tier"] = resourcev1.DeviceAttribute{StringValue: ptr.To([]string{"standard", "fast"}[i/2])}
-		}
+	h.pairedGPUs("a", "tier", func(pair int) resourcev1.DeviceAttribute {
+		return resourcev1.DeviceAttribute{StringValue: ptr.To([]string{"standard", "fast"}[pair])}
 	})
-	h.run(h.daemon(nil))
 	fast := fmt.Sprintf(`device.attributes["%s"].tier == "fast"`, tesserav1.DRADriver)
 	for i, want := range []string{"gpu/pick-0 gpu-2:80Gi,gpu-3:80Gi", "gpu/pick-1 gpu-0:80Gi,gpu-1:80Gi"} {
 		name := fmt.Sprintf("alt-%d", i)
