@@ -160,7 +160,9 @@ func (h *harness) pairedGPUs(node, attr string, value func(pair int) resourcev1.
 // the attribute, though other free GPUs would do without it.
 func TestDRAMatchAttribute(t *testing.T) {
 	h := newHarness(t)
-	h.pairedGPUs("a", "nvlinkIsland", func(pair int) resourcev1.DeviceAttribute { return resourcev1.DeviceAttribute{IntValue: ptr.To(int64(pair))} })
+	h.pairedGPUs("a", "nvlinkIsland", func(pair int) resourcev1.DeviceAttribute {
+		return resourcev1.DeviceAttribute{IntValue: ptr.To(int64(pair))}
+	})
 	h.claimPod(h.makePod("one"), 1, "")
 	h.waitPodBound("one GPU", "one", 20*time.Second)
 	taken := allocated(h.claim("one"))
@@ -186,7 +188,9 @@ func TestDRAMatchAttribute(t *testing.T) {
 // the other), where the GPUs picked without it share one.
 func TestDRADistinctAttribute(t *testing.T) {
 	h := newHarness(t)
-	h.pairedGPUs("a", "numa", func(pair int) resourcev1.DeviceAttribute { return resourcev1.DeviceAttribute{IntValue: ptr.To(int64(pair))} })
+	h.pairedGPUs("a", "numa", func(pair int) resourcev1.DeviceAttribute {
+		return resourcev1.DeviceAttribute{IntValue: ptr.To(int64(pair))}
+	})
 	numa := resourcev1.FullyQualifiedName(tesserav1.DRADriver + "/numa")
 	c := apitest.GPUClaim("spread", h.ns, 2, "")
 	c.Spec.Devices.Constraints = []resourcev1.DeviceConstraint{{DistinctAttribute: &numa}}

@@ -325,8 +325,9 @@ func (d *Driver) kill(ctx context.Context, f Fault) ([]string, error) {
 		// The leader's pod is replaced (its node lost, say): the new pod has a new UID,
 		// so it does not resume the Lease, and the standby takes over once it expires.
 		// A crash at a fault point restarts the container instead, which resumes it.
+		// (A UID no replica has had: "<name>-<n>" would be the second replica's own.)
 		d.replaced++
-		d.c.Process(name).SetEnv("POD_UID", fmt.Sprintf("%s-%d", name, d.replaced))
+		d.c.Process(name).SetEnv("POD_UID", fmt.Sprintf("%s-replaced-%d", name, d.replaced))
 		return []string{name}, d.sup.kill(ctx, name, down)
 	case KillNodeAgent:
 		agents := d.agents()
