@@ -187,7 +187,8 @@ func leaseLock(restCfg *rest.Config, s Serving, mgr manager.Manager) (resourcelo
 	if err != nil {
 		return nil, fmt.Errorf("leader election client: %w", err)
 	}
+	//lint:ignore SA1019 resourcelock takes a recorder of core events, as controller-runtime's own election does
+	recorder := mgr.GetEventRecorderFor(id)
 	return resourcelock.New(resourcelock.LeasesResourceLock, s.LeaderElectionNamespace, s.LeaderElectionID,
-		cs.CoreV1(), cs.CoordinationV1(), resourcelock.ResourceLockConfig{Identity: id,
-			EventRecorder: mgr.GetEventRecorderFor(id)}) //nolint:staticcheck // resourcelock records core events
+		cs.CoreV1(), cs.CoordinationV1(), resourcelock.ResourceLockConfig{Identity: id, EventRecorder: recorder})
 }
