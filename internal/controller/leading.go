@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"golang.org/x/sync/errgroup"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -114,22 +115,16 @@ func (l *leading) term(ctx context.Context, runnables []manager.Runnable) error 
 	l.leader.Store(true)
 	defer l.leader.Store(false)
 	l.log.Info("leading", "lease", l.config.Lock.Describe())
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	errs := make([]error, len(runnables))
-	var wg sync.WaitGroup
-	for i, r := range runnables {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := r.Start(ctx); err != nil && ctx.Err() == nil {
-				errs[i] = err
-				cancel()
+	g, gctx := errgroup.WithContext(ctx)
+	for _, r := range runnables {
+		g.Go(func() error {
+			if err := r.Start(gctx); err != nil && ctx.Err() == nil {
+				return err
 			}
-		}()
+			return nil
+		})
 	}
-	wg.Wait()
-	return errors.Join(errs...)
+	return g.Wait()
 }
 
 // Leading reports whether this replica leads now.
