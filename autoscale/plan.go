@@ -51,22 +51,10 @@ type Cluster struct {
 	// Nodes holds the state of each GPU node by name; a node missing here has no GPUNode.
 	Nodes  map[string]NodeState
 	Groups map[string]Group
-	// LastScaleDown is when the policy last removed a node, and LastScaleUp when a node
-	// last joined the cluster: the cooldown runs from the later of the two, so that a
-	// node added for pending work is not removed before that work reaches it.
-	LastScaleDown, LastScaleUp time.Time
-}
-
-// cooldown is when the cooldown after the cluster's last change ends, and what that
-// change was; a zero time: no change is known.
-func (c *Cluster) cooldown(d time.Duration) (time.Time, string) {
-	switch {
-	case c.LastScaleDown.IsZero() && c.LastScaleUp.IsZero():
-		return time.Time{}, ""
-	case c.LastScaleUp.After(c.LastScaleDown):
-		return c.LastScaleUp.Add(d), "a node joined the cluster"
-	}
-	return c.LastScaleDown.Add(d), "the last scale-down"
+	// LastScaleUp is when a node last joined the cluster: the cooldown runs from it, so
+	// that a node added for pending work is not removed before that work reaches it.
+	// Zero: none is known.
+	LastScaleUp time.Time
 }
 
 // Decision is the verdict on one GPU node.
@@ -148,6 +136,7 @@ func (pl *Planner) Plan(c *Cluster) *Plan {
 	}
 	var cands []candidate
 	var decisions []*Decision
+	var rows []planRow
 	inProgress, selected := 0, 0
 	groupGone := map[string]int{}
 	seen := map[string]bool{}
@@ -181,15 +170,24 @@ func (pl *Planner) Plan(c *Cluster) *Plan {
 			}
 			best = candidate{n: n, d: d, method: m, since: since}
 		}
+		rows = append(rows, planRow{n: n, st: st, ready: ok && st.GPUsReady, best: best, d: d})
+	}
+	head := pl.headroom(rows, now)
+	for _, r := range rows {
+		n, st, d, best := r.n, r.st, r.d, r.best
+		wait := pol.IdleAfter
+		if head.surplus[n.Name] {
+			wait = min(wait, pol.SurplusAfter)
+		}
 		switch {
-		case !ok || !st.GPUsReady:
+		case !r.ready:
 			d.Reason, d.Message = ReasonNotReady, "GPUs not reported by the node agent yet (no GPUNode)"
 		case best.method == nil:
 			d.Reason, d.Message = ReasonNotIdle, describeBusy(n)
-		case now.Sub(best.since) < pol.IdleAfter:
+		case now.Sub(best.since) < wait:
 			t := best.since
 			d.IdleSince = &t
-			d.Reason, d.Message = ReasonNotIdle, fmt.Sprintf("%s for %s of %s", best.method.Name(), now.Sub(best.since).Round(time.Second), pol.IdleAfter)
+			d.Reason, d.Message = ReasonNotIdle, fmt.Sprintf("%s for %s of %s%s", best.method.Name(), now.Sub(best.since).Round(time.Second), wait, head.why(n.Name))
 		case pl.only != "" && n.Name != pl.only:
 			d.Reason, d.Message = ReasonNotIdle, "not re-validated"
 		case st.Blocker != nil:
@@ -236,7 +234,7 @@ func (pl *Planner) Revalidate(c *Cluster, node string) Decision {
 	st := cc.Nodes[node]
 	st.InProgress = false
 	cc.Nodes[node] = st
-	cc.LastScaleDown, cc.LastScaleUp = time.Time{}, time.Time{}
+	cc.LastScaleUp = time.Time{}
 	rv := *pl
 	rv.Policy.MaxParallel = math.MaxInt
 	rv.only = node
@@ -306,11 +304,11 @@ func (pl *Planner) choose(c *Cluster, cands []candidate, inProgress, selected in
 	}
 	var baseline *baseline
 	var chosen []string
-	until, after := c.cooldown(pol.Cooldown)
+	until := c.LastScaleUp.Add(pol.Cooldown)
 	for _, cd := range cands {
 		d, st := cd.d, c.Nodes[cd.n.Name]
-		if now.Before(until) {
-			d.Reason, d.Message = ReasonCooldown, fmt.Sprintf("cooldown after %s until %s", after, until.UTC().Format(time.RFC3339))
+		if !c.LastScaleUp.IsZero() && now.Before(until) {
+			d.Reason, d.Message = ReasonCooldown, fmt.Sprintf("cooldown after a node joined the cluster until %s", until.UTC().Format(time.RFC3339))
 			continue
 		}
 		if inProgress+len(chosen) >= pol.MaxParallel {

@@ -130,9 +130,8 @@ func TestClusterRules(t *testing.T) {
 	autoscaletest.Expect(t, got["b"], true, "", "")
 	autoscaletest.Expect(t, got["c"], false, autoscale.ReasonMinSize, "node group md at 2 replicas may not go below its min size 2")
 
-	w.c.LastScaleDown = testutil.Epoch.Add(30 * time.Minute)
-	autoscaletest.Expect(t, w.at(33)["b"], false, autoscale.ReasonCooldown, "cooldown after the last scale-down until 2026-01-01T00:40:00Z")
-	autoscaletest.Expect(t, w.at(41)["b"], true, "", "")
+	// A scale-down is not followed by a pause: maxParallel bounds the nodes going at once.
+	autoscaletest.Expect(t, w.at(33)["b"], true, "", "")
 
 	st = w.c.Nodes["b"]
 	st.Blocker = &autoscale.Blocker{Reason: autoscale.ReasonPDB, Message: "PodDisruptionBudget x/y allows 0 disruptions"}
@@ -145,6 +144,33 @@ func TestClusterRules(t *testing.T) {
 	w.c.LastScaleUp = testutil.Epoch.Add(40 * time.Minute)
 	autoscaletest.Expect(t, w.at(43)["c"], false, autoscale.ReasonCooldown, "cooldown after a node joined the cluster until 2026-01-01T00:50:00Z")
 	autoscaletest.Expect(t, w.at(51)["c"], true, "", "")
+}
+
+// The headroom: empty nodes go after surplusAfter, except as many as the GPUs that
+// workloads created within the last bootTime took, less what busy nodes have free;
+// those wait idleAfter, and go once that demand is older than bootTime.
+func TestHeadroomKeepsEmptyNodesForRecentDemand(t *testing.T) {
+	pol := policy()
+	pol.MaxParallel, pol.SurplusAfter, pol.BootTime = 4, time.Minute, 5*time.Minute
+	w := newWorld(t, 4, pol)
+	w.run(testutil.MakeJob("new").GPU(8).Created(time.Minute).Obj(), "a")
+	w.at(0)
+	got := w.at(2)
+	autoscaletest.Expect(t, got["a"], false, autoscale.ReasonNotIdle, "1 GPU pods hold 8.0 of 8 GPUs")
+	autoscaletest.Expect(t, got["b"], false, autoscale.ReasonNotIdle,
+		"Empty for 2m0s of 30m0s; kept as headroom: workloads created in the last 5m0s hold 8.0 GPUs on these nodes, 8.0 more than the nodes with GPU pods have free")
+	autoscaletest.Expect(t, got["c"], true, "", "Empty for 2m0s")
+	autoscaletest.Expect(t, got["d"], true, "", "Empty for 2m0s")
+
+	// Free GPUs on busy nodes count against it: c takes 4 GPUs and has 4 free, so of
+	// the 12 recent GPUs 8 are headroom, and b still holds them.
+	w.run(testutil.MakeJob("half").GPU(4).Created(2*time.Minute).Obj(), "c")
+	got = w.at(3)
+	autoscaletest.Expect(t, got["b"], false, autoscale.ReasonNotIdle, "hold 12.0 GPUs on these nodes, 8.0 more")
+	autoscaletest.Expect(t, got["d"], true, "", "")
+
+	// Once the demand is older than bootTime, b goes after surplusAfter too.
+	autoscaletest.Expect(t, w.at(8)["b"], true, "", "Empty for 8m0s")
 }
 
 func TestUnderusedMovesPodsOnlyWhenTheyFit(t *testing.T) {
@@ -213,7 +239,7 @@ func TestRevalidate(t *testing.T) {
 		st.InProgress = true
 		w.c.Nodes[n] = st
 	}
-	w.c.LastScaleDown = testutil.Epoch.Add(31 * time.Minute)
+	w.c.LastScaleUp = testutil.Epoch.Add(31 * time.Minute)
 	w.c.Snap.Now = testutil.Epoch.Add(32 * time.Minute)
 	autoscaletest.Expect(t, w.planner.Revalidate(w.c, "b"), true, "", "Empty for 32m0s")
 	if d := w.planner.Plan(w.c).Nodes[2]; d.Node != "c" || d.Candidate {

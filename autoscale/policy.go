@@ -17,6 +17,10 @@ type Policy struct {
 	Selector labels.Selector
 	// IdleAfter is how long a node must qualify before it is a candidate.
 	IdleAfter time.Duration
+	// SurplusAfter is how long an empty node beyond the headroom must stay empty
+	// before it is a candidate (0: every node waits IdleAfter), and BootTime the window
+	// the headroom is measured over (Planner.headroom).
+	SurplusAfter, BootTime time.Duration
 	// UtilizationThreshold is the GPU utilization percent at or below which a GPU is idle.
 	UtilizationThreshold int32
 	MaxParallel          int
@@ -32,8 +36,14 @@ type Policy struct {
 
 // Defaults of the ScaleDownPolicy fields, as the CRD sets them.
 const (
-	DefaultIdleAfter   = 10 * time.Minute
-	DefaultCooldown    = 10 * time.Minute
+	DefaultIdleAfter = 10 * time.Minute
+	DefaultCooldown  = 10 * time.Minute
+	// DefaultSurplusAfter is the consolidateAfter of Karpenter's NodePool example.
+	DefaultSurplusAfter = time.Minute
+	// DefaultBootTime is how long a GPU node takes to come back when the policy does not
+	// say: a cloud GPU node's launch, boot and driver start take minutes (the
+	// simulator's scenarios take as long).
+	DefaultBootTime    = 5 * time.Minute
 	DefaultThreshold   = 5
 	DefaultMaxParallel = 1
 	DefaultMinNodes    = 1
@@ -47,6 +57,7 @@ const (
 func PolicyFrom(p *tesserav1.ScaleDownPolicy) (Policy, error) {
 	s := p.Spec
 	out := Policy{Name: p.Name, Selector: labels.Everything(), IdleAfter: DefaultIdleAfter, Cooldown: DefaultCooldown,
+		SurplusAfter: DefaultSurplusAfter, BootTime: DefaultBootTime,
 		UtilizationThreshold: s.GPUUtilizationThreshold, MaxParallel: int(s.MaxParallel), MinNodes: DefaultMinNodes, DryRun: s.DryRun}
 	if s.MinNodes != nil {
 		out.MinNodes = int(*s.MinNodes)
@@ -63,6 +74,18 @@ func PolicyFrom(p *tesserav1.ScaleDownPolicy) (Policy, error) {
 			return out, fmt.Errorf("ScaleDownPolicy %s: spec.idleAfter %s must be positive (for example 30m)", p.Name, s.IdleAfter.Duration)
 		}
 		out.IdleAfter = s.IdleAfter.Duration
+	}
+	if s.SurplusAfter != nil {
+		if s.SurplusAfter.Duration <= 0 {
+			return out, fmt.Errorf("ScaleDownPolicy %s: spec.surplusAfter %s must be positive (for example 1m; set it to idleAfter to wait idleAfter for every node)", p.Name, s.SurplusAfter.Duration)
+		}
+		out.SurplusAfter = s.SurplusAfter.Duration
+	}
+	if s.BootTime != nil {
+		if s.BootTime.Duration < 0 {
+			return out, fmt.Errorf("ScaleDownPolicy %s: spec.bootTime %s must not be negative (for example 5m)", p.Name, s.BootTime.Duration)
+		}
+		out.BootTime = s.BootTime.Duration
 	}
 	if s.Cooldown != nil {
 		if s.Cooldown.Duration < 0 {

@@ -3,6 +3,7 @@ package autoscale
 import (
 	"strings"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -43,5 +44,22 @@ func TestPolicyMinNodesDefault(t *testing.T) {
 	p.Spec.MinNodes = ptr(0)
 	if pol, err := PolicyFrom(p); err != nil || pol.MinNodes != 0 {
 		t.Fatalf("0: minNodes %d, %v; want 0", pol.MinNodes, err)
+	}
+}
+
+// surplusAfter and bootTime default to 1m and 5m; a surplusAfter of 0 or a negative
+// bootTime is refused with the field named.
+func TestPolicyHeadroomFields(t *testing.T) {
+	p := &tesserav1.ScaleDownPolicy{ObjectMeta: metav1.ObjectMeta{Name: "p"}}
+	if pol, err := PolicyFrom(p); err != nil || pol.SurplusAfter != time.Minute || pol.BootTime != 5*time.Minute {
+		t.Fatalf("defaults: %+v, %v; want surplusAfter 1m, bootTime 5m", pol, err)
+	}
+	p.Spec.SurplusAfter = &metav1.Duration{}
+	if _, err := PolicyFrom(p); err == nil || !strings.Contains(err.Error(), "spec.surplusAfter") {
+		t.Errorf("surplusAfter 0: %v, want an error naming the field", err)
+	}
+	p.Spec.SurplusAfter, p.Spec.BootTime = nil, &metav1.Duration{Duration: -time.Minute}
+	if _, err := PolicyFrom(p); err == nil || !strings.Contains(err.Error(), "spec.bootTime") {
+		t.Errorf("bootTime -1m: %v, want an error naming the field", err)
 	}
 }

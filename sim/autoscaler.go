@@ -22,8 +22,9 @@ type Autoscaling struct {
 	// BootDelay is how long a node added back takes before pods can use it; it is
 	// paid for while it boots.
 	BootDelay time.Duration
-	// Policy is the ScaleDownPolicy RuleTessera plans with; nil: the defaults. Its
-	// nodeSelector applies to the replay's nodes as to a cluster's.
+	// Policy is the ScaleDownPolicy RuleTessera plans with; nil: the defaults, with
+	// BootDelay as its bootTime. Its nodeSelector applies to the replay's nodes as to a
+	// cluster's.
 	Policy *tesserav1.ScaleDownPolicy
 	// UnderusedShare, when set, replaces the share of RuleTessera's Underused method
 	// (autoscale.Policy) that the policy gives; 0 removes empty nodes only.
@@ -39,9 +40,9 @@ type fleet struct {
 	removed   []*framework.Node // in the input's order
 	// rank is each node's position in the input: nodes rejoin the snapshot in order.
 	rank map[*framework.Node]int
-	// lastGrow and lastShrink are when a node last joined and left; -1: never.
-	lastGrow, lastShrink int64
-	removals, evictions  int
+	// lastGrow is when a node last joined; -1: never.
+	lastGrow            int64
+	removals, evictions int
 }
 
 type bootingNode struct {
@@ -60,7 +61,7 @@ func newFleet(a Autoscaling, s *scheduler.Scheduler, nodes []*framework.Node) (*
 	if err != nil {
 		return nil, err
 	}
-	f := &fleet{rule: rule, bootDelay: int64(a.BootDelay / time.Second), lastGrow: -1, lastShrink: -1, rank: map[*framework.Node]int{}}
+	f := &fleet{rule: rule, bootDelay: int64(a.BootDelay / time.Second), lastGrow: -1, rank: map[*framework.Node]int{}}
 	for i, n := range nodes {
 		f.rank[n] = i
 	}
@@ -147,7 +148,6 @@ func (r *replayer) autoscale() {
 	}
 	f.inOrder(f.removed)
 	displaced := r.snap.RemoveNodes(names...)
-	f.lastShrink = r.now
 	f.removals += len(names)
 	f.evictions += len(displaced)
 	r.evicted(EvictedByScaleDown, len(displaced))

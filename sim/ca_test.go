@@ -38,7 +38,7 @@ func put(n *framework.Node, gpus int, cpu int64) *framework.Task {
 }
 
 // noFleet is a fleet that never grew.
-func noFleet() *fleet { return &fleet{lastGrow: -1, lastShrink: -1} }
+func noFleet() *fleet { return &fleet{lastGrow: -1} }
 
 func TestRequestUtilizationOfAGPUNodeIsItsGPUs(t *testing.T) {
 	n := caNodes(1)[0]

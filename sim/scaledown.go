@@ -36,6 +36,9 @@ func newRule(a Autoscaling, s *scheduler.Scheduler) (scaleDownRule, error) {
 		if err != nil {
 			return nil, err
 		}
+		if p.Spec.BootTime == nil && a.BootDelay > 0 {
+			pol.BootTime = a.BootDelay
+		}
 		if a.UnderusedShare != nil {
 			pol.UnderusedShare = *a.UnderusedShare
 		}
@@ -49,7 +52,7 @@ func newRule(a Autoscaling, s *scheduler.Scheduler) (scaleDownRule, error) {
 }
 
 // plannerRule removes the candidates of Tessera's autoscale.Planner; every present
-// node has reported its GPUs, and the cooldown runs from the cluster's last change,
+// node has reported its GPUs, and the cooldown runs from the last node that joined,
 // as it does in a live cluster.
 type plannerRule struct{ planner *autoscale.Planner }
 
@@ -57,9 +60,6 @@ func (p *plannerRule) pick(snap *framework.Snapshot, _ int64, f *fleet) []string
 	c := &autoscale.Cluster{Snap: snap, Nodes: make(map[string]autoscale.NodeState, len(snap.Nodes))}
 	for _, n := range snap.Nodes {
 		c.Nodes[n.Name] = autoscale.NodeState{GPUsReady: true, Blocker: protectedBlocker(n)}
-	}
-	if f.lastShrink >= 0 {
-		c.LastScaleDown = epoch.Add(time.Duration(f.lastShrink) * time.Second)
 	}
 	if f.lastGrow >= 0 {
 		c.LastScaleUp = epoch.Add(time.Duration(f.lastGrow) * time.Second)

@@ -18,6 +18,28 @@ type ScaleDownPolicySpec struct {
 	// +optional
 	IdleAfter *metav1.Duration `json:"idleAfter,omitempty"`
 
+	// SurplusAfter is how long a node without GPU pods must stay so before it becomes a
+	// candidate when it is beyond the headroom (bootTime); the nodes within the
+	// headroom wait idleAfter. The default, 1m, is the consolidateAfter of Karpenter's
+	// NodePool example. Set it to idleAfter to wait idleAfter for every node.
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
+	// +kubebuilder:default="1m"
+	// +optional
+	SurplusAfter *metav1.Duration `json:"surplusAfter,omitempty"`
+
+	// BootTime is how long a node the policy removes takes to come back when work needs
+	// it (from the request for a node to its GPUs reported). It sizes the headroom: the
+	// GPUs that workloads created within the last bootTime hold on the policy's nodes,
+	// less the GPUs free on its nodes with GPU pods, are kept on empty nodes for
+	// idleAfter, since demand arriving at that rate would need them before a new node
+	// could boot. Empty nodes beyond it go after surplusAfter.
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
+	// +kubebuilder:default="5m"
+	// +optional
+	BootTime *metav1.Duration `json:"bootTime,omitempty"`
+
 	// GPUUtilizationThreshold is the utilization percent at or below which a pod's
 	// allocated GPUs count as idle in the idle-GPU report (GPUsIdle events, the
 	// allocated-idle metric and alert). It does not decide removals: a node's idle clock
@@ -48,8 +70,12 @@ type ScaleDownPolicySpec struct {
 	// +optional
 	MaxParallel int32 `json:"maxParallel,omitempty"`
 
-	// Cooldown is the pause after a scale-down, or after a node the policy selects
-	// joined the cluster, before the next scale-down.
+	// Cooldown is the pause after a node the policy selects joined the cluster before
+	// the next scale-down, so that a node added for pending work is not removed before
+	// that work reaches it: Cluster Autoscaler's scale-down-delay-after-add, with the
+	// same default. A scale-down is not followed by a pause (Cluster Autoscaler's
+	// scale-down-delay-after-delete is its 10-second scan interval); maxParallel bounds
+	// how many nodes go at once.
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
 	// +kubebuilder:default="10m"

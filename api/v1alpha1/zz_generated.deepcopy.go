@@ -850,6 +850,16 @@ func (in *ScaleDownPolicySpec) DeepCopyInto(out *ScaleDownPolicySpec) {
 		*out = new(v1.Duration)
 		**out = **in
 	}
+	if in.SurplusAfter != nil {
+		in, out := &in.SurplusAfter, &out.SurplusAfter
+		*out = new(v1.Duration)
+		**out = **in
+	}
+	if in.BootTime != nil {
+		in, out := &in.BootTime, &out.BootTime
+		*out = new(v1.Duration)
+		**out = **in
+	}
 	if in.UnderusedGPUPercent != nil {
 		in, out := &in.UnderusedGPUPercent, &out.UnderusedGPUPercent
 		*out = new(int32)

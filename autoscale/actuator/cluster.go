@@ -53,11 +53,6 @@ func readCluster(ctx context.Context, r client.Reader, pol *tesserav1.ScaleDownP
 		}
 	}
 	c := &autoscale.Cluster{Snap: snap, Nodes: map[string]autoscale.NodeState{}}
-	for _, rec := range pol.Status.RecentScaleDowns {
-		if rec.Time.After(c.LastScaleDown) {
-			c.LastScaleDown = rec.Time.Time
-		}
-	}
 	c.LastScaleUp = lastJoined(state.Nodes, pol, now)
 	for name, node := range state.Nodes {
 		pods := byNode[name]
