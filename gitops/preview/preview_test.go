@@ -206,14 +206,14 @@ func TestRunReplayCapabilityChange(t *testing.T) {
 }
 
 // TestRunReplayScaleDownChange: each side's ScaleDownPolicy removes the scenario's idle
-// nodes; a longer idleAfter keeps more node-hours on, a side without one keeps every
-// node, and two policies that remove nodes are refused.
+// nodes; a longer idleAfter and surplusAfter keep more node-hours on, a side without one
+// keeps every node, and two policies that remove nodes are refused.
 func TestRunReplayScaleDownChange(t *testing.T) {
 	if testing.Short() {
 		t.Skip("replays a day of the operator scenario four times")
 	}
 	dir := copyDir(t, example)
-	raise(t, filepath.Join(dir, "scaledown/scaledown.yaml"), "idleAfter: 10m", "idleAfter: 3h")
+	raise(t, filepath.Join(dir, "scaledown/scaledown.yaml"), "idleAfter: 10m", "idleAfter: 3h\n  surplusAfter: 3h")
 	base, err := Load(example)
 	if err != nil {
 		t.Fatal(err)
@@ -233,7 +233,7 @@ func TestRunReplayScaleDownChange(t *testing.T) {
 		t.Errorf("objects %s", got)
 	}
 	if p.Base.ScaleDown != "idle-gpu-nodes" || p.Base.NodesRemoved == 0 || p.Head.GPUNodeHours <= p.Base.GPUNodeHours {
-		t.Errorf("idleAfter 10m -> 3h: base %+v, head %+v; want nodes removed in base (its nodeSelector does not apply to the scenario) and more node-hours in head",
+		t.Errorf("idleAfter and surplusAfter -> 3h: base %+v, head %+v; want nodes removed in base (its nodeSelector does not apply to the scenario) and more node-hours in head",
 			p.Base, p.Head)
 	}
 	var text bytes.Buffer
