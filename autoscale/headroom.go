@@ -82,6 +82,11 @@ func blocked(r planRow) int {
 	return 0
 }
 
+// gpus is the headroom in GPUs, 0 when busy nodes have room for the recent demand.
+func (h headroomCut) gpus() float64 {
+	return float64(max(0, h.recent-h.free)) / framework.MilliPerGPU
+}
+
 // why explains, for a waiting node, whether the headroom keeps it.
 func (h headroomCut) why(node string) string {
 	if !h.kept[node] {

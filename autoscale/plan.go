@@ -71,10 +71,14 @@ type Decision struct {
 
 // Plan is what a planning round decided; it changes nothing by itself.
 type Plan struct {
-	Policy string     `json:"policy"`
-	Now    time.Time  `json:"now"`
-	DryRun bool       `json:"dryRun"`
-	Nodes  []Decision `json:"nodes"`
+	Policy string    `json:"policy"`
+	Now    time.Time `json:"now"`
+	DryRun bool      `json:"dryRun"`
+	// HeadroomGPUs is the GPUs of recent demand the empty nodes are kept for: what
+	// workloads created within bootTime hold on the policy's nodes, less what its busy
+	// nodes have free (0 when that is negative, or the headroom is off).
+	HeadroomGPUs float64    `json:"headroomGPUs"`
+	Nodes        []Decision `json:"nodes"`
 }
 
 // Candidates are the nodes to scale down, by name.
@@ -173,6 +177,7 @@ func (pl *Planner) Plan(c *Cluster) *Plan {
 		rows = append(rows, planRow{n: n, st: st, ready: ok && st.GPUsReady, best: best, d: d})
 	}
 	head := pl.headroom(rows, now)
+	plan.HeadroomGPUs = head.gpus()
 	for _, r := range rows {
 		n, st, d, best := r.n, r.st, r.d, r.best
 		wait := pol.IdleAfter

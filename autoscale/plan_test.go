@@ -168,6 +168,9 @@ func TestHeadroomKeepsEmptyNodesForRecentDemand(t *testing.T) {
 	got = w.at(3)
 	autoscaletest.Expect(t, got["b"], false, autoscale.ReasonNotIdle, "hold 12.0 GPUs on these nodes, 8.0 more")
 	autoscaletest.Expect(t, got["d"], true, "", "")
+	if h := w.planner.Plan(w.c).HeadroomGPUs; h != 8 {
+		t.Errorf("plan's headroom %v GPUs, want 8", h)
+	}
 
 	// Once the demand is older than bootTime, b goes after surplusAfter too.
 	autoscaletest.Expect(t, w.at(8)["b"], true, "", "Empty for 8m0s")

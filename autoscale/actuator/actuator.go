@@ -152,6 +152,7 @@ func (a *Actuator) RunOnce(ctx context.Context) error {
 	for name := range a.planners {
 		if !known[name] {
 			delete(a.planners, name)
+			a.metrics.HeadroomGPUs.DeleteLabelValues(name)
 		}
 	}
 	return errors.Join(errs...)
@@ -176,6 +177,7 @@ func (a *Actuator) runPolicy(ctx context.Context, r *round, obj *tesserav1.Scale
 		return fmt.Errorf("node groups: %w", err)
 	}
 	plan := pl.Plan(c)
+	a.metrics.HeadroomGPUs.WithLabelValues(obj.Name).Set(plan.HeadroomGPUs)
 	for _, d := range plan.Nodes {
 		switch {
 		case d.Candidate:

@@ -11,6 +11,7 @@ type Metrics struct {
 	SavedGPUHours     prometheus.Counter
 	SavedCost         prometheus.Counter
 	Candidates        prometheus.Gauge
+	HeadroomGPUs      *prometheus.GaugeVec
 	UnremovableNodes  *prometheus.GaugeVec
 	AllocatedIdleGPUs *prometheus.GaugeVec
 }
@@ -26,13 +27,15 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Saved GPU-hours times the ScaleDownPolicy's pricePerGPUHour."}),
 		Candidates: prometheus.NewGauge(prometheus.GaugeOpts{Name: "tessera_autoscale_candidates",
 			Help: "GPU nodes the last plan found removable."}),
+		HeadroomGPUs: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "tessera_autoscale_headroom_gpus",
+			Help: "GPUs of recent demand a ScaleDownPolicy keeps empty nodes for (workloads created within bootTime, less what busy nodes have free), by policy."}, []string{"policy"}),
 		UnremovableNodes: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "tessera_autoscale_unremovable_nodes",
 			Help: "GPU nodes the last plan kept, by the reason that kept them."}, []string{"reason"}),
 		AllocatedIdleGPUs: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "tessera_gpu_allocated_idle_gpus",
 			Help: "GPUs allocated to a pod whose utilization stayed near 0 for idleAfter, by namespace and pod."}, []string{"namespace", "pod"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.ScaledDownNodes, m.SavedGPUHours, m.SavedCost, m.Candidates, m.UnremovableNodes, m.AllocatedIdleGPUs)
+		reg.MustRegister(m.ScaledDownNodes, m.SavedGPUHours, m.SavedCost, m.Candidates, m.HeadroomGPUs, m.UnremovableNodes, m.AllocatedIdleGPUs)
 	}
 	return m
 }
