@@ -182,7 +182,7 @@ func (pl *Planner) Plan(c *Cluster) *Plan {
 		n, st, d, best := r.n, r.st, r.d, r.best
 		wait := pol.IdleAfter
 		if head.surplus[n.Name] {
-			wait = min(wait, pol.SurplusAfter)
+			wait = pol.SurplusAfter // shorter: headroom keeps every node otherwise
 		}
 		switch {
 		case !r.ready:
